@@ -1,0 +1,1 @@
+"""gpu-platform components: one ComponentResource per platform concern, plus pure builders."""

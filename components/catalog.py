@@ -1,0 +1,154 @@
+"""Cross-cutting facts with exactly one home.
+
+GPU taint and label keys, the instance-type table (GPUs, EFA devices, vCPU, memory, prices)
+and pinned versions live here and nowhere else, so managed node groups, Karpenter NodePools,
+Kueue ResourceFlavors, tolerations and training jobs can never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+# --- Scheduling vocabulary ---------------------------------------------------------------------
+
+#: Domain of the labels this platform owns. Karpenter reserves `karpenter.sh`/`kubernetes.io`
+#: domains for its own labels, so ours live under a domain of their own.
+LABEL_DOMAIN: Final = "gpu-platform.io"
+LABEL_GPU_VENDOR: Final = f"{LABEL_DOMAIN}/gpu-vendor"
+LABEL_GPU_MODEL: Final = f"{LABEL_DOMAIN}/gpu-model"
+LABEL_GPU_CLASS: Final = f"{LABEL_DOMAIN}/gpu-class"
+LABEL_CAPACITY_TYPE: Final = f"{LABEL_DOMAIN}/capacity-type"
+LABEL_WORKLOAD_TYPE: Final = f"{LABEL_DOMAIN}/workload-type"
+LABEL_NODE_POOL: Final = f"{LABEL_DOMAIN}/node-pool"
+
+#: The taint every GPU node carries: only pods that tolerate it (GPU workloads and the GPU
+#: operator's daemons) may land on expensive capacity.
+GPU_TAINT_KEY: Final = "nvidia.com/gpu"
+GPU_TAINT_VALUE: Final = "true"
+GPU_TAINT_EFFECT: Final = "NoSchedule"
+GPU_RESOURCE: Final = "nvidia.com/gpu"
+
+CapacityType = Literal["on-demand", "spot"]
+WorkloadType = Literal["system", "training", "general"]
+
+#: EKS managed node groups spell capacity types differently from Karpenter and Kubernetes labels.
+EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+
+
+def gpu_node_labels(
+    *, gpu_class: str, gpu_model: str, capacity_type: CapacityType, workload_type: WorkloadType
+) -> dict[str, str]:
+    """Labels of a GPU node, identical for managed node groups and Karpenter NodePools."""
+    return {
+        LABEL_GPU_VENDOR: "nvidia",
+        LABEL_GPU_MODEL: gpu_model,
+        LABEL_GPU_CLASS: gpu_class,
+        LABEL_CAPACITY_TYPE: capacity_type,
+        LABEL_WORKLOAD_TYPE: workload_type,
+    }
+
+
+def system_node_labels() -> dict[str, str]:
+    """Labels of the on-demand CPU nodes that run the platform's controllers."""
+    return {LABEL_CAPACITY_TYPE: "on-demand", LABEL_WORKLOAD_TYPE: "system"}
+
+
+def gpu_taint() -> dict[str, str]:
+    """The GPU taint in Kubernetes form (key, value, effect)."""
+    return {"key": GPU_TAINT_KEY, "value": GPU_TAINT_VALUE, "effect": GPU_TAINT_EFFECT}
+
+
+def gpu_toleration() -> dict[str, str]:
+    """The toleration matching `gpu_taint()`; every GPU workload and GPU daemon carries it."""
+    return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}
+
+
+# --- Instance types -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InstanceType:
+    """What the platform needs to know about an EC2 instance type."""
+
+    name: str
+    vcpu: int
+    memory_gib: int
+    gpus: int
+    gpu_model: str | None
+    gpu_memory_gib: int
+    efa_devices: int
+    nvme_instance_store: bool
+    on_demand_usd_per_hour: float
+    spot_usd_per_hour: float
+
+    @property
+    def family(self) -> str:
+        return self.name.split(".", 1)[0]
+
+
+#: Prices: Linux on-demand list prices for us-east-1 from aws.amazon.com/ec2/pricing/on-demand
+#: (P4d/P5 after the June 2025 price reduction), spot "typical" = the median of the us-east-1
+#: spot price history over the 30 days before 2026-10-31 rounded to cents. Recorded on
+#: 2026-10-31; they are planning figures for reports, not billing data — re-check before
+#: committing a budget. GPU/EFA counts: EC2 accelerated-computing instance specifications.
+_INSTANCE_ROWS: Final[tuple[InstanceType, ...]] = (
+    # name, vcpu, mem, gpus, model, gpu mem, efa, nvme, on-demand $/h, spot $/h
+    InstanceType("m6i.large", 2, 8, 0, None, 0, 0, False, 0.096, 0.04),
+    InstanceType("m6i.xlarge", 4, 16, 0, None, 0, 0, False, 0.192, 0.08),
+    InstanceType("m6i.2xlarge", 8, 32, 0, None, 0, 0, False, 0.384, 0.16),
+    InstanceType("m7i.xlarge", 4, 16, 0, None, 0, 0, False, 0.2016, 0.09),
+    InstanceType("m7i.2xlarge", 8, 32, 0, None, 0, 0, False, 0.4032, 0.17),
+    InstanceType("c6i.2xlarge", 8, 16, 0, None, 0, 0, False, 0.34, 0.14),
+    InstanceType("g5.xlarge", 4, 16, 1, "a10g", 24, 0, True, 1.006, 0.42),
+    InstanceType("g5.2xlarge", 8, 32, 1, "a10g", 24, 0, True, 1.212, 0.49),
+    InstanceType("g5.4xlarge", 16, 64, 1, "a10g", 24, 0, True, 1.624, 0.63),
+    InstanceType("g5.8xlarge", 32, 128, 1, "a10g", 24, 1, True, 2.448, 0.95),
+    InstanceType("g5.16xlarge", 64, 256, 1, "a10g", 24, 1, True, 4.096, 1.49),
+    InstanceType("g5.12xlarge", 48, 192, 4, "a10g", 96, 1, True, 5.672, 2.27),
+    InstanceType("g5.24xlarge", 96, 384, 4, "a10g", 96, 1, True, 8.144, 3.11),
+    InstanceType("g5.48xlarge", 192, 768, 8, "a10g", 192, 1, True, 16.288, 6.12),
+    InstanceType("g6.xlarge", 4, 16, 1, "l4", 24, 0, True, 0.8048, 0.36),
+    InstanceType("g6.2xlarge", 8, 32, 1, "l4", 24, 0, True, 0.9776, 0.42),
+    InstanceType("g6.4xlarge", 16, 64, 1, "l4", 24, 0, True, 1.3232, 0.55),
+    InstanceType("g6.8xlarge", 32, 128, 1, "l4", 24, 1, True, 2.0144, 0.81),
+    InstanceType("g6.16xlarge", 64, 256, 1, "l4", 24, 1, True, 3.3968, 1.32),
+    InstanceType("g6.12xlarge", 48, 192, 4, "l4", 96, 1, True, 4.6016, 1.84),
+    InstanceType("g6.24xlarge", 96, 384, 4, "l4", 96, 1, True, 6.6752, 2.61),
+    InstanceType("g6.48xlarge", 192, 768, 8, "l4", 192, 1, True, 13.3504, 5.21),
+    InstanceType("g6e.xlarge", 4, 32, 1, "l40s", 48, 0, True, 1.861, 0.78),
+    InstanceType("g6e.2xlarge", 8, 64, 1, "l40s", 48, 0, True, 2.242, 0.93),
+    InstanceType("g6e.4xlarge", 16, 128, 1, "l40s", 48, 0, True, 3.004, 1.22),
+    InstanceType("g6e.12xlarge", 48, 384, 4, "l40s", 192, 1, True, 10.493, 4.19),
+    InstanceType("g6e.24xlarge", 96, 768, 4, "l40s", 192, 2, True, 15.066, 6.02),
+    InstanceType("g6e.48xlarge", 192, 1536, 8, "l40s", 384, 4, True, 30.131, 12.05),
+    InstanceType("p4d.24xlarge", 96, 1152, 8, "a100", 320, 4, True, 21.958, 9.87),
+    InstanceType("p4de.24xlarge", 96, 1152, 8, "a100", 640, 4, True, 27.447, 12.35),
+    InstanceType("p5.48xlarge", 192, 2048, 8, "h100", 640, 32, True, 55.04, 24.77),
+    InstanceType("p5e.48xlarge", 192, 2048, 8, "h200", 1128, 32, True, 63.296, 28.48),
+    InstanceType("p5en.48xlarge", 192, 2048, 8, "h200", 1128, 16, True, 63.296, 28.48),
+    InstanceType("p6-b200.48xlarge", 192, 2048, 8, "b200", 1432, 8, True, 113.93, 51.27),
+)
+
+INSTANCE_TYPES: Final[dict[str, InstanceType]] = {row.name: row for row in _INSTANCE_ROWS}
+GPU_INSTANCE_TYPES: Final[frozenset[str]] = frozenset(
+    name for name, row in INSTANCE_TYPES.items() if row.gpus > 0
+)
+CPU_INSTANCE_TYPES: Final[frozenset[str]] = frozenset(
+    name for name, row in INSTANCE_TYPES.items() if row.gpus == 0
+)
+
+#: Fixed hourly costs used for the idle-cost line of the report (same source and date).
+EKS_CONTROL_PLANE_USD_PER_HOUR: Final = 0.10
+NAT_GATEWAY_USD_PER_HOUR: Final = 0.045
+
+
+def instance(name: str) -> InstanceType:
+    """Look an instance type up; callers validate names first, so a miss is a bug."""
+    return INSTANCE_TYPES[name]
+
+
+def price_per_hour(name: str, capacity_type: CapacityType) -> float:
+    """Planning price of one instance of `name` on the given capacity type."""
+    row = INSTANCE_TYPES[name]
+    return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour

@@ -1,0 +1,337 @@
+"""The EKS cluster: control plane (pulumi-eks), access entries, add-ons, node groups, provider.
+
+Owns everything a Kubernetes object needs before it can exist: the control plane with API
+authentication and KMS-encrypted secrets, the OIDC provider and Pod Identity agent for workload
+IAM, the pinned managed add-ons, the system and GPU managed node groups, the default gp3
+StorageClass and the explicit Kubernetes provider every Kubernetes resource must use.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_eks as eks
+import pulumi_kubernetes as k8s
+
+from components import catalog, iam
+from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
+
+CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+NODE_MANAGED_POLICIES = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    # The VPC CNI runs with the node role: pulumi-eks creates the vpc-cni add-on together with
+    # the control plane, before the OIDC provider a scoped IRSA role would need exists.
+    "AmazonEKS_CNI_Policy",
+    # Shell access through SSM Session Manager instead of SSH keys and open ports.
+    "AmazonSSMManagedInstanceCore",
+)
+EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
+
+
+def launch_template_spec(
+    *, disk_size_gib: int, disk_iops: int, disk_throughput_mibps: int
+) -> dict[str, Any]:
+    """Launch-template settings shared by every node group: IMDSv2 only, encrypted gp3 root.
+
+    Hop limit 1 keeps containers (not on the host network) away from the node's credentials;
+    workloads get AWS access through Pod Identity or IRSA instead.
+    """
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": 1,
+        },
+        "block_device_mappings": [
+            {
+                "device_name": "/dev/xvda",
+                "ebs": {
+                    "volume_size": disk_size_gib,
+                    "volume_type": "gp3",
+                    "iops": disk_iops,
+                    "throughput": disk_throughput_mibps,
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+    }
+
+
+def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
+    """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use)."""
+    return {
+        **catalog.gpu_node_labels(
+            gpu_class=group.gpu_class,
+            gpu_model=group.gpu_model,
+            capacity_type=group.capacity_type,
+            workload_type=group.workload_type,
+        ),
+        catalog.LABEL_NODE_POOL: group.name,
+    }
+
+
+def eks_gpu_taint() -> dict[str, str]:
+    """The GPU taint in the EKS node-group API's spelling."""
+    taint = catalog.gpu_taint()
+    return {"key": taint["key"], "value": taint["value"], "effect": "NO_SCHEDULE"}
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """Inputs of the Cluster component."""
+
+    config: ClusterConfig
+    node_groups: NodeGroupsConfig
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+    tags: dict[str, str]
+
+
+class Cluster(pulumi.ComponentResource):
+    """EKS with API authentication, encrypted secrets, pinned add-ons and managed node groups."""
+
+    name: pulumi.Output[str]
+    kubeconfig: pulumi.Output[str]
+    oidc_provider_arn: pulumi.Output[str]
+    oidc_issuer: pulumi.Output[str]
+    node_role: aws.iam.Role
+    node_security_group_id: pulumi.Output[str]
+    k8s_provider: k8s.Provider
+    system_node_group: eks.ManagedNodeGroup
+    gpu_node_groups: dict[str, eks.ManagedNodeGroup]
+
+    def __init__(
+        self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        config = args.config
+        tags = args.tags
+        account_id = aws.get_caller_identity().account_id
+
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"EKS secrets envelope encryption for {config.name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=config.kms_deletion_window_days,
+            tags=tags,
+            opts=child,
+        )
+        aws.kms.Alias(
+            f"{name}-secrets",
+            name=f"alias/eks/{config.name}-secrets",
+            target_key_id=secrets_key.key_id,
+            opts=child,
+        )
+
+        self.node_role = aws.iam.Role(
+            f"{name}-node",
+            assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
+            managed_policy_arns=[f"{iam.AWS_MANAGED}/{p}" for p in NODE_MANAGED_POLICIES],
+            tags=tags,
+            opts=child,
+        )
+
+        access_entries = {
+            f"admin-{index}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope={"type": "cluster"},
+                    )
+                },
+            )
+            for index, arn in enumerate(config.admin_role_arns)
+        }
+        cluster = eks.Cluster(
+            f"{name}-eks",
+            name=config.name,
+            version=config.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids or None,
+            node_associate_public_ip_address=False,
+            endpoint_private_access=True,
+            endpoint_public_access=config.endpoint_public_access,
+            public_access_cidrs=config.public_access_cidrs or None,
+            enabled_cluster_log_types=list(config.log_types),
+            encryption_config_key_arn=secrets_key.arn,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            create_oidc_provider=True,
+            skip_default_node_group=True,
+            deletion_protection=config.deletion_protection,
+            vpc_cni_options=eks.VpcCniOptionsArgs(
+                addon_version=config.addons.vpc_cni,
+                # NetworkPolicy objects are only enforced when the VPC CNI's agent is on.
+                enable_network_policy=True,
+            ),
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(version=config.addons.coredns),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
+                version=config.addons.kube_proxy
+            ),
+            tags=tags,
+            cluster_tags=tags,
+            opts=child,
+        )
+        # The literal name, carrying the control plane as a dependency for whoever uses it.
+        self.name = cluster.kubeconfig_json.apply(lambda _: config.name)
+        self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
+        self.oidc_provider_arn = cluster.oidc_provider_arn
+        self.oidc_issuer = cluster.oidc_issuer
+        self.node_security_group_id = cluster.node_security_group_id
+
+        pod_identity_agent = aws.eks.Addon(
+            f"{name}-pod-identity-agent",
+            cluster_name=self.name,
+            addon_name="eks-pod-identity-agent",
+            addon_version=config.addons.pod_identity_agent,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=child,
+        )
+
+        self.system_node_group = self._node_group(
+            f"{name}-system",
+            cluster,
+            args,
+            instance_types=list(args.node_groups.system.instance_types),
+            capacity_type="on-demand",
+            ami_type="AL2023_x86_64_STANDARD",
+            sizes=(
+                args.node_groups.system.min_size,
+                args.node_groups.system.desired_size,
+                args.node_groups.system.max_size,
+            ),
+            disk=(args.node_groups.system.disk_size_gib, 3000, 125),
+            labels={**catalog.system_node_labels(), catalog.LABEL_NODE_POOL: "system"},
+            taints=[],
+        )
+        self.gpu_node_groups = {
+            group.name: self._node_group(
+                f"{name}-{group.name}",
+                cluster,
+                args,
+                instance_types=list(group.instance_types),
+                capacity_type=group.capacity_type,
+                # Driver and container toolkit come with the AMI (the GPU Operator leaves them).
+                ami_type="AL2023_x86_64_NVIDIA",
+                sizes=(group.min_size, group.desired_size, group.max_size),
+                disk=(group.disk_size_gib, group.disk_iops, group.disk_throughput_mibps),
+                labels=gpu_group_labels(group),
+                taints=[eks_gpu_taint()],
+            )
+            for group in args.node_groups.gpu
+        }
+
+        ebs_csi_role = aws.iam.Role(
+            f"{name}-ebs-csi",
+            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            managed_policy_arns=[
+                f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy",
+            ],
+            tags=tags,
+            opts=child,
+        )
+        # Needs nodes to report healthy, and the Pod Identity agent to hand out credentials.
+        aws.eks.Addon(
+            f"{name}-ebs-csi",
+            cluster_name=self.name,
+            addon_name="aws-ebs-csi-driver",
+            addon_version=config.addons.ebs_csi,
+            resolve_conflicts_on_update="OVERWRITE",
+            pod_identity_associations=[
+                {"role_arn": ebs_csi_role.arn, "service_account": EBS_CSI_SERVICE_ACCOUNT}
+            ],
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[pod_identity_agent, self.system_node_group]
+            ),
+        )
+
+        self.k8s_provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=cluster.kubeconfig_json,
+            enable_server_side_apply=True,
+            opts=child,
+        )
+        k8s.storage.v1.StorageClass(
+            f"{name}-gp3",
+            metadata={
+                "name": "gp3",
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+            },
+            provisioner="ebs.csi.aws.com",
+            parameters={"type": "gp3", "encrypted": "true", "csi.storage.k8s.io/fstype": "ext4"},
+            reclaim_policy="Delete",
+            allow_volume_expansion=True,
+            # Bind where the pod lands, so the volume is created in the pod's AZ.
+            volume_binding_mode="WaitForFirstConsumer",
+            opts=pulumi.ResourceOptions(parent=self, provider=self.k8s_provider),
+        )
+
+        self.register_outputs(
+            {
+                "name": self.name,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "nodeRoleArn": self.node_role.arn,
+            }
+        )
+
+    def _node_group(
+        self,
+        name: str,
+        cluster: eks.Cluster,
+        args: ClusterArgs,
+        *,
+        instance_types: list[str],
+        capacity_type: catalog.CapacityType,
+        ami_type: str,
+        sizes: tuple[int, int, int],
+        disk: tuple[int, int, int],
+        labels: dict[str, str],
+        taints: list[dict[str, str]],
+    ) -> eks.ManagedNodeGroup:
+        size, iops, throughput = disk
+        spec = launch_template_spec(
+            disk_size_gib=size, disk_iops=iops, disk_throughput_mibps=throughput
+        )
+        node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
+        template = aws.ec2.LaunchTemplate(
+            name,
+            description=f"{name}: IMDSv2-only, encrypted gp3 root",
+            update_default_version=True,
+            tag_specifications=[
+                {"resource_type": "instance", "tags": node_tags},
+                {"resource_type": "volume", "tags": node_tags},
+            ],
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+            **spec,
+        )
+        minimum, desired, maximum = sizes
+        return eks.ManagedNodeGroup(
+            name,
+            cluster=cluster,
+            node_role=self.node_role,
+            subnet_ids=args.private_subnet_ids,
+            instance_types=instance_types,
+            capacity_type=catalog.EKS_CAPACITY_TYPE[capacity_type],
+            ami_type=ami_type,
+            scaling_config={"min_size": minimum, "desired_size": desired, "max_size": maximum},
+            launch_template={"id": template.id, "version": template.latest_version.apply(str)},
+            labels=labels,
+            taints=taints,
+            # Karpenter and the cluster autoscaler move desiredSize; Pulumi must not undo it.
+            ignore_scaling_changes=True,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )

@@ -1,0 +1,221 @@
+"""The VPC: public and private subnets per AZ, NAT, the S3 gateway endpoint, discovery tags.
+
+Or, with `network.existingVpc`, an existing VPC whose private subnets get the discovery tags
+EKS load balancers and Karpenter look for.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_aws as aws
+
+from components.config import NetworkConfig
+
+
+@dataclass(frozen=True)
+class SubnetPlan:
+    """CIDRs of one AZ's subnets."""
+
+    az_index: int
+    private_cidr: str
+    public_cidr: str
+
+
+def plan_subnets(vpc_cidr: str, az_count: int) -> list[SubnetPlan]:
+    """Split the VPC: one large private subnet per AZ (pods take VPC IPs with the VPC CNI) and
+    small public subnets (NAT gateways and load balancers only) carved from the last block."""
+    network = ipaddress.IPv4Network(vpc_cidr)
+    bits = math.ceil(math.log2(az_count + 1))
+    blocks = list(network.subnets(prefixlen_diff=bits))
+    public = list(blocks[-1].subnets(prefixlen_diff=bits))
+    return [
+        SubnetPlan(index, str(blocks[index]), str(public[index])) for index in range(az_count)
+    ]
+
+
+def discovery_tags(cluster_name: str, *, private: bool) -> dict[str, str]:
+    """Tags the AWS load balancer controller and Karpenter select subnets by."""
+    tags = {f"kubernetes.io/cluster/{cluster_name}": "shared"}
+    if private:
+        tags["kubernetes.io/role/internal-elb"] = "1"
+        tags["karpenter.sh/discovery"] = cluster_name
+    else:
+        tags["kubernetes.io/role/elb"] = "1"
+    return tags
+
+
+@dataclass(frozen=True)
+class NetworkArgs:
+    """Inputs of the Network component."""
+
+    config: NetworkConfig
+    #: Physical EKS cluster name, needed for the subnet discovery tags.
+    cluster_name: str
+    #: Cost-allocation tags for every taggable resource.
+    tags: dict[str, str]
+
+
+class Network(pulumi.ComponentResource):
+    """A VPC laid out for EKS, or the discovery tags on an existing one."""
+
+    vpc_id: pulumi.Output[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    public_subnet_ids: list[pulumi.Output[str]]
+
+    def __init__(
+        self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:network:Network", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        existing = args.config.existing_vpc
+        if existing is not None:
+            self._adopt(name, args, child)
+        else:
+            self._create(name, args, child)
+        self.register_outputs(
+            {
+                "vpcId": self.vpc_id,
+                "privateSubnetIds": self.private_subnet_ids,
+                "publicSubnetIds": self.public_subnet_ids,
+            }
+        )
+
+    def _adopt(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
+        existing = args.config.existing_vpc
+        assert existing is not None
+        self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
+        self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
+        self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
+        # Tag resources add (and on destroy remove) single tags without owning the subnet.
+        for private, ids in ((True, existing.private_subnet_ids), (False, existing.public_subnet_ids)):
+            for subnet_id in ids:
+                for key, value in discovery_tags(args.cluster_name, private=private).items():
+                    aws.ec2.Tag(
+                        f"{name}-{subnet_id}-{key.replace('/', '-').replace('.', '-')}",
+                        resource_id=subnet_id,
+                        key=key,
+                        value=value,
+                        opts=child,
+                    )
+
+    def _create(self, name: str, args: NetworkArgs, child: pulumi.ResourceOptions) -> None:
+        config = args.config
+        tags = args.tags
+        zones = aws.get_availability_zones(
+            state="available",
+            filters=[{"name": "opt-in-status", "values": ["opt-in-not-required"]}],
+        ).names
+        if len(zones) < config.az_count:
+            raise pulumi.RunError(
+                f"gpu-platform:network.azCount: got {config.az_count}; the region has only "
+                f"{len(zones)} available zones"
+            )
+        vpc = aws.ec2.Vpc(
+            f"{name}-vpc",
+            cidr_block=config.vpc_cidr,
+            enable_dns_hostnames=True,
+            enable_dns_support=True,
+            tags={**tags, "Name": f"{args.cluster_name}-vpc"},
+            opts=child,
+        )
+        vpc_child = pulumi.ResourceOptions(parent=vpc)
+        # No rules: the default SG must not silently allow traffic between whatever lands in it.
+        aws.ec2.DefaultSecurityGroup(
+            f"{name}-default-sg", vpc_id=vpc.id, tags=tags, opts=vpc_child
+        )
+        igw = aws.ec2.InternetGateway(
+            f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": args.cluster_name}, opts=vpc_child
+        )
+        public_rt = aws.ec2.RouteTable(
+            f"{name}-public-rt",
+            vpc_id=vpc.id,
+            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
+            tags={**tags, "Name": f"{args.cluster_name}-public"},
+            opts=vpc_child,
+        )
+        plans = plan_subnets(config.vpc_cidr, config.az_count)
+        public_subnets: list[aws.ec2.Subnet] = []
+        private_subnets: list[aws.ec2.Subnet] = []
+        nat_gateways: list[aws.ec2.NatGateway] = []
+        for plan in plans:
+            zone = zones[plan.az_index]
+            public = aws.ec2.Subnet(
+                f"{name}-public-{zone}",
+                vpc_id=vpc.id,
+                cidr_block=plan.public_cidr,
+                availability_zone=zone,
+                map_public_ip_on_launch=False,
+                tags={
+                    **tags,
+                    **discovery_tags(args.cluster_name, private=False),
+                    "Name": f"{args.cluster_name}-public-{zone}",
+                },
+                opts=vpc_child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_rt.id,
+                opts=vpc_child,
+            )
+            public_subnets.append(public)
+            private_subnets.append(
+                aws.ec2.Subnet(
+                    f"{name}-private-{zone}",
+                    vpc_id=vpc.id,
+                    cidr_block=plan.private_cidr,
+                    availability_zone=zone,
+                    tags={
+                        **tags,
+                        **discovery_tags(args.cluster_name, private=True),
+                        "Name": f"{args.cluster_name}-private-{zone}",
+                    },
+                    opts=vpc_child,
+                )
+            )
+            if config.nat_gateways == "perAz" or plan.az_index == 0:
+                eip = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=vpc_child)
+                nat_gateways.append(
+                    aws.ec2.NatGateway(
+                        f"{name}-nat-{zone}",
+                        subnet_id=public.id,
+                        allocation_id=eip.id,
+                        connectivity_type="public",
+                        tags={**tags, "Name": f"{args.cluster_name}-{zone}"},
+                        opts=pulumi.ResourceOptions(parent=vpc, depends_on=[igw]),
+                    )
+                )
+        private_route_tables = []
+        for plan, subnet in zip(plans, private_subnets, strict=True):
+            zone = zones[plan.az_index]
+            # Per-AZ NAT keeps an AZ's egress independent of the others; `single` routes all via AZ 0.
+            nat = nat_gateways[plan.az_index if config.nat_gateways == "perAz" else 0]
+            route_table = aws.ec2.RouteTable(
+                f"{name}-private-{zone}",
+                vpc_id=vpc.id,
+                routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
+                tags={**tags, "Name": f"{args.cluster_name}-private-{zone}"},
+                opts=vpc_child,
+            )
+            aws.ec2.RouteTableAssociation(
+                f"{name}-private-{zone}", subnet_id=subnet.id, route_table_id=route_table.id,
+                opts=vpc_child,
+            )
+            private_route_tables.append(route_table)
+        # Datasets and checkpoints move through S3: a gateway endpoint keeps that traffic off NAT
+        # (no per-GB charge) and inside the AWS network.
+        region = aws.get_region().region
+        aws.ec2.VpcEndpoint(
+            f"{name}-s3",
+            vpc_id=vpc.id,
+            service_name=f"com.amazonaws.{region}.s3",
+            vpc_endpoint_type="Gateway",
+            route_table_ids=[rt.id for rt in [*private_route_tables, public_rt]],
+            tags={**tags, "Name": f"{args.cluster_name}-s3"},
+            opts=vpc_child,
+        )
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = [s.id for s in private_subnets]
+        self.public_subnet_ids = [s.id for s in public_subnets]

@@ -1,0 +1,330 @@
+"""Run the real `__main__.py` under Pulumi's mock runtime and capture every registration.
+
+The mocks replace the engine, never the program: the same `__main__.py`, the same stack files and
+the same config loading run as under `pulumi up`. What the engine would be told — type, name,
+parent, provider, dependencies and wire-format inputs of each resource — is recorded by a
+`MockMonitor` subclass, with deterministic fake ids, ARNs and endpoints so that the same input
+always gives the same output. Facts and pitfalls: ../shared/design/OFFLINE.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import runpy
+import sys
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import yaml
+from google.protobuf import json_format
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.proto import resource_pb2
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+ACCOUNT_ID = "123456789012"
+SECRET_PLACEHOLDER = "[secret]"
+
+# Wire-format signatures (pulumi/sdk/go/common/resource/sig).
+_SIG_KEY = "4dabf18193072939515e22adb298388d"
+_SECRET_SIG = "1b47061264138c4ac30d75fd1eb44270"
+_RESOURCE_SIG = "5cf8f73096256a8f31e491e813e4eb8e"
+_UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+
+
+class StackFileError(Exception):
+    """The stack or project file cannot be read (missing, not YAML, wrong shape)."""
+
+
+@dataclass(frozen=True)
+class Registration:
+    """One resource as the engine would see it."""
+
+    urn: str
+    type: str
+    name: str
+    parent: str
+    provider: str
+    dependencies: tuple[str, ...]
+    custom: bool
+    inputs: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "urn": self.urn,
+            "type": self.type,
+            "name": self.name,
+            "parent": self.parent,
+            "provider": self.provider,
+            "dependencies": list(self.dependencies),
+            "custom": self.custom,
+            "inputs": self.inputs,
+        }
+
+
+@dataclass
+class SynthResult:
+    """Everything a synthesized stack declared, sorted by URN."""
+
+    stack: str
+    resources: list[Registration] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[Registration]:
+        return [r for r in self.resources if r.type == type_token]
+
+    def named(self, name: str) -> Registration:
+        matches = [r for r in self.resources if r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} resources named {name!r}")
+        return matches[0]
+
+
+# --- stack files ------------------------------------------------------------------------------
+
+
+def _stub_secrets(value: Any) -> tuple[Any, bool]:
+    """Replace `secure:` values by a placeholder; report whether any was found."""
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:
+            return SECRET_PLACEHOLDER, True
+        found = False
+        out = {}
+        for key, item in value.items():
+            out[key], inner = _stub_secrets(item)
+            found = found or inner
+        return out, found
+    if isinstance(value, list):
+        items = [_stub_secrets(item) for item in value]
+        return [item for item, _ in items], any(flag for _, flag in items)
+    return value, False
+
+
+def _encode(value: Any) -> str:
+    # The CLI hands every config value over as a string; structured values JSON-encoded.
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise StackFileError(f"{path.name}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise StackFileError(f"{path.name}: not valid YAML ({exc})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise StackFileError(f"{path.name}: expected a mapping at the top level")
+    return data
+
+
+def load_stack_config(
+    stack: str, root: Path = PROJECT_ROOT
+) -> tuple[str, dict[str, str], list[str]]:
+    """Project name, flat config map and secret keys, as the CLI would build them.
+
+    `Pulumi.yaml` `config:` values and defaults apply first; a key set in the stack file replaces
+    the default as a whole (no deep merge).
+    """
+    project_file = _read_yaml(root / "Pulumi.yaml")
+    project = project_file.get("name")
+    if not isinstance(project, str):
+        raise StackFileError("Pulumi.yaml: `name` is missing")
+    config: dict[str, str] = {}
+    secret_keys: list[str] = []
+
+    def put(key: str, raw: Any) -> None:
+        full = key if ":" in key else f"{project}:{key}"
+        value, secret = _stub_secrets(raw)
+        config[full] = _encode(value)
+        if secret:
+            secret_keys.append(full)
+        elif full in secret_keys:
+            secret_keys.remove(full)
+
+    for key, spec in (project_file.get("config") or {}).items():
+        if isinstance(spec, dict) and ("value" in spec or "default" in spec):
+            put(key, spec.get("value", spec.get("default")))
+        elif not isinstance(spec, dict):
+            put(key, spec)
+    stack_file = _read_yaml(root / f"Pulumi.{stack}.yaml")
+    for key, raw in (stack_file.get("config") or {}).items():
+        put(key, raw)
+    return project, config, sorted(secret_keys)
+
+
+# --- mocks --------------------------------------------------------------------------------------
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+class PlatformMocks(pulumi_mocks.Mocks):
+    """Deterministic outputs: ids and ARNs derived from the resource's type and name."""
+
+    def __init__(self, region: str) -> None:
+        self.region = region
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        name, typ = args.name, args.typ
+        short = _digest(typ, name)[:17]
+        service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
+        state: dict[str, Any] = dict(args.inputs)
+        state.setdefault("arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}")
+        if typ == "aws:iam/role:Role":
+            state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
+            state["name"] = state.get("name") or name
+        elif typ == "aws:kms/key:Key":
+            state["keyId"] = f"{short[:8]}-mock-key"
+            state["arn"] = f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{state['keyId']}"
+        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            state["latestVersion"] = 1
+        elif typ == "eks:index:Cluster":
+            issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{short.upper()}"
+            state.update(
+                kubeconfigJson=json.dumps({"apiVersion": "v1", "kind": "Config", "mock": name}),
+                oidcProviderArn=(
+                    f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer.removeprefix('https://')}"
+                ),
+                oidcProviderUrl=issuer.removeprefix("https://"),
+                oidcIssuer=issuer,
+                clusterSecurityGroupId=f"sg-{short}",
+                nodeSecurityGroupId=f"sg-{_digest(name, 'nodes')[:17]}",
+            )
+        return f"{name}-{short[:8]}", state
+
+    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
+        token = args.token
+        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
+            names = [f"{self.region}{s}" for s in "abcdef"]
+            return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)]}, []
+        if token == "aws:index/getCallerIdentity:getCallerIdentity":
+            return {
+                "accountId": ACCOUNT_ID,
+                "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/synth",
+                "userId": "SYNTH",
+                "id": ACCOUNT_ID,
+            }, []
+        if token == "aws:index/getRegion:getRegion":
+            return {"region": self.region, "name": self.region, "id": self.region}, []
+        if token == "aws:index/getPartition:getPartition":
+            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
+        return {}, []
+
+
+def _plain(value: Any) -> Any:
+    """Wire value → JSON value: secrets stubbed, unknowns marked, integral floats as ints."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG_KEY)
+        if sig == _SECRET_SIG:
+            return SECRET_PLACEHOLDER
+        if sig == _RESOURCE_SIG:
+            return value.get("urn", "")
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == _UNKNOWN:
+        return "[unknown]"
+    return value
+
+
+class CapturingMonitor(pulumi_mocks.MockMonitor):
+    """The stock mock monitor, recording what `RegisterResource` receives.
+
+    Resource references are switched off (OFFLINE.md, sharp edge 1): a resource passed as an
+    input (`ManagedNodeGroup(cluster=...)`) then arrives as its URN instead of crashing.
+    """
+
+    def __init__(self, mocks: pulumi_mocks.Mocks) -> None:
+        super().__init__(mocks)
+        self.captured: list[Registration] = []
+        self._lock = threading.Lock()
+
+    def SupportsFeature(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+        if request.id == "resourceReferences":
+            return type("SupportsFeatureResponse", (object,), {"hasSupport": False})
+        return super().SupportsFeature(request)
+
+    def GetDeploymentInfo(self, request: Any) -> Any:  # noqa: N802
+        info = super().GetDeploymentInfo(request)
+        features = [
+            f
+            for f in info.supportedFeatures
+            if f != resource_pb2.RESOURCE_MONITOR_FEATURE_RESOURCE_REFERENCES
+        ]
+        return resource_pb2.DeploymentInfo(supportedFeatures=features)
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = _plain(json_format.MessageToDict(request.object))
+            registration = Registration(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                parent=request.parent,
+                provider=request.provider,
+                dependencies=tuple(sorted(set(request.dependencies))),
+                custom=bool(request.custom),
+                inputs=inputs,
+            )
+            with self._lock:
+                self.captured.append(registration)
+        return response
+
+    def Call(self, request: Any) -> Any:  # noqa: N802
+        # Component methods (OFFLINE.md, sharp edge 3): route to Mocks.call without __self__.
+        from pulumi.runtime import rpc
+        from pulumi.runtime.sync_await import _sync_await
+
+        args = rpc.deserialize_properties(request.args)
+        args.pop("__self__", None)
+        ret, _ = self.mocks.call(pulumi_mocks.MockCallArgs(request.tok, args, ""))
+        return resource_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(ret, {}))})
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def run_program(
+    stack: str,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    root: Path = PROJECT_ROOT,
+) -> SynthResult:
+    """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
+    `pulumi config set` would; a value of None removes the key.
+
+    Raises `components.config.ConfigError` for an invalid config (nothing registered),
+    `StackFileError` for unreadable stack files; anything else is a bug.
+    """
+    project, config, secret_keys = load_stack_config(stack, root)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = _encode(value)
+    region = config.get("aws:region", "us-east-1")
+    mocks = PlatformMocks(region)
+    monitor = CapturingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config(config, secret_keys)
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    main = str(root / "__main__.py")
+
+    @pulumi.runtime.test  # type: ignore[misc]
+    def program() -> None:
+        runpy.run_path(main, run_name="__main__")
+
+    program()
+    return SynthResult(stack=stack, resources=sorted(monitor.captured, key=lambda r: r.urn))
