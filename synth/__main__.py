@@ -23,6 +23,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--stack", required=True, help="stack name (reads Pulumi.<stack>.yaml)")
     parser.add_argument("--out", type=Path, help="output directory (default: build/<stack>)")
+    parser.add_argument(
+        "--project-dir",
+        type=Path,
+        help="directory with Pulumi.yaml, Pulumi.<stack>.yaml and __main__.py (default: this repo)",
+    )
     args = parser.parse_args(argv)
     try:
         # Imported here so that argument errors answer fast, and import bugs exit 3.
@@ -31,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         from synth.harness import PROJECT_ROOT, StackFileError, run_program
 
         try:
-            result = run_program(args.stack)
+            result = run_program(args.stack, root=args.project_dir or PROJECT_ROOT)
         except ConfigError as exc:
             for line in exc.lines:
                 print(line, file=sys.stderr)
@@ -39,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
         except StackFileError as exc:
             print(f"stack {args.stack}: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-        out_dir = args.out or PROJECT_ROOT / "build" / args.stack
+        out_dir = args.out or (args.project_dir or PROJECT_ROOT) / "build" / args.stack
         paths = output.write(result, out_dir)
     except Exception:  # noqa: BLE001 - anything else is a bug; Python's own exit 1 would lie
         traceback.print_exc()

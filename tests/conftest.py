@@ -1,0 +1,52 @@
+"""Shared fixtures: synthesized stacks (once per session) and throw-away stack directories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: multi-process trainer tests, run serially in CI")
+
+
+@pytest.fixture(scope="session")
+def dev() -> SynthResult:
+    return run_program("dev")
+
+
+@pytest.fixture(scope="session")
+def prod() -> SynthResult:
+    return run_program("prod")
+
+
+def stack_values(stack: str) -> dict[str, Any]:
+    """A stack's `gpu-platform:` values, decoded, for tests to modify."""
+    _, config, _ = load_stack_config(stack)
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        try:
+            out[key] = json.loads(value) if value[:1] in "{[" else value
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+@pytest.fixture
+def make_stack(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
+    """Write a project directory (links to the real program) with a stack file `Pulumi.t.yaml`."""
+
+    def make(config: dict[str, Any]) -> Path:
+        for name in ("__main__.py", "Pulumi.yaml", "components"):
+            (tmp_path / name).symlink_to(PROJECT_ROOT / name)
+        (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": config}))
+        return tmp_path
+
+    return make

@@ -1,0 +1,310 @@
+"""Config model: valid stacks parse; every invalid config exits 2 before any resource exists,
+one line per problem naming the key path, the bad value and what is allowed — no traceback."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from components import config as stack_config
+from synth import __main__ as synth_cli
+from synth.harness import run_program
+from tests.conftest import stack_values
+
+
+def _prod() -> dict[str, Any]:
+    return copy.deepcopy(stack_values("prod"))
+
+
+def _set(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """Set `key.sub[0].leaf` inside the `gpu-platform:key` value."""
+    head, *rest = path.replace("[", ".[").split(".")
+    key = f"gpu-platform:{head}"
+    if not rest:
+        cfg[key] = value
+        return cfg
+    node = cfg[key]
+    parts = [int(p[1:-1]) if p.startswith("[") else p for p in rest]
+    for part in parts[:-1]:
+        node = node[part]
+    node[parts[-1]] = value
+    return cfg
+
+
+def _spot(types: list[str]) -> dict[str, Any]:
+    return {"name": "x-spot", "capacityType": "spot", "instanceTypes": types, "maxSize": 2}
+
+
+# (description, mutation, expected key path in the message, expected fragment of what's allowed)
+INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
+    (
+        "unknown instance type",
+        lambda c: _set(c, "nodeGroups.gpu[0].instanceTypes", ["p9.mega"]),
+        "gpu-platform:nodeGroups.gpu[0].instanceTypes[0]",
+        "a GPU instance type",
+    ),
+    (
+        "spot group with two instance types",
+        lambda c: _set(c, "nodeGroups.gpu[1].instanceTypes", ["g6.xlarge", "g6.2xlarge"]),
+        "gpu-platform:nodeGroups.gpu[1].instanceTypes",
+        "at least 3 instance types",
+    ),
+    (
+        "unknown capacity type",
+        lambda c: _set(c, "nodeGroups.gpu[0].capacityType", "preemptible"),
+        "gpu-platform:nodeGroups.gpu[0].capacityType",
+        "'on-demand' or 'spot'",
+    ),
+    (
+        "max size zero",
+        lambda c: _set(c, "nodeGroups.gpu[0].maxSize", 0),
+        "gpu-platform:nodeGroups.gpu[0].maxSize",
+        "greater than or equal to 1",
+    ),
+    (
+        "min size above max size",
+        lambda c: _set(c, "nodeGroups.gpu[2].minSize", 9),
+        "gpu-platform:nodeGroups.gpu[2].minSize",
+        "must be <= maxSize",
+    ),
+    (
+        "duplicate group name",
+        lambda c: _set(c, "nodeGroups.gpu[2].name", "l4-spot"),
+        "gpu-platform:nodeGroups.gpu[2].name",
+        "a unique name",
+    ),
+    (
+        "no spot group",
+        lambda c: _set(c, "nodeGroups.gpu", [c["gpu-platform:nodeGroups"]["gpu"][i] for i in (0, 2)]),
+        "gpu-platform:nodeGroups.gpu",
+        "at least one spot GPU group",
+    ),
+    (
+        "group mixing GPU models",
+        lambda c: _set(c, "nodeGroups.gpu", [*c["gpu-platform:nodeGroups"]["gpu"], _spot(["g5.xlarge", "g6.xlarge", "g6e.xlarge"])]),
+        "gpu-platform:nodeGroups.gpu[3].instanceTypes",
+        "same GPU model and GPU count",
+    ),
+    (
+        "unsupported Kubernetes version",
+        lambda c: _set(c, "cluster.kubernetesVersion", "1.20"),
+        "gpu-platform:cluster.kubernetesVersion",
+        "must be one of",
+    ),
+    (
+        "public endpoint without allow-list",
+        lambda c: _set(c, "cluster.endpointPublicAccess", True),
+        "gpu-platform:cluster.publicAccessCidrs",
+        "explicit CIDR allow-list",
+    ),
+    (
+        "public endpoint open to the internet",
+        lambda c: (
+            _set(c, "cluster.endpointPublicAccess", True),
+            _set(c, "cluster.publicAccessCidrs", ["0.0.0.0/0"]),
+        ),
+        "gpu-platform:cluster.publicAccessCidrs[0]",
+        "whole internet is not allowed",
+    ),
+    (
+        "malformed admin role ARN",
+        lambda c: _set(c, "cluster.adminRoleArns", ["arn:aws:iam::12:user/bob"]),
+        "gpu-platform:cluster.adminRoleArns[0]",
+        "should match pattern",
+    ),
+    (
+        "VPC CIDR too large",
+        lambda c: _set(c, "network", {"vpcCidr": "10.0.0.0/8"}),
+        "gpu-platform:network.vpcCidr",
+        "between /16 and /20",
+    ),
+    (
+        "single AZ",
+        lambda c: _set(c, "network", {"azCount": 1}),
+        "gpu-platform:network.azCount",
+        "greater than or equal to 2",
+    ),
+    (
+        "unknown NAT mode",
+        lambda c: _set(c, "network", {"natGateways": "none"}),
+        "gpu-platform:network.natGateways",
+        "'perAz' or 'single'",
+    ),
+    (
+        "typo in a top-level key",
+        lambda c: c.update({"gpu-platform:netwrok": {"azCount": 3}}),
+        "gpu-platform:netwrok",
+        "did you mean 'network'",
+    ),
+    (
+        "typo in a nested key",
+        lambda c: _set(c, "cluster.endpointPublic", True),
+        "gpu-platform:cluster.endpointPublic",
+        "did you mean 'endpointPublicAccess'",
+    ),
+    (
+        "cluster without a name",
+        lambda c: c["gpu-platform:cluster"].pop("name"),
+        "gpu-platform:cluster.name",
+        "required key is missing",
+    ),
+    (
+        "unknown environment",
+        lambda c: _set(c, "environment", "qa"),
+        "gpu-platform:environment",
+        "'dev', 'staging' or 'prod'",
+    ),
+    (
+        "unknown control-plane log type",
+        lambda c: _set(c, "cluster.logTypes", ["api", "kubelet"]),
+        "gpu-platform:cluster.logTypes[1]",
+        "'api'",
+    ),
+    (
+        "GPU type in the system group",
+        lambda c: _set(c, "nodeGroups.system", {"instanceTypes": ["g5.xlarge"]}),
+        "gpu-platform:nodeGroups.system.instanceTypes[0]",
+        "m6i.xlarge",
+    ),
+    (
+        "existing VPC with one private subnet",
+        lambda c: _set(
+            c,
+            "network",
+            {"existingVpc": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567"]}},
+        ),
+        "gpu-platform:network.existingVpc.privateSubnetIds",
+        "at least 2 items",
+    ),
+    (
+        "GPU root volume too small for training images",
+        lambda c: _set(c, "nodeGroups.gpu[0].diskSizeGib", 20),
+        "gpu-platform:nodeGroups.gpu[0].diskSizeGib",
+        "greater than or equal to 100",
+    ),
+    (
+        "KMS deletion window below the AWS minimum",
+        lambda c: _set(c, "cluster.kmsDeletionWindowDays", 3),
+        "gpu-platform:cluster.kmsDeletionWindowDays",
+        "greater than or equal to 7",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID])
+def test_invalid_config_exits_2_with_key_path_and_no_traceback(
+    case: str,
+    mutate: Callable[[dict[str, Any]], Any],
+    path: str,
+    allowed: str,
+    make_stack: Callable[[dict[str, Any]], Path],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    cfg = _prod()
+    mutate(cfg)
+    project = make_stack(cfg)
+    rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
+    err = capsys.readouterr().err
+    assert rc == synth_cli.EXIT_CONFIG, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
+    assert lines, f"no line names {path}:\n{err}"
+    assert any(allowed in line for line in lines), err
+    assert not (project / "build").exists(), "an invalid config must write nothing"
+
+
+def test_every_problem_is_reported_at_once_one_line_each() -> None:
+    cfg = _prod()
+    _set(cfg, "cluster.kubernetesVersion", "1.20")
+    _set(cfg, "nodeGroups.gpu[0].capacityType", "preemptible")
+    cfg["gpu-platform:netwrok"] = {}
+    with pytest.raises(stack_config.ConfigError) as info:
+        stack_config.parse(stack_config.namespace_values({k: json.dumps(v) if not isinstance(v, str) else v for k, v in cfg.items()}))
+    assert len(info.value.lines) == 3
+    assert {line.split(":", 2)[1] for line in info.value.lines} == {
+        "cluster.kubernetesVersion",
+        "nodeGroups.gpu[0].capacityType",
+        "netwrok",
+    }
+
+
+def test_message_shows_the_bad_value() -> None:
+    with pytest.raises(stack_config.ConfigError) as info:
+        stack_config.parse(
+            {"environment": "dev", "cluster": {"name": "c", "kubernetesVersion": "1.20"}, "nodeGroups": {"gpu": []}}
+        )
+    text = "\n".join(info.value.lines)
+    assert 'gpu-platform:cluster.kubernetesVersion: got "1.20"; must be one of' in text
+    assert "gpu-platform:nodeGroups.gpu: got []" in text
+
+
+def test_config_error_is_a_run_error_so_the_cli_prints_no_traceback() -> None:
+    # `pulumi up` prints a RunError's message without a stack trace.
+    assert issubclass(stack_config.ConfigError, pulumi.RunError)
+
+
+def test_invalid_config_registers_no_resource() -> None:
+    cfg = stack_values("prod")
+    spot = dict(cfg["gpu-platform:nodeGroups"])
+    spot["gpu"] = spot["gpu"][:1]
+    with pytest.raises(stack_config.ConfigError):
+        run_program("prod", overrides={"gpu-platform:nodeGroups": spot})
+    from synth import harness
+
+    # The monitor of that run is gone; re-run with a capture to prove nothing was registered.
+    captured: list[str] = []
+    original = harness.CapturingMonitor.RegisterResource
+
+    def spy(self: harness.CapturingMonitor, request: Any) -> Any:
+        captured.append(request.type)
+        return original(self, request)
+
+    harness.CapturingMonitor.RegisterResource = spy  # type: ignore[method-assign]
+    try:
+        with pytest.raises(stack_config.ConfigError):
+            run_program("prod", overrides={"gpu-platform:nodeGroups": spot})
+    finally:
+        harness.CapturingMonitor.RegisterResource = original  # type: ignore[method-assign]
+    assert [t for t in captured if t != "pulumi:pulumi:Stack"] == []
+
+
+def test_load_reads_keys_from_the_cli_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Under `pulumi up` the language host passes config in PULUMI_CONFIG; a typo there must fail.
+    from pulumi.runtime import config as runtime_config
+
+    values = {k: v if isinstance(v, str) else json.dumps(v) for k, v in _prod().items()}
+    values["gpu-platform:clusterr"] = "{}"
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(values))
+    token = runtime_config.CONFIG.set({})
+    try:
+        with pytest.raises(stack_config.ConfigError) as info:
+            stack_config.load()
+    finally:
+        runtime_config.CONFIG.reset(token)
+    assert any(line.startswith("gpu-platform:clusterr: unknown key") for line in info.value.lines)
+
+
+def test_both_stacks_parse_and_prod_keeps_safe_defaults() -> None:
+    decode = stack_config.namespace_values
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values("prod").items()}
+    prod = stack_config.parse(decode(raw))
+    assert prod.cluster.endpoint_public_access is False
+    assert prod.cluster.log_types == list(stack_config.LOG_TYPES)
+    assert prod.network.az_count == 3 and prod.network.nat_gateways == "perAz"
+    assert prod.cluster.deletion_protection is True
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values("dev").items()}
+    dev = stack_config.parse(decode(raw))
+    assert dev.network.az_count == 2 and dev.network.nat_gateways == "single"
+
+
+def test_gpu_class_names_model_and_count() -> None:
+    group = stack_config.GpuNodeGroup(
+        name="a", instance_types=["p5.48xlarge"], capacity_type="on-demand", max_size=1
+    )
+    assert (group.gpu_model, group.gpus_per_node, group.gpu_class) == ("h100", 8, "h100-x8")
