@@ -145,7 +145,7 @@ class Cluster(pulumi.ComponentResource):
                 access_policies={
                     "cluster-admin": eks.AccessPolicyAssociationArgs(
                         policy_arn=CLUSTER_ADMIN_POLICY,
-                        access_scope={"type": "cluster"},
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                     )
                 },
             )

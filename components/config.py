@@ -73,13 +73,21 @@ Name = Annotated[
 AddonVersion = Annotated[str, StringConstraints(pattern=r"^v\d+\.\d+\.\d+-eksbuild\.\d+$")]
 RoleArn = Annotated[
     str,
-    StringConstraints(pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]+$", max_length=600),
+    StringConstraints(
+        pattern=r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[A-Za-z0-9+=,.@_/-]+$", max_length=600
+    ),
 ]
 SubnetId = Annotated[str, StringConstraints(pattern=r"^subnet-[0-9a-f]{8,17}$")]
 
 SUPPORTED_KUBERNETES_VERSIONS: Final = ("1.32", "1.33", "1.34")
-LOG_TYPES: Final = ("api", "audit", "authenticator", "controllerManager", "scheduler")
 LogType = Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]
+LOG_TYPES: Final[tuple[LogType, ...]] = (
+    "api",
+    "audit",
+    "authenticator",
+    "controllerManager",
+    "scheduler",
+)
 
 
 # --- network --------------------------------------------------------------------------------
@@ -137,7 +145,7 @@ class ClusterConfig(_Model):
     kubernetes_version: str = "1.33"
     endpoint_public_access: bool = False
     public_access_cidrs: list[str] = []
-    log_types: list[LogType] = list(LOG_TYPES)  # type: ignore[arg-type]
+    log_types: list[LogType] = Field(default_factory=lambda: list(LOG_TYPES))
     admin_role_arns: list[RoleArn] = []
     kms_deletion_window_days: Annotated[int, Field(ge=7, le=30)] = 30
     deletion_protection: bool = True
@@ -240,7 +248,7 @@ class GpuNodeGroup(_Model):
     min_size: Annotated[int, Field(ge=0)] = 0
     desired_size: Annotated[int, Field(ge=0)] = 0
     max_size: Annotated[int, Field(ge=1, le=100)]
-    #: Training images are 10–20 GB compressed; unpacked layers plus the image cache need room.
+    #: Training images are 10-20 GB compressed; unpacked layers plus the image cache need room.
     disk_size_gib: Annotated[int, Field(ge=100, le=16000)] = 300
     disk_throughput_mibps: Annotated[int, Field(ge=125, le=1000)] = 500
     disk_iops: Annotated[int, Field(ge=3000, le=16000)] = 6000

@@ -32,9 +32,7 @@ def plan_subnets(vpc_cidr: str, az_count: int) -> list[SubnetPlan]:
     bits = math.ceil(math.log2(az_count + 1))
     blocks = list(network.subnets(prefixlen_diff=bits))
     public = list(blocks[-1].subnets(prefixlen_diff=bits))
-    return [
-        SubnetPlan(index, str(blocks[index]), str(public[index])) for index in range(az_count)
-    ]
+    return [SubnetPlan(index, str(blocks[index]), str(public[index])) for index in range(az_count)]
 
 
 def discovery_tags(cluster_name: str, *, private: bool) -> dict[str, str]:
@@ -91,7 +89,10 @@ class Network(pulumi.ComponentResource):
         self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
         self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
         # Tag resources add (and on destroy remove) single tags without owning the subnet.
-        for private, ids in ((True, existing.private_subnet_ids), (False, existing.public_subnet_ids)):
+        for private, ids in (
+            (True, existing.private_subnet_ids),
+            (False, existing.public_subnet_ids),
+        ):
             for subnet_id in ids:
                 for key, value in discovery_tags(args.cluster_name, private=private).items():
                     aws.ec2.Tag(
@@ -124,9 +125,7 @@ class Network(pulumi.ComponentResource):
         )
         vpc_child = pulumi.ResourceOptions(parent=vpc)
         # No rules: the default SG must not silently allow traffic between whatever lands in it.
-        aws.ec2.DefaultSecurityGroup(
-            f"{name}-default-sg", vpc_id=vpc.id, tags=tags, opts=vpc_child
-        )
+        aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags=tags, opts=vpc_child)
         igw = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": args.cluster_name}, opts=vpc_child
         )
@@ -157,7 +156,9 @@ class Network(pulumi.ComponentResource):
                 opts=vpc_child,
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-public-{zone}", subnet_id=public.id, route_table_id=public_rt.id,
+                f"{name}-public-{zone}",
+                subnet_id=public.id,
+                route_table_id=public_rt.id,
                 opts=vpc_child,
             )
             public_subnets.append(public)
@@ -190,7 +191,7 @@ class Network(pulumi.ComponentResource):
         private_route_tables = []
         for plan, subnet in zip(plans, private_subnets, strict=True):
             zone = zones[plan.az_index]
-            # Per-AZ NAT keeps an AZ's egress independent of the others; `single` routes all via AZ 0.
+            # Per-AZ NAT keeps each AZ's egress independent; `single` routes all via AZ 0.
             nat = nat_gateways[plan.az_index if config.nat_gateways == "perAz" else 0]
             route_table = aws.ec2.RouteTable(
                 f"{name}-private-{zone}",
@@ -200,7 +201,9 @@ class Network(pulumi.ComponentResource):
                 opts=vpc_child,
             )
             aws.ec2.RouteTableAssociation(
-                f"{name}-private-{zone}", subnet_id=subnet.id, route_table_id=route_table.id,
+                f"{name}-private-{zone}",
+                subnet_id=subnet.id,
+                route_table_id=route_table.id,
                 opts=vpc_child,
             )
             private_route_tables.append(route_table)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pulumi
 import yaml
-from google.protobuf import json_format
+from google.protobuf import json_format  # type: ignore[import-untyped]
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
 
@@ -252,10 +252,10 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
     def SupportsFeature(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
         if request.id == "resourceReferences":
             return type("SupportsFeatureResponse", (object,), {"hasSupport": False})
-        return super().SupportsFeature(request)
+        return super().SupportsFeature(request)  # type: ignore[no-untyped-call]
 
     def GetDeploymentInfo(self, request: Any) -> Any:  # noqa: N802
-        info = super().GetDeploymentInfo(request)
+        info = super().GetDeploymentInfo(request)  # type: ignore[no-untyped-call]
         features = [
             f
             for f in info.supportedFeatures
@@ -264,7 +264,7 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         return resource_pb2.DeploymentInfo(supportedFeatures=features)
 
     def RegisterResource(self, request: Any) -> Any:  # noqa: N802
-        response = super().RegisterResource(request)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             inputs = _plain(json_format.MessageToDict(request.object))
             registration = Registration(
@@ -280,16 +280,6 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
             with self._lock:
                 self.captured.append(registration)
         return response
-
-    def Call(self, request: Any) -> Any:  # noqa: N802
-        # Component methods (OFFLINE.md, sharp edge 3): route to Mocks.call without __self__.
-        from pulumi.runtime import rpc
-        from pulumi.runtime.sync_await import _sync_await
-
-        args = rpc.deserialize_properties(request.args)
-        args.pop("__self__", None)
-        ret, _ = self.mocks.call(pulumi_mocks.MockCallArgs(request.tok, args, ""))
-        return resource_pb2.CallResponse(**{"return": _sync_await(rpc.serialize_properties(ret, {}))})
 
 
 # --- running ------------------------------------------------------------------------------------
@@ -322,7 +312,7 @@ def run_program(
         sys.path.insert(0, str(root))
     main = str(root / "__main__.py")
 
-    @pulumi.runtime.test  # type: ignore[misc]
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> None:
         runpy.run_path(main, run_name="__main__")
 

@@ -93,7 +93,9 @@ def _node_groups(result: SynthResult) -> str:
         inputs = group.inputs
         types = list(inputs.get("instanceTypes", []))
         scaling = inputs.get("scalingConfig", {})
-        capacity = "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
+        capacity: catalog.CapacityType = (
+            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
+        )
         gpus = catalog.instance(types[0]).gpus if types else 0
         max_size = int(scaling.get("maxSize", 0))
         worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
@@ -150,8 +152,10 @@ def report(result: SynthResult) -> str:
 
 def _yaml(data: Any, *, multi: bool = False) -> str:
     if multi:
-        return yaml.dump_all(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
+        text = yaml.dump_all(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
+    else:
+        text = yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
+    return str(text)
 
 
 def write(result: SynthResult, out_dir: Path) -> list[Path]:

@@ -81,13 +81,19 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
     ),
     (
         "no spot group",
-        lambda c: _set(c, "nodeGroups.gpu", [c["gpu-platform:nodeGroups"]["gpu"][i] for i in (0, 2)]),
+        lambda c: _set(
+            c, "nodeGroups.gpu", [c["gpu-platform:nodeGroups"]["gpu"][i] for i in (0, 2)]
+        ),
         "gpu-platform:nodeGroups.gpu",
         "at least one spot GPU group",
     ),
     (
         "group mixing GPU models",
-        lambda c: _set(c, "nodeGroups.gpu", [*c["gpu-platform:nodeGroups"]["gpu"], _spot(["g5.xlarge", "g6.xlarge", "g6e.xlarge"])]),
+        lambda c: _set(
+            c,
+            "nodeGroups.gpu",
+            [*c["gpu-platform:nodeGroups"]["gpu"], _spot(["g5.xlarge", "g6.xlarge", "g6e.xlarge"])],
+        ),
         "gpu-platform:nodeGroups.gpu[3].instanceTypes",
         "same GPU model and GPU count",
     ),
@@ -177,7 +183,12 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         lambda c: _set(
             c,
             "network",
-            {"existingVpc": {"vpcId": "vpc-0123456789abcdef0", "privateSubnetIds": ["subnet-01234567"]}},
+            {
+                "existingVpc": {
+                    "vpcId": "vpc-0123456789abcdef0",
+                    "privateSubnetIds": ["subnet-01234567"],
+                }
+            },
         ),
         "gpu-platform:network.existingVpc.privateSubnetIds",
         "at least 2 items",
@@ -197,7 +208,9 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID])
+@pytest.mark.parametrize(
+    ("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID]
+)
 def test_invalid_config_exits_2_with_key_path_and_no_traceback(
     case: str,
     mutate: Callable[[dict[str, Any]], Any],
@@ -225,7 +238,11 @@ def test_every_problem_is_reported_at_once_one_line_each() -> None:
     _set(cfg, "nodeGroups.gpu[0].capacityType", "preemptible")
     cfg["gpu-platform:netwrok"] = {}
     with pytest.raises(stack_config.ConfigError) as info:
-        stack_config.parse(stack_config.namespace_values({k: json.dumps(v) if not isinstance(v, str) else v for k, v in cfg.items()}))
+        stack_config.parse(
+            stack_config.namespace_values(
+                {k: json.dumps(v) if not isinstance(v, str) else v for k, v in cfg.items()}
+            )
+        )
     assert len(info.value.lines) == 3
     assert {line.split(":", 2)[1] for line in info.value.lines} == {
         "cluster.kubernetesVersion",
@@ -237,7 +254,11 @@ def test_every_problem_is_reported_at_once_one_line_each() -> None:
 def test_message_shows_the_bad_value() -> None:
     with pytest.raises(stack_config.ConfigError) as info:
         stack_config.parse(
-            {"environment": "dev", "cluster": {"name": "c", "kubernetesVersion": "1.20"}, "nodeGroups": {"gpu": []}}
+            {
+                "environment": "dev",
+                "cluster": {"name": "c", "kubernetesVersion": "1.20"},
+                "nodeGroups": {"gpu": []},
+            }
         )
     text = "\n".join(info.value.lines)
     assert 'gpu-platform:cluster.kubernetesVersion: got "1.20"; must be one of' in text

@@ -1,0 +1,1 @@
+"""The gpu-platform policy pack (pulumi-policy / CrossGuard)."""
