@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         # Imported here so that argument errors answer fast, and import bugs exit 3.
+        import pulumi
+
         from components.config import ConfigError
         from synth import output
         from synth.harness import PROJECT_ROOT, StackFileError, run_program
@@ -40,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
         except ConfigError as exc:
             for line in exc.lines:
                 print(line, file=sys.stderr)
+            return EXIT_CONFIG
+        except pulumi.RunError as exc:
+            # Raised by a component for a config the model could not judge alone (e.g. more
+            # AZs than the region has): still the user's input, still no traceback.
+            print(str(exc), file=sys.stderr)
             return EXIT_CONFIG
         except StackFileError as exc:
             print(f"stack {args.stack}: {exc}", file=sys.stderr)

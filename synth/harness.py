@@ -166,6 +166,10 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
+#: Zones per region as new accounts see them (us-west-1 offers two); others get three.
+_ZONES = {"us-east-1": 6, "us-west-2": 4, "us-west-1": 2}
+
+
 class PlatformMocks(pulumi_mocks.Mocks):
     """Deterministic outputs: ids and ARNs derived from the resource's type and name."""
 
@@ -203,8 +207,8 @@ class PlatformMocks(pulumi_mocks.Mocks):
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            names = [f"{self.region}{s}" for s in "abcdef"]
-            return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)]}, []
+            names = [f"{self.region}{s}" for s in "abcdef"[: _ZONES.get(self.region, 3)]]
+            return {"names": names, "zoneIds": [f"az{i}" for i in range(len(names))]}, []
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": ACCOUNT_ID,
