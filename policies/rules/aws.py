@@ -19,6 +19,7 @@ from policies.rules.common import (
     as_list,
     dependents,
     dig,
+    fmt,
     is_map,
     json_doc,
     resource_rule,
@@ -299,7 +300,7 @@ def _check_imdsv2(resource: Resource, config: Config) -> Iterator[str]:
         yield "metadataOptions.httpTokens must be 'required' (IMDSv2 only)"
     hops = options.get("httpPutResponseHopLimit")
     if hops is not None and int(hops) > config["maxHopLimit"]:
-        yield f"httpPutResponseHopLimit {hops} lets containers reach the node's credentials"
+        yield f"httpPutResponseHopLimit {fmt(hops)} lets containers reach the node's credentials"
 
 
 def _check_encrypted_volumes(resource: Resource, _config: Config) -> Iterator[str]:
@@ -352,7 +353,7 @@ def _check_open_ingress(resource: Resource, _config: Config) -> Iterator[str]:
     for rule in rules:
         opened = _open_cidrs(rule)
         if opened:
-            ports = f"{rule.get('fromPort', '?')}-{rule.get('toPort', '?')}"
+            ports = f"{fmt(rule.get('fromPort', '?'))}-{fmt(rule.get('toPort', '?'))}"
             yield f"ingress from {', '.join(sorted(opened))} on ports {ports}"
 
 

@@ -177,6 +177,13 @@ def statements(document: Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
     return [s for s in as_list(document.get("Statement")) if is_map(s)]
 
 
+def fmt(value: Any) -> str:
+    """A value for a message: the wire sends every number as a float, 2 prints as 2, not 2.0."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
 def quantity(value: Any) -> float | None:
     """A Kubernetes quantity as a number (plain numbers and the suffixes this platform uses)."""
     if isinstance(value, bool) or value is None:

@@ -26,6 +26,7 @@ from policies.rules.common import (
     Resource,
     as_list,
     dig,
+    fmt,
     is_map,
     quantity,
     resource_rule,
@@ -123,7 +124,7 @@ def _check_node_group_bounded(resource: Resource, config: Config) -> Iterator[st
         return
     gpus = int(max_size) * _gpus_per_node(as_list(resource.props.get("instanceTypes")))
     if gpus > config["maxGpusPerGroup"]:
-        yield f"GPU node group can grow to {gpus} GPUs; at most {config['maxGpusPerGroup']}"
+        yield f"GPU node group can grow to {gpus} GPUs; at most {fmt(config['maxGpusPerGroup'])}"
 
 
 def _requirements(pool: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -184,7 +185,7 @@ def _check_pool_limit(resource: Resource, config: Config) -> Iterator[str]:
     if limit is None:
         yield f"GPU NodePool without spec.limits[{GPU_RESOURCE!r}]: spend is unbounded"
     elif limit > config["maxGpusPerPool"]:
-        yield f"GPU NodePool limit {limit:g} GPUs; at most {config['maxGpusPerPool']}"
+        yield f"GPU NodePool limit {limit:g} GPUs; at most {fmt(config['maxGpusPerPool'])}"
 
 
 def _check_node_class(resource: Resource, config: Config) -> Iterator[str]:
@@ -336,7 +337,7 @@ def _check_gang(resource: Resource, _config: Config) -> Iterator[str]:
         volcano = True
         replicas = _replicas(resource)
         if int(quantity(spec.get("minAvailable")) or 0) != replicas:
-            yield f"Volcano Job minAvailable {spec.get('minAvailable')!r} != all {replicas} pods"
+            yield f"Volcano Job minAvailable {fmt(spec.get('minAvailable'))} != all {replicas} pods"
     else:
         volcano = (
             any(
@@ -405,8 +406,8 @@ def _check_spot_jobs(resource: Resource, config: Config) -> Iterator[str]:
         grace = quantity(template.spec.get("terminationGracePeriodSeconds"))
         if grace is None or grace < config["minGracePeriodSeconds"]:
             yield (
-                f"{template.where}: terminationGracePeriodSeconds {grace!r} < "
-                f"{config['minGracePeriodSeconds']} (time to write a checkpoint)"
+                f"{template.where}: terminationGracePeriodSeconds {fmt(grace)} < "
+                f"{fmt(config['minGracePeriodSeconds'])} (time to write a checkpoint)"
             )
         if not _has_checkpoint_storage(template):
             yield f"{template.where}: spot pod without checkpoint storage (PVC mount or s3://)"
@@ -433,7 +434,7 @@ def ds_config_problems(ds: Mapping[str, Any], world: int | None) -> list[str]:
         problems.append("fp16 and bf16 are both enabled")
     stage = dig(ds, "zero_optimization", "stage")
     if stage is not None and stage not in (0, 1, 2, 3):
-        problems.append(f"zero_optimization.stage {stage!r} not in 0..3")
+        problems.append(f"zero_optimization.stage {fmt(stage)} not in 0..3")
     total = ds.get("train_batch_size")
     micro = ds.get("train_micro_batch_size_per_gpu")
     accumulation = ds.get("gradient_accumulation_steps", 1)
