@@ -72,6 +72,8 @@ class SynthResult:
 
     stack: str
     resources: list[Registration] = field(default_factory=list)
+    #: policy-report.json records, once synth has run the policy pack (None: not run).
+    policy_violations: list[dict[str, str]] | None = None
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]

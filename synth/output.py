@@ -1,6 +1,7 @@
 """Turn a synthesized stack into the files of the synth contract (ARCHITECTURE.md).
 
-`resources.json`, `manifests.yaml`, `helm-releases.yaml` and `report.md`, all deterministic:
+`resources.json`, `manifests.yaml`, `helm-releases.yaml`, `policy-report.json` and `report.md`,
+all deterministic:
 sorted, key-ordered, no timestamps.
 """
 
@@ -129,10 +130,46 @@ def _node_groups(result: SynthResult) -> str:
     )
 
 
+#: Why an advisory violation on a stack is accepted: policy name → explanation for report.md.
+ADVISORY_EXPLANATIONS: dict[str, str] = {
+    "gpu-platform-k8s-resource-requests": "LimitRange defaults fill in requests in team "
+    "namespaces; the rule stays advisory so that charts' own pods do not block a deploy.",
+    "gpu-platform-training-deepspeed-batch": "DeepSpeed itself refuses an inconsistent config "
+    "at start-up; the rule reports it before the GPUs are paid for.",
+}
+
+
+def _policy_summary(result: SynthResult) -> str:
+    violations = result.policy_violations
+    if violations is None:
+        return "The policy pack was not run."
+    counts = Counter(v["enforcement"] for v in violations)
+    lines = [
+        _table(
+            ["enforcement", "violations"],
+            [[level, counts.get(level, 0)] for level in ("mandatory", "advisory")],
+        ),
+        "",
+        "Full list: `policy-report.json`; rules: `policies/rules/`.",
+    ]
+    mandatory = [v for v in violations if v["enforcement"] == "mandatory"]
+    if mandatory:
+        lines += ["", "### Mandatory violations (the deploy is blocked)", ""]
+        lines += [f"- `{v['policy']}` on `{v['urn']}`: {v['message']}" for v in mandatory]
+    advisory = [v for v in violations if v["enforcement"] == "advisory"]
+    if advisory:
+        lines += ["", "### Advisory violations", ""]
+        for v in advisory:
+            why = ADVISORY_EXPLANATIONS.get(v["policy"], "not yet explained: fix or explain it")
+            lines.append(f"- `{v['policy']}` on `{v['urn']}`: {v['message']} — {why}")
+    return "\n".join(lines)
+
+
 #: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Resources by type", _resources_by_type),
+    ("Policy", _policy_summary),
 ]
 
 
@@ -170,6 +207,10 @@ def write(result: SynthResult, out_dir: Path) -> list[Path]:
         "helm-releases.yaml": _yaml(helm_releases(result)),
         "report.md": report(result),
     }
+    if result.policy_violations is not None:
+        files["policy-report.json"] = (
+            json.dumps({"violations": result.policy_violations}, indent=2, sort_keys=True) + "\n"
+        )
     paths = []
     for name, text in files.items():
         path = out_dir / name
