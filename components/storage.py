@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -593,7 +593,7 @@ class Storage(pulumi.ComponentResource):
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{role}",
             bucket=bucket.id,
-            rules=lifecycle_rules(self._args.config.lifecycle, role=role),
+            rules=cast(Any, lifecycle_rules(self._args.config.lifecycle, role=role)),
             # Noncurrent-version rules only mean something once versioning is on.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
@@ -623,7 +623,7 @@ class Storage(pulumi.ComponentResource):
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
-            rules=log_lifecycle_rules(self._args.config.lifecycle),
+            rules=cast(Any, log_lifecycle_rules(self._args.config.lifecycle)),
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
         )
         return bucket
@@ -743,49 +743,41 @@ class Storage(pulumi.ComponentResource):
         name, args, rwx = self._name, self._args, self._args.config.rwx
         child = pulumi.ResourceOptions(parent=self)
         group = self._security_group("lustre")
+        nodes = args.node_security_group_id
         for low, high in LUSTRE_PORTS:
             ports = f"{low}" if low == high else f"{low}-{high}"
-            rule = dict(ip_protocol="tcp", from_port=low, to_port=high)
             # Clients reach the servers, the servers reach each other and call clients back.
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-lustre-{ports}-from-nodes",
-                security_group_id=group.id,
-                referenced_security_group_id=args.node_security_group_id,
-                description=f"Lustre {ports} from the cluster's nodes",
-                opts=child,
-                **rule,
-            )
-            aws.vpc.SecurityGroupIngressRule(
-                f"{name}-lustre-{ports}-from-self",
-                security_group_id=group.id,
-                referenced_security_group_id=group.id,
-                description=f"Lustre {ports} between file servers",
-                opts=child,
-                **rule,
-            )
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-lustre-{ports}-to-self",
-                security_group_id=group.id,
-                referenced_security_group_id=group.id,
-                description=f"Lustre {ports} between file servers",
-                opts=child,
-                **rule,
-            )
-            aws.vpc.SecurityGroupEgressRule(
-                f"{name}-lustre-{ports}-to-nodes",
-                security_group_id=group.id,
-                referenced_security_group_id=args.node_security_group_id,
-                description=f"Lustre {ports} to the cluster's nodes",
-                opts=child,
-                **rule,
-            )
+            rules: list[tuple[str, str, pulumi.Input[str], pulumi.Input[str], str]] = [
+                ("ingress", "from-nodes", group.id, nodes, "from the cluster's nodes"),
+                ("ingress", "from-self", group.id, group.id, "between file servers"),
+                ("egress", "to-self", group.id, group.id, "between file servers"),
+                ("egress", "to-nodes", group.id, nodes, "to the cluster's nodes"),
+            ]
+            for direction, role, owner, peer, why in rules:
+                rule_type = (
+                    aws.vpc.SecurityGroupIngressRule
+                    if direction == "ingress"
+                    else aws.vpc.SecurityGroupEgressRule
+                )
+                rule_type(
+                    f"{name}-lustre-{ports}-{role}",
+                    security_group_id=owner,
+                    referenced_security_group_id=peer,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"Lustre {ports} {why}",
+                    opts=child,
+                )
             aws.vpc.SecurityGroupIngressRule(
                 f"{name}-nodes-lustre-{ports}",
-                security_group_id=args.node_security_group_id,
+                security_group_id=nodes,
                 referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
                 description=f"Lustre {ports} from the file system",
                 opts=child,
-                **rule,
             )
         file_system = aws.fsx.LustreFileSystem(
             f"{name}-lustre",
@@ -819,7 +811,7 @@ class Storage(pulumi.ComponentResource):
             batch_import_meta_data_on_create=True,
             # Unlinking must never delete what the file system holds.
             delete_data_in_filesystem=False,
-            s3=s3_policy,
+            s3=cast(Any, s3_policy),
             tags=args.tags,
             opts=child,
         )
