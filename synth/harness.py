@@ -52,6 +52,9 @@ class Registration:
     dependencies: tuple[str, ...]
     custom: bool
     inputs: dict[str, Any]
+    #: Resource options the engine enforces; not part of resources.json.
+    protect: bool = False
+    retain_on_delete: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -184,6 +187,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
         service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
         state: dict[str, Any] = dict(args.inputs)
         state.setdefault("arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}")
+        physical_id = f"{name}-{short[:8]}"
         if typ == "aws:iam/role:Role":
             state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
             state["name"] = state.get("name") or name
@@ -204,7 +208,18 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 clusterSecurityGroupId=f"sg-{short}",
                 nodeSecurityGroupId=f"sg-{_digest(name, 'nodes')[:17]}",
             )
-        return f"{name}-{short[:8]}", state
+        elif typ == "aws:s3/bucket:Bucket":
+            physical_id = state.get("bucket") or physical_id
+            state.update(bucket=physical_id, arn=f"arn:aws:s3:::{physical_id}")
+        elif typ in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"):
+            physical_id = f"fs-{short}"
+            state["arn"] = f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}"
+            state["dnsName"] = f"{physical_id}.{service}.{self.region}.amazonaws.com"
+            if service == "fsx":
+                state["mountName"] = _digest(name, "mount")[:8]
+        elif typ == "aws:ec2/securityGroup:SecurityGroup":
+            physical_id = f"sg-{short}"
+        return physical_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
@@ -282,6 +297,8 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
                 dependencies=tuple(sorted(set(request.dependencies))),
                 custom=bool(request.custom),
                 inputs=inputs,
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
             )
             with self._lock:
                 self.captured.append(registration)
