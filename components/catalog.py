@@ -152,3 +152,19 @@ def price_per_hour(name: str, capacity_type: CapacityType) -> float:
     """Planning price of one instance of `name` on the given capacity type."""
     row = INSTANCE_TYPES[name]
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
+
+
+# --- GPU features -------------------------------------------------------------------------------
+
+#: GPU models that support Multi-Instance GPU (NVIDIA MIG user guide, "Supported GPUs").
+MIG_CAPABLE_GPU_MODELS: Final[frozenset[str]] = frozenset({"a100", "h100", "h200", "b200"})
+
+#: Label the GPU Operator's device plugin reads to pick a named config per node.
+DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+#: Label the GPU Operator sets on every node with an NVIDIA GPU.
+NVIDIA_GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
+
+
+def gpu_node_selector() -> dict[str, str]:
+    """Selects every GPU node, managed group or Karpenter pool alike."""
+    return {LABEL_GPU_VENDOR: "nvidia"}
