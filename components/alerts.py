@@ -190,15 +190,13 @@ def alerts(t: AlertThresholds) -> list[Alert]:
             f"and on (namespace, pod) ({GPU_POD})",
             t.pod_pending_for,
             "warning",
-            "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} pending for "
-            + t.pod_pending_for,
+            "GPU pod {{ $labels.namespace }}/{{ $labels.pod }} pending for " + t.pod_pending_for,
             "No node can take the pod: capacity, quota, taints or a failing node launch.",
             f"Pending > {t.pod_pending_for}",
         ),
         Alert(
             "PodRestartLoop",
-            "increase(kube_pod_container_status_restarts_total[1h]) "
-            f"> {t.restarts_per_hour}",
+            f"increase(kube_pod_container_status_restarts_total[1h]) > {t.restarts_per_hour}",
             "0m",
             "warning",
             "Container {{ $labels.namespace }}/{{ $labels.pod }}/{{ $labels.container }} "

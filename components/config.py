@@ -349,7 +349,9 @@ class NodeGroupsConfig(_Model):
 # --- GPU operator, observability, validation -----------------------------------------------
 
 #: Image references must be pinned by digest: a moved tag must not change what a test runs.
-DigestImage = Annotated[str, StringConstraints(pattern=r"^[a-z0-9./:_-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$")]
+DigestImage = Annotated[
+    str, StringConstraints(pattern=r"^[a-z0-9./:_-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$")
+]
 #: Prometheus durations as the rules and the operator take them (`30s`, `15m`, `2h`, `10d`).
 Duration = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*(s|m|h|d)$")]
 ScrapeInterval = Literal["15s", "20s", "30s"]
@@ -496,13 +498,13 @@ class StackConfig(_Model):
                 problems.append(
                     ("validation.nccl.pool", nccl.pool, f"one of {', '.join(sorted(groups))}")
                 )
-            pool = groups.get(nccl.pool) if nccl.pool else default_nccl_pool(self.node_groups)
-            if pool is not None and pool.max_size < nccl.nodes:
+            target = groups.get(nccl.pool) if nccl.pool else default_nccl_pool(self.node_groups)
+            if target is not None and target.max_size < nccl.nodes:
                 problems.append(
                     (
                         "validation.nccl.nodes",
                         nccl.nodes,
-                        f"at most the pool's maxSize ({pool.name}: {pool.max_size})",
+                        f"at most the pool's maxSize ({target.name}: {target.max_size})",
                     )
                 )
         if problems:

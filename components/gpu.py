@@ -47,7 +47,11 @@ DCGM_FIELDS: Final[tuple[tuple[str, str, str], ...]] = (
     ("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered."),
     ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Single-bit volatile ECC errors."),
     ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Double-bit volatile ECC errors."),
-    ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter", "Rows remapped for uncorrectable errors."),
+    (
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
+        "counter",
+        "Rows remapped for uncorrectable errors.",
+    ),
     ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed."),
     ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "gauge", "Clock event (throttle) reasons bitmask."),
     ("DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling due to power constraints (in ns)."),

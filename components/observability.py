@@ -106,7 +106,7 @@ def chart_values(config: ObservabilityConfig) -> dict[str, Any]:
 
 
 def _panel(
-    panel_id: int, title: str, exprs: list[tuple[str, str]], unit: str, x: int, y: int
+    panel_id: int, title: str, exprs: list[tuple[str, str]], unit: str, *, x: int, y: int
 ) -> dict[str, Any]:
     return {
         "id": panel_id,
@@ -153,7 +153,7 @@ def _dashboard(
         "refresh": "30s",
         "templating": {"list": templating},
         "panels": [
-            _panel(index + 1, ptitle, exprs, unit, (index % 2) * 12, (index // 2) * 8)
+            _panel(index + 1, ptitle, exprs, unit, x=(index % 2) * 12, y=(index // 2) * 8)
             for index, (ptitle, exprs, unit) in enumerate(panels)
         ],
     }
@@ -184,7 +184,11 @@ def dashboards() -> dict[str, dict[str, Any]]:
                 [("sum by (Hostname) (DCGM_FI_DEV_FB_USED) * 1048576", "{{Hostname}}")],
                 "bytes",
             ),
-            ("Power draw", [("sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "{{Hostname}}")], "watt"),
+            (
+                "Power draw",
+                [("sum by (Hostname) (DCGM_FI_DEV_POWER_USAGE)", "{{Hostname}}")],
+                "watt",
+            ),
             (
                 "GPU temperature (max)",
                 [("max by (Hostname) (DCGM_FI_DEV_GPU_TEMP)", "{{Hostname}}")],
@@ -193,8 +197,14 @@ def dashboards() -> dict[str, dict[str, Any]]:
             (
                 "XID errors / ECC / row-remap failures",
                 [
-                    ("max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0", "XID {{Hostname}}/{{gpu}}"),
-                    ("sum by (Hostname) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]))", "DBE {{Hostname}}"),
+                    (
+                        "max by (Hostname, gpu) (DCGM_FI_DEV_XID_ERRORS) > 0",
+                        "XID {{Hostname}}/{{gpu}}",
+                    ),
+                    (
+                        "sum by (Hostname) (increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[1h]))",
+                        "DBE {{Hostname}}",
+                    ),
                     ("max by (Hostname) (DCGM_FI_DEV_ROW_REMAP_FAILURE)", "remap {{Hostname}}"),
                 ],
                 "short",
@@ -219,7 +229,11 @@ def dashboards() -> dict[str, dict[str, Any]]:
         "gpu-platform-job",
         "GPU platform / Training job",
         [
-            ("GPU utilisation", [(f"DCGM_FI_DEV_GPU_UTIL{{{job}}}", "{{pod}} gpu{{gpu}}")], "percent"),
+            (
+                "GPU utilisation",
+                [(f"DCGM_FI_DEV_GPU_UTIL{{{job}}}", "{{pod}} gpu{{gpu}}")],
+                "percent",
+            ),
             (
                 "GPU memory used",
                 [(f"DCGM_FI_DEV_FB_USED{{{job}}} * 1048576", "{{pod}} gpu{{gpu}}")],

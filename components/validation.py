@@ -158,7 +158,11 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
                                 {"name": "EXPECTED_GPUS", "value": gpus},
                             ],
                             "resources": {
-                                "requests": {"cpu": "1", "memory": "8Gi", catalog.GPU_RESOURCE: gpus},
+                                "requests": {
+                                    "cpu": "1",
+                                    "memory": "8Gi",
+                                    catalog.GPU_RESOURCE: gpus,
+                                },
                                 "limits": {"memory": "8Gi", catalog.GPU_RESOURCE: gpus},
                             },
                             "securityContext": _security(),
@@ -239,7 +243,10 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                                 "image": config.image,
                                 "command": ["bash", "-c", torchrun],
                                 "env": [
-                                    {"name": "MESSAGE_MIB", "value": str(config.nccl.message_size_mib)},
+                                    {
+                                        "name": "MESSAGE_MIB",
+                                        "value": str(config.nccl.message_size_mib),
+                                    },
                                     {
                                         "name": "MIN_BUS_BANDWIDTH_GBPS",
                                         "value": f"{config.nccl.min_bus_bandwidth_gbps:g}",
@@ -249,7 +256,11 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                                 ],
                                 "ports": [{"containerPort": NCCL_PORT, "name": "rendezvous"}],
                                 "resources": {
-                                    "requests": {"cpu": "2", "memory": "16Gi", catalog.GPU_RESOURCE: gpus},
+                                    "requests": {
+                                        "cpu": "2",
+                                        "memory": "16Gi",
+                                        catalog.GPU_RESOURCE: gpus,
+                                    },
                                     "limits": {"memory": "16Gi", catalog.GPU_RESOURCE: gpus},
                                 },
                                 "securityContext": _security(),

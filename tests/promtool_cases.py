@@ -145,16 +145,20 @@ CASES: dict[str, tuple[Case, Case]] = {
         ),
     ),
     "CheckpointSlow": (
-        Case({f"trainer_checkpoint_save_duration_seconds{{{JOB}}}": "700x5"}, "2m", [
-            {"namespace": "ml", "pod": "train-0"}
-        ]),
+        Case(
+            {f"trainer_checkpoint_save_duration_seconds{{{JOB}}}": "700x5"},
+            "2m",
+            [{"namespace": "ml", "pod": "train-0"}],
+        ),
         Case({f"trainer_checkpoint_save_duration_seconds{{{JOB}}}": "120x5"}, "2m", []),
     ),
     "CheckpointStale": (
         # Last checkpoint at t=0; at 3 h it is 10800 s old (> 7200).
-        Case({f"trainer_last_checkpoint_timestamp_seconds{{{JOB}}}": "0x200"}, "3h", [
-            {"namespace": "ml", "pod": "train-0"}
-        ]),
+        Case(
+            {f"trainer_last_checkpoint_timestamp_seconds{{{JOB}}}": "0x200"},
+            "3h",
+            [{"namespace": "ml", "pod": "train-0"}],
+        ),
         # A checkpoint every minute.
         Case({f"trainer_last_checkpoint_timestamp_seconds{{{JOB}}}": "0+60x200"}, "3h", []),
     ),
@@ -244,7 +248,9 @@ CASES: dict[str, tuple[Case, Case]] = {
 }
 
 
-def promtool_tests(rule_file: str, severities: dict[str, str], extra: dict[str, str]) -> dict[str, Any]:
+def promtool_tests(
+    rule_file: str, severities: dict[str, str], extra: dict[str, str]
+) -> dict[str, Any]:
     """The `promtool test rules` document: two tests (firing, silent) per alert."""
     tests = []
     for alert, (firing, silent) in sorted(CASES.items()):

@@ -1,4 +1,4 @@
-"""GPU Operator: release, values against upstream, operand placement, DCGM scraping, time-slicing."""
+"""GPU Operator: release, upstream values keys, operand placement, DCGM scraping, time-slicing."""
 
 from __future__ import annotations
 
@@ -62,9 +62,7 @@ def test_operands_tolerate_the_gpu_taint_and_controllers_sit_on_system_nodes() -
     values = gpu.chart_values(GpuOperatorConfig())
     taint = catalog.gpu_taint()
     tolerations = values["daemonsets"]["tolerations"]
-    assert any(
-        t["key"] == taint["key"] and t["effect"] == taint["effect"] for t in tolerations
-    )
+    assert any(t["key"] == taint["key"] and t["effect"] == taint["effect"] for t in tolerations)
     assert values["operator"]["nodeSelector"] == catalog.system_node_labels()
     worker = values["node-feature-discovery"]["worker"]
     assert worker["nodeSelector"] == {catalog.LABEL_GPU_VENDOR: "nvidia"}
@@ -91,9 +89,16 @@ def test_curated_metrics_configmap(dev: SynthResult) -> None:
     ]
     assert len(maps) == 1
     csv = maps[0].inputs["data"]["dcgm-metrics.csv"]
-    for field in ("DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_NVLINK_TX_BYTES"):
+    for field in (
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    ):
         assert field in csv
-    assert _operator(dev).inputs["values"]["dcgmExporter"]["config"]["name"] == gpu.DCGM_METRICS_CONFIGMAP
+    assert (
+        _operator(dev).inputs["values"]["dcgmExporter"]["config"]["name"]
+        == gpu.DCGM_METRICS_CONFIGMAP
+    )
 
 
 def test_time_slicing_config() -> None:
@@ -121,7 +126,7 @@ def test_time_slicing_refused_on_training_pool(
 ) -> None:
     cfg = stack_values("prod")
     cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["h100-od", "nope"]}}
-    code, err, out = _run(make_stack, cfg, capsys)
+    code, err, _out = _run(make_stack, cfg, capsys)
     assert code == 2
     assert "gpu-platform:gpuOperator.timeSlicing.pools[0]" in err
     assert "not training" in err
@@ -142,7 +147,8 @@ def test_time_slicing_labels_a_general_pool(
     labelled = {
         r["inputs"]["labels"][catalog.LABEL_NODE_POOL]
         for r in groups
-        if r["inputs"]["labels"].get(catalog.DEVICE_PLUGIN_CONFIG_LABEL) == gpu.TIME_SLICED_PLUGIN_CONFIG
+        if r["inputs"]["labels"].get(catalog.DEVICE_PLUGIN_CONFIG_LABEL)
+        == gpu.TIME_SLICED_PLUGIN_CONFIG
     }
     assert labelled == {"a10g-od"}
 
@@ -152,6 +158,6 @@ def test_mig_strategy_needs_mig_capable_gpus(
 ) -> None:
     cfg = stack_values("dev")
     cfg["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
-    code, err, out = _run(make_stack, cfg, capsys)
+    code, err, _out = _run(make_stack, cfg, capsys)
     assert code == 2
     assert "gpu-platform:gpuOperator.migStrategy" in err

@@ -35,7 +35,9 @@ def _kps(result: SynthResult) -> object:
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_release_retention_and_encrypted_storage(stack: str, request: pytest.FixtureRequest) -> None:
+def test_release_retention_and_encrypted_storage(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
     release = _kps(request.getfixturevalue(stack))
     inputs = release.inputs  # type: ignore[attr-defined]
     assert inputs["version"] == "88.5.3"
@@ -44,7 +46,8 @@ def test_release_retention_and_encrypted_storage(stack: str, request: pytest.Fix
     claim = spec["storageSpec"]["volumeClaimTemplate"]["spec"]
     assert claim["storageClassName"] == "gp3"
     classes = [
-        s for s in request.getfixturevalue(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+        s
+        for s in request.getfixturevalue(stack).of_type("kubernetes:storage.k8s.io/v1:StorageClass")
         if s.inputs["metadata"]["name"] == "gp3"
     ]
     assert classes and classes[0].inputs["parameters"]["encrypted"] == "true"
@@ -52,7 +55,9 @@ def test_release_retention_and_encrypted_storage(stack: str, request: pytest.Fix
 
 
 def test_values_keys_exist_upstream() -> None:
-    missing = missing_keys("kube-prometheus-stack", observability.chart_values(ObservabilityConfig()))
+    missing = missing_keys(
+        "kube-prometheus-stack", observability.chart_values(ObservabilityConfig())
+    )
     assert set(missing) <= SUBCHART, missing
 
 

@@ -1,4 +1,4 @@
-"""Validation jobs: per-pool smoke Jobs and the NCCL test land only on GPU nodes, images by digest."""
+"""Validation jobs: per-pool smoke Jobs and the NCCL test, GPU nodes only, images by digest."""
 
 from __future__ import annotations
 
@@ -65,7 +65,10 @@ def test_nccl_job_spreads_ranks_over_nodes() -> None:
     )
     env = {e["name"]: e["value"] for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["MIN_BUS_BANDWIDTH_GBPS"] == "150"
-    assert "--nnodes=4 --nproc-per-node=8" in job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert (
+        "--nnodes=4 --nproc-per-node=8"
+        in job["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    )
 
 
 def test_builder_takes_any_pool_list() -> None:
@@ -84,7 +87,9 @@ def test_image_must_be_pinned_by_digest(
     cfg = stack_values("dev")
     cfg["gpu-platform:validation"]["image"] = "nvcr.io/nvidia/pytorch:25.01-py3"
     project = make_stack(cfg)
-    code = synth_cli.main(["--stack", "t", "--project-dir", str(project), "--out", str(project / "o")])
+    code = synth_cli.main(
+        ["--stack", "t", "--project-dir", str(project), "--out", str(project / "o")]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "gpu-platform:validation.image" in err
@@ -96,7 +101,9 @@ def test_nccl_nodes_must_fit_the_pool(
     cfg = stack_values("dev")
     cfg["gpu-platform:validation"]["nccl"]["nodes"] = 9
     project = make_stack(cfg)
-    code = synth_cli.main(["--stack", "t", "--project-dir", str(project), "--out", str(project / "o")])
+    code = synth_cli.main(
+        ["--stack", "t", "--project-dir", str(project), "--out", str(project / "o")]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert "gpu-platform:validation.nccl.nodes: got 9; at most the pool's maxSize" in err
