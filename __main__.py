@@ -8,8 +8,11 @@ import pulumi
 
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
+from components.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.network import Network, NetworkArgs
+from components.observability import Observability, ObservabilityArgs
 from components.storage import Storage, StorageArgs
+from components.validation import Validation, ValidationArgs, pools_from_node_groups
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = stack_config.load()
@@ -27,6 +30,35 @@ cluster = Cluster(
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,
         tags=tags,
+        extra_gpu_labels=time_slicing_node_labels(cfg.gpu_operator),
+    ),
+)
+observability = Observability(
+    "observability",
+    ObservabilityArgs(
+        config=cfg.observability,
+        k8s_provider=cluster.k8s_provider,
+        system_node_group=cluster.system_node_group,
+    ),
+)
+gpu = GpuStack(
+    "gpu",
+    GpuStackArgs(
+        config=cfg.gpu_operator,
+        k8s_provider=cluster.k8s_provider,
+        system_node_group=cluster.system_node_group,
+        monitoring_release=observability.release,
+    ),
+)
+gpu_pools = pools_from_node_groups(cfg.node_groups.gpu)
+Validation(
+    "validation",
+    ValidationArgs(
+        config=cfg.validation,
+        pools=gpu_pools,
+        nccl_pool=next(p for p in gpu_pools if p.name == cfg.nccl_pool().name),
+        k8s_provider=cluster.k8s_provider,
+        gpu_operator=gpu.release,
     ),
 )
 storage = Storage(

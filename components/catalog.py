@@ -182,3 +182,17 @@ FSX_LUSTRE_USD_PER_GB_MONTH: Final[dict[tuple[str, int], float]] = {
     ("PERSISTENT_2", 1000): 0.600,
 }
 KMS_KEY_USD_PER_MONTH: Final = 1.00
+# --- GPU features -------------------------------------------------------------------------------
+
+#: GPU models that support Multi-Instance GPU (NVIDIA MIG user guide, "Supported GPUs").
+MIG_CAPABLE_GPU_MODELS: Final[frozenset[str]] = frozenset({"a100", "h100", "h200", "b200"})
+
+#: Label the GPU Operator's device plugin reads to pick a named config per node.
+DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
+#: Label the GPU Operator sets on every node with an NVIDIA GPU.
+NVIDIA_GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
+
+
+def gpu_node_selector() -> dict[str, str]:
+    """Selects every GPU node, managed group or Karpenter pool alike."""
+    return {LABEL_GPU_VENDOR: "nvidia"}

@@ -9,7 +9,7 @@ StorageClass and the explicit Kubernetes provider every Kubernetes resource must
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -92,6 +92,8 @@ class ClusterArgs:
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str]
+    #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
+    extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 class Cluster(pulumi.ComponentResource):
@@ -226,7 +228,7 @@ class Cluster(pulumi.ComponentResource):
                 ami_type="AL2023_x86_64_NVIDIA",
                 sizes=(group.min_size, group.desired_size, group.max_size),
                 disk=(group.disk_size_gib, group.disk_iops, group.disk_throughput_mibps),
-                labels=gpu_group_labels(group),
+                labels={**gpu_group_labels(group), **args.extra_gpu_labels.get(group.name, {})},
                 taints=[eks_gpu_taint()],
             )
             for group in args.node_groups.gpu

@@ -552,6 +552,104 @@ class StorageConfig(_Model):
         return self
 
 
+# --- GPU operator, observability, validation -----------------------------------------------
+
+#: Image references must be pinned by digest: a moved tag must not change what a test runs.
+DigestImage = Annotated[
+    str, StringConstraints(pattern=r"^[a-z0-9./:_-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$")
+]
+#: Prometheus durations as the rules and the operator take them (`30s`, `15m`, `2h`, `10d`).
+Duration = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*(s|m|h|d)$")]
+ScrapeInterval = Literal["15s", "20s", "30s"]
+
+
+class TimeSlicingConfig(_Model):
+    """GPU time-slicing (oversubscription) for pools that never run training."""
+
+    #: Each physical GPU is advertised this many times on a time-sliced pool.
+    replicas: Annotated[int, Field(ge=2, le=16)] = 4
+    #: GPU node groups (names from `nodeGroups.gpu`) to time-slice; training pools are refused.
+    pools: list[Name] = []
+
+
+class GpuOperatorConfig(_Model):
+    """NVIDIA GPU Operator: which operands run, MIG, time-slicing, DCGM scraping."""
+
+    chart_version: Annotated[str, StringConstraints(pattern=r"^v\d+\.\d+\.\d+$")] = "v26.7.0"
+    namespace: Name = "gpu-operator"
+    #: The EKS AL2023 NVIDIA AMI ships the driver and the container toolkit; turn these on
+    #: only for custom AMIs without them.
+    driver_enabled: bool = False
+    toolkit_enabled: bool = False
+    mig_strategy: Literal["none", "single", "mixed"] = "none"
+    time_slicing: TimeSlicingConfig = Field(default_factory=TimeSlicingConfig)
+    dcgm_scrape_interval: ScrapeInterval = "15s"
+
+
+class AlertThresholds(_Model):
+    """Every number the platform's alert rules compare against."""
+
+    gpu_util_low_percent: Annotated[float, Field(gt=0, le=100)] = 40
+    gpu_util_low_for: Duration = "15m"
+    gpu_temperature_celsius: Annotated[float, Field(ge=60, le=110)] = 87
+    #: Fraction of wall time (0-1) a GPU spent throttled for thermal or power reasons.
+    throttle_fraction: Annotated[float, Field(gt=0, le=1)] = 0.1
+    pod_pending_for: Duration = "10m"
+    restarts_per_hour: Annotated[int, Field(ge=1, le=100)] = 3
+    node_pressure_for: Duration = "5m"
+    checkpoint_duration_seconds: Annotated[float, Field(gt=0)] = 600
+    checkpoint_max_age_seconds: Annotated[float, Field(gt=0)] = 7200
+    #: No `trainer_global_step` progress for this long while the pod runs = a stalled collective.
+    training_stall_for: Duration = "15m"
+    kueue_wait_seconds: Annotated[float, Field(gt=0)] = 3600
+    karpenter_launch_errors_per_15m: Annotated[int, Field(ge=1)] = 3
+
+
+class ObservabilityConfig(_Model):
+    """kube-prometheus-stack: Prometheus, Alertmanager, Grafana and the platform's rules."""
+
+    chart_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "88.5.3"
+    namespace: Name = "monitoring"
+    retention: Duration = "15d"
+    storage_gib: Annotated[int, Field(ge=10, le=16000)] = 200
+    alertmanager_storage_gib: Annotated[int, Field(ge=1, le=100)] = 10
+    grafana_storage_gib: Annotated[int, Field(ge=1, le=100)] = 10
+    scrape_interval: ScrapeInterval = "30s"
+    #: Each alert's `runbook_url` is this document plus the alert's anchor (docs/runbooks.md).
+    runbook_base_url: Annotated[str, StringConstraints(pattern=r"^https://\S+$")] = (
+        "https://github.com/gpu-platform/gpu-platform/blob/main/docs/runbooks.md"
+    )
+    thresholds: AlertThresholds = Field(default_factory=AlertThresholds)
+
+
+class NcclTestConfig(_Model):
+    """The multi-node NCCL all-reduce test."""
+
+    #: GPU node group to run on; empty = the first on-demand GPU group.
+    pool: Name | None = None
+    nodes: Annotated[int, Field(ge=2, le=64)] = 2
+    #: Minimum all-reduce bus bandwidth (GB/s) at the largest message size; below it, the Job fails.
+    min_bus_bandwidth_gbps: Annotated[float, Field(gt=0)] = 10
+    message_size_mib: Annotated[int, Field(ge=1, le=8192)] = 1024
+
+
+class ValidationConfig(_Model):
+    """Post-deploy GPU smoke tests and the NCCL all-reduce test."""
+
+    enabled: bool = False
+    namespace: Name = "gpu-validation"
+    #: One CUDA + PyTorch image for both tests (nvidia-smi, torch matmul, torch.distributed).
+    image: DigestImage = (
+        "nvcr.io/nvidia/pytorch:25.01-py3"
+        "@sha256:96990c82825613c3bdeebb66675c7c91b0123f64a5895623316dc5b824e0d7a9"
+    )
+    smoke_test: bool = True
+    nccl_test: bool = True
+    nccl: NcclTestConfig = Field(default_factory=NcclTestConfig)
+    #: A test still running after this long is failed (a GPU node that never comes up).
+    deadline_seconds: Annotated[int, Field(ge=300, le=86400)] = 3600
+
+
 # --- the whole stack ------------------------------------------------------------------------
 
 
@@ -568,6 +666,9 @@ class StackConfig(_Model):
     cluster: ClusterConfig
     node_groups: NodeGroupsConfig
     storage: StorageConfig = Field(default_factory=StorageConfig)
+    gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
 
     @model_validator(mode="after")
     def _storage_fits(self) -> StackConfig:
@@ -597,9 +698,73 @@ class StackConfig(_Model):
             raise _problems(problems)
         return self
 
+    @model_validator(mode="after")
+    def _gpu_sections(self) -> StackConfig:
+        problems: list[Problem] = []
+        groups = {group.name: group for group in self.node_groups.gpu}
+        for index, pool in enumerate(self.gpu_operator.time_slicing.pools):
+            key = f"gpuOperator.timeSlicing.pools[{index}]"
+            group = groups.get(pool)
+            if group is None:
+                problems.append((key, pool, f"a GPU node group ({', '.join(sorted(groups))})"))
+            elif group.workload_type == "training":
+                problems.append(
+                    (
+                        key,
+                        pool,
+                        "a pool whose workloadType is not training (time-sliced GPUs share "
+                        "memory and break training throughput and isolation)",
+                    )
+                )
+        if self.gpu_operator.mig_strategy != "none" and not any(
+            group.gpu_model in catalog.MIG_CAPABLE_GPU_MODELS for group in groups.values()
+        ):
+            problems.append(
+                (
+                    "gpuOperator.migStrategy",
+                    self.gpu_operator.mig_strategy,
+                    "'none' unless a GPU group has a MIG-capable GPU "
+                    f"({', '.join(sorted(catalog.MIG_CAPABLE_GPU_MODELS))})",
+                )
+            )
+        nccl = self.validation.nccl
+        if self.validation.enabled and self.validation.nccl_test:
+            if nccl.pool is not None and nccl.pool not in groups:
+                problems.append(
+                    ("validation.nccl.pool", nccl.pool, f"one of {', '.join(sorted(groups))}")
+                )
+            target = groups.get(nccl.pool) if nccl.pool else default_nccl_pool(self.node_groups)
+            if target is not None and target.max_size < nccl.nodes:
+                problems.append(
+                    (
+                        "validation.nccl.nodes",
+                        nccl.nodes,
+                        f"at most the pool's maxSize ({target.name}: {target.max_size})",
+                    )
+                )
+        if problems:
+            raise _problems(problems)
+        return self
+
     @property
     def bucket_prefix(self) -> str:
         return (self.storage.bucket_prefix or self.cluster.name).lower()
+
+    def nccl_pool(self) -> GpuNodeGroup:
+        """The GPU node group the NCCL test runs on (named, or the default)."""
+        named = self.validation.nccl.pool
+        for group in self.node_groups.gpu:
+            if group.name == named:
+                return group
+        return default_nccl_pool(self.node_groups)
+
+
+def default_nccl_pool(node_groups: NodeGroupsConfig) -> GpuNodeGroup:
+    """The NCCL test's pool when none is named: the first on-demand GPU group (no preemption)."""
+    for group in node_groups.gpu:
+        if group.capacity_type == "on-demand":
+            return group
+    return node_groups.gpu[0]
 
 
 # --- loading and error formatting -----------------------------------------------------------

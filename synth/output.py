@@ -165,11 +165,57 @@ def _policy_summary(result: SynthResult) -> str:
     return "\n".join(lines)
 
 
+def _alerts(result: SynthResult) -> str:
+    rows = []
+    for rule_object in result.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule"):
+        for group in rule_object.inputs.get("spec", {}).get("groups", []):
+            for rule in group.get("rules", []):
+                if "alert" not in rule:
+                    continue
+                expr = str(rule["expr"]).replace("|", "\\|")
+                rows.append(
+                    [rule["alert"], rule["labels"]["severity"], rule.get("for", "0m"), f"`{expr}`"]
+                )
+    if not rows:
+        return "No alert rules."
+    return _table(["alert", "severity", "for", "expression (thresholds from config)"], rows)
+
+
+def _validation_jobs(result: SynthResult) -> str:
+    rows = []
+    for job in result.of_type("kubernetes:batch/v1:Job"):
+        meta = job.inputs.get("metadata", {})
+        if meta.get("labels", {}).get("app.kubernetes.io/part-of") != "gpu-platform":
+            continue
+        spec = job.inputs["spec"]
+        pod = spec["template"]["spec"]
+        container = pod["containers"][0]
+        env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
+        threshold = env.get("MIN_BUS_BANDWIDTH_GBPS")
+        rows.append(
+            [
+                f"{meta.get('namespace', '')}/{meta['name']}",
+                pod.get("nodeSelector", {}).get(catalog.LABEL_NODE_POOL, "?"),
+                spec.get("completions", 1),
+                container["resources"]["limits"].get(catalog.GPU_RESOURCE, 0),
+                f">= {threshold} GB/s bus bandwidth" if threshold else "nvidia-smi + matmul",
+                container["image"].split("@")[0],
+            ]
+        )
+    if not rows:
+        return "Validation jobs are off in this stack (`validation.enabled`)."
+    return _table(
+        ["job", "pool", "nodes", "GPUs/node", "pass criterion", "image (by digest)"], rows
+    )
+
+
 #: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Resources by type", _resources_by_type),
     ("Policy", _policy_summary),
+    ("Alerts", _alerts),
+    ("Validation jobs", _validation_jobs),
 ]
 
 

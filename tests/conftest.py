@@ -47,6 +47,12 @@ def make_stack(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
         for name in ("__main__.py", "Pulumi.yaml", "components"):
             (tmp_path / name).symlink_to(PROJECT_ROOT / name)
         (tmp_path / "Pulumi.t.yaml").write_text(yaml.safe_dump({"config": config}))
+        # The policy pack runs with the config of the stack the test's config came from.
+        base = "dev" if config.get("gpu-platform:environment") == "dev" else "prod"
+        (tmp_path / "policies").mkdir()
+        (tmp_path / "policies" / "config.t.json").symlink_to(
+            PROJECT_ROOT / "policies" / f"config.{base}.json"
+        )
         return tmp_path
 
     return make

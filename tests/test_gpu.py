@@ -1,0 +1,163 @@
+"""GPU Operator: release, upstream values keys, operand placement, DCGM scraping, time-slicing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components import catalog, gpu
+from components.config import GpuOperatorConfig
+from synth import __main__ as synth_cli
+from synth.harness import SynthResult
+from tests.conftest import stack_values
+from tests.helm_values import missing_keys
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+#: Keys the gpu-operator chart documents in comments only (dcgmExporter.config example) and
+#: keys of its node-feature-discovery subchart that the parent values.yaml does not repeat.
+DOCUMENTED = frozenset({("dcgmExporter", "config"), ("dcgmExporter", "config", "name")})
+SUBCHART_NFD = frozenset(
+    {
+        ("node-feature-discovery", "worker", "nodeSelector"),
+        ("node-feature-discovery", "master", "nodeSelector"),
+        ("node-feature-discovery", "gc", "nodeSelector"),
+    }
+)
+
+
+def _operator(result: SynthResult) -> Any:
+    releases = [r for r in result.of_type(RELEASE) if r.inputs.get("chart") == "gpu-operator"]
+    assert len(releases) == 1
+    return releases[0]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_release_pinned_with_driver_and_toolkit_off(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    release = _operator(request.getfixturevalue(stack))
+    assert release.inputs["version"] == "v26.7.0"
+    assert release.inputs["repositoryOpts"]["repo"] == "https://helm.ngc.nvidia.com/nvidia"
+    values = release.inputs["values"]
+    assert values["driver"]["enabled"] is False
+    assert values["toolkit"]["enabled"] is False
+    assert values["devicePlugin"]["enabled"] is True
+    assert values["gfd"]["enabled"] is True
+    assert values["dcgmExporter"]["enabled"] is True
+
+
+def test_values_keys_exist_upstream() -> None:
+    for config in (GpuOperatorConfig(), GpuOperatorConfig(migStrategy="mixed")):
+        values = gpu.chart_values(config)
+        missing = missing_keys("gpu-operator", values, DOCUMENTED)
+        assert set(missing) <= {".".join(p) for p in SUBCHART_NFD}, missing
+
+
+def test_operands_tolerate_the_gpu_taint_and_controllers_sit_on_system_nodes() -> None:
+    values = gpu.chart_values(GpuOperatorConfig())
+    taint = catalog.gpu_taint()
+    tolerations = values["daemonsets"]["tolerations"]
+    assert any(t["key"] == taint["key"] and t["effect"] == taint["effect"] for t in tolerations)
+    assert values["operator"]["nodeSelector"] == catalog.system_node_labels()
+    worker = values["node-feature-discovery"]["worker"]
+    assert worker["nodeSelector"] == {catalog.LABEL_GPU_VENDOR: "nvidia"}
+    assert catalog.gpu_toleration() in worker["tolerations"]
+
+
+def test_dcgm_service_monitor_after_crds(dev: SynthResult) -> None:
+    monitors = dev.of_type("kubernetes:monitoring.coreos.com/v1:ServiceMonitor")
+    assert monitors
+    dcgm = [m for m in monitors if m.inputs["metadata"]["name"] == "nvidia-dcgm-exporter"]
+    assert len(dcgm) == 1
+    endpoint = dcgm[0].inputs["spec"]["endpoints"][0]
+    assert endpoint["interval"] in {"15s", "20s", "30s"}
+    assert endpoint["honorLabels"] is True
+    kps = [r for r in dev.of_type(RELEASE) if r.inputs.get("chart") == "kube-prometheus-stack"]
+    assert kps and kps[0].urn in dcgm[0].dependencies
+
+
+def test_curated_metrics_configmap(dev: SynthResult) -> None:
+    maps = [
+        m
+        for m in dev.of_type("kubernetes:core/v1:ConfigMap")
+        if m.inputs["metadata"]["name"] == gpu.DCGM_METRICS_CONFIGMAP
+    ]
+    assert len(maps) == 1
+    csv = maps[0].inputs["data"]["dcgm-metrics.csv"]
+    for field in (
+        "DCGM_FI_DEV_XID_ERRORS",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    ):
+        assert field in csv
+    assert (
+        _operator(dev).inputs["values"]["dcgmExporter"]["config"]["name"]
+        == gpu.DCGM_METRICS_CONFIGMAP
+    )
+
+
+def test_time_slicing_config() -> None:
+    config = GpuOperatorConfig(timeSlicing={"pools": ["dev-shared"], "replicas": 4})
+    configs = {k: yaml.safe_load(v) for k, v in gpu.device_plugin_configs(config).items()}
+    sliced = configs[gpu.TIME_SLICED_PLUGIN_CONFIG]["sharing"]["timeSlicing"]["resources"][0]
+    assert sliced == {"name": catalog.GPU_RESOURCE, "replicas": 4}
+    assert gpu.time_slicing_node_labels(config) == {
+        "dev-shared": {catalog.DEVICE_PLUGIN_CONFIG_LABEL: gpu.TIME_SLICED_PLUGIN_CONFIG}
+    }
+    assert gpu.TIME_SLICED_PLUGIN_CONFIG not in gpu.device_plugin_configs(GpuOperatorConfig())
+
+
+def _run(
+    make_stack: Callable[[dict[str, Any]], Path], cfg: dict[str, Any], capsys: Any
+) -> tuple[int, str, Path]:
+    project = make_stack(cfg)
+    out = project / "out"
+    code = synth_cli.main(["--stack", "t", "--project-dir", str(project), "--out", str(out)])
+    return code, capsys.readouterr().err, out
+
+
+def test_time_slicing_refused_on_training_pool(
+    make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = stack_values("prod")
+    cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["h100-od", "nope"]}}
+    code, err, _out = _run(make_stack, cfg, capsys)
+    assert code == 2
+    assert "gpu-platform:gpuOperator.timeSlicing.pools[0]" in err
+    assert "not training" in err
+    assert "gpu-platform:gpuOperator.timeSlicing.pools[1]" in err
+
+
+def test_time_slicing_labels_a_general_pool(
+    make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = stack_values("dev")
+    cfg["gpu-platform:nodeGroups"]["gpu"][1]["workloadType"] = "general"
+    cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["a10g-od"], "replicas": 4}}
+    code, err, out = _run(make_stack, cfg, capsys)
+    assert code == 0, err
+    resources = json.loads((out / "resources.json").read_text())
+    groups = [r for r in resources if r["type"] == "eks:index:ManagedNodeGroup"]
+    assert groups
+    labelled = {
+        r["inputs"]["labels"][catalog.LABEL_NODE_POOL]
+        for r in groups
+        if r["inputs"]["labels"].get(catalog.DEVICE_PLUGIN_CONFIG_LABEL)
+        == gpu.TIME_SLICED_PLUGIN_CONFIG
+    }
+    assert labelled == {"a10g-od"}
+
+
+def test_mig_strategy_needs_mig_capable_gpus(
+    make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = stack_values("dev")
+    cfg["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
+    code, err, _out = _run(make_stack, cfg, capsys)
+    assert code == 2
+    assert "gpu-platform:gpuOperator.migStrategy" in err
