@@ -8,6 +8,7 @@ import pulumi
 
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
+from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
@@ -29,8 +30,15 @@ cluster = Cluster(
     ),
 )
 
+karpenter = Karpenter(
+    "karpenter",
+    KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
+)
+
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
+pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
+pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)

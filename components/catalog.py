@@ -152,3 +152,8 @@ def price_per_hour(name: str, capacity_type: CapacityType) -> float:
     """Planning price of one instance of `name` on the given capacity type."""
     row = INSTANCE_TYPES[name]
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
+
+
+def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType) -> dict[str, str]:
+    """Labels of a general-purpose CPU node launched by Karpenter (same keys as GPU nodes)."""
+    return {LABEL_CAPACITY_TYPE: capacity_type, LABEL_WORKLOAD_TYPE: workload_type}
