@@ -10,6 +10,7 @@ from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
+from components.storage import Storage, StorageArgs
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = stack_config.load()
@@ -29,10 +30,24 @@ cluster = Cluster(
         tags=tags,
     ),
 )
-
 karpenter = Karpenter(
     "karpenter",
     KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
+)
+
+storage = Storage(
+    "storage",
+    StorageArgs(
+        config=cfg.storage,
+        bucket_prefix=cfg.bucket_prefix,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        cluster_name=cluster.name,
+        node_security_group_id=cluster.node_security_group_id,
+        k8s_provider=cluster.k8s_provider,
+        system_node_group=cluster.system_node_group,
+        tags=tags,
+    ),
 )
 
 pulumi.export("clusterName", cluster.name)
@@ -40,5 +55,7 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
+pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
+pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
 pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)

@@ -154,6 +154,36 @@ def price_per_hour(name: str, capacity_type: CapacityType) -> float:
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
 
 
+# --- Storage prices -----------------------------------------------------------------------------
+
+#: Storage list prices for us-east-1, USD per GB-month unless named otherwise, transcribed on
+#: 2026-11-21 from aws.amazon.com/s3/pricing (first 50 TB tier), aws.amazon.com/efs/pricing
+#: (Regional, Standard), aws.amazon.com/fsx/lustre/pricing (SSD, per provisioned GB-month by
+#: throughput tier) and aws.amazon.com/kms/pricing. This environment is offline, so they were not
+#: re-fetched that day: planning figures for the report, not billing data — re-check them before
+#: committing a budget. Request, data-transfer and EFS Elastic-throughput charges are excluded.
+S3_USD_PER_GB_MONTH: Final[dict[str, float]] = {
+    "STANDARD": 0.023,
+    "INTELLIGENT_TIERING": 0.023,
+    "STANDARD_IA": 0.0125,
+    "GLACIER_IR": 0.004,
+}
+EFS_STANDARD_USD_PER_GB_MONTH: Final = 0.30
+#: EFS provisioned throughput is billed per MiB/s-month above what the stored data includes.
+EFS_PROVISIONED_USD_PER_MIBPS_MONTH: Final = 6.00
+#: (deployment type, MB/s per TiB) → USD per provisioned GB-month (SSD storage).
+FSX_LUSTRE_USD_PER_GB_MONTH: Final[dict[tuple[str, int], float]] = {
+    ("PERSISTENT_1", 50): 0.140,
+    ("PERSISTENT_1", 100): 0.210,
+    ("PERSISTENT_1", 200): 0.290,
+    ("PERSISTENT_2", 125): 0.145,
+    ("PERSISTENT_2", 250): 0.210,
+    ("PERSISTENT_2", 500): 0.340,
+    ("PERSISTENT_2", 1000): 0.600,
+}
+KMS_KEY_USD_PER_MONTH: Final = 1.00
+
+
 def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType) -> dict[str, str]:
     """Labels of a general-purpose CPU node launched by Karpenter (same keys as GPU nodes)."""
     return {LABEL_CAPACITY_TYPE: capacity_type, LABEL_WORKLOAD_TYPE: workload_type}

@@ -31,20 +31,38 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         # Imported here so that argument errors answer fast, and import bugs exit 3.
+        import pulumi
+
         from components.config import ConfigError
-        from synth import output
+        from policies.rules import all_policies
+        from synth import output, policy
         from synth.harness import PROJECT_ROOT, StackFileError, run_program
 
+        root = args.project_dir or PROJECT_ROOT
+        policies = all_policies()
         try:
-            result = run_program(args.stack, root=args.project_dir or PROJECT_ROOT)
+            pack_config = policy.load_config(policy.config_path(root, args.stack), policies)
+        except policy.PolicyConfigError as exc:
+            for line in exc.lines:
+                print(line, file=sys.stderr)
+            return EXIT_CONFIG
+        try:
+            result = run_program(args.stack, root=root)
         except ConfigError as exc:
             for line in exc.lines:
                 print(line, file=sys.stderr)
             return EXIT_CONFIG
+        except pulumi.RunError as exc:
+            # Raised by a component for a config the model could not judge alone (e.g. more
+            # AZs than the region has): still the user's input, still no traceback.
+            print(str(exc), file=sys.stderr)
+            return EXIT_CONFIG
         except StackFileError as exc:
             print(f"stack {args.stack}: {exc}", file=sys.stderr)
             return EXIT_CONFIG
-        out_dir = args.out or (args.project_dir or PROJECT_ROOT) / "build" / args.stack
+        violations = policy.evaluate(result, policies, pack_config)
+        result.policy_violations = [v.to_json() for v in violations]
+        out_dir = args.out or root / "build" / args.stack
         paths = output.write(result, out_dir)
     except Exception:  # noqa: BLE001 - anything else is a bug; Python's own exit 1 would lie
         traceback.print_exc()
@@ -52,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"synthesized {args.stack}: {len(result.resources)} resources -> {out_dir}")
     for path in paths:
         print(f"  {path.name}")
+    mandatory = [v for v in violations if policy.is_mandatory(v)]
+    for v in violations:
+        stream = sys.stderr if policy.is_mandatory(v) else sys.stdout
+        print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
+    if mandatory:
+        print(f"{len(mandatory)} mandatory policy violation(s)", file=sys.stderr)
+        return EXIT_POLICY
     return EXIT_OK
 
 

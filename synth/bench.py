@@ -33,7 +33,13 @@ def sdk_modules(stack: str, out: Path) -> list[str]:
         if not line.startswith("import time:") or "|" not in line:
             continue
         name = line.rsplit("|", 1)[1].strip()
-        if name.split(".", 1)[0] in {"pulumi", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"}:
+        if name.split(".", 1)[0] in {
+            "pulumi",
+            "pulumi_aws",
+            "pulumi_eks",
+            "pulumi_kubernetes",
+            "pulumi_policy",
+        }:
             modules.append(name)
     return modules
 

@@ -52,6 +52,9 @@ class Registration:
     dependencies: tuple[str, ...]
     custom: bool
     inputs: dict[str, Any]
+    #: Resource options the engine enforces; not part of resources.json.
+    protect: bool = False
+    retain_on_delete: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +75,8 @@ class SynthResult:
 
     stack: str
     resources: list[Registration] = field(default_factory=list)
+    #: policy-report.json records, once synth has run the policy pack (None: not run).
+    policy_violations: list[dict[str, str]] | None = None
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]
@@ -166,6 +171,10 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
+#: Zones per region as new accounts see them (us-west-1 offers two); others get three.
+_ZONES = {"us-east-1": 6, "us-west-2": 4, "us-west-1": 2}
+
+
 class PlatformMocks(pulumi_mocks.Mocks):
     """Deterministic outputs: ids and ARNs derived from the resource's type and name."""
 
@@ -178,6 +187,7 @@ class PlatformMocks(pulumi_mocks.Mocks):
         service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
         state: dict[str, Any] = dict(args.inputs)
         state.setdefault("arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}")
+        physical_id = f"{name}-{short[:8]}"
         if typ == "aws:iam/role:Role":
             state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
             state["name"] = state.get("name") or name
@@ -209,13 +219,24 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 clusterSecurityGroupId=f"sg-{short}",
                 nodeSecurityGroupId=f"sg-{_digest(name, 'nodes')[:17]}",
             )
-        return f"{name}-{short[:8]}", state
+        elif typ == "aws:s3/bucket:Bucket":
+            physical_id = state.get("bucket") or physical_id
+            state.update(bucket=physical_id, arn=f"arn:aws:s3:::{physical_id}")
+        elif typ in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"):
+            physical_id = f"fs-{short}"
+            state["arn"] = f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}"
+            state["dnsName"] = f"{physical_id}.{service}.{self.region}.amazonaws.com"
+            if service == "fsx":
+                state["mountName"] = _digest(name, "mount")[:8]
+        elif typ == "aws:ec2/securityGroup:SecurityGroup":
+            physical_id = f"sg-{short}"
+        return physical_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
         token = args.token
         if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            names = [f"{self.region}{s}" for s in "abcdef"]
-            return {"names": names, "zoneIds": [f"use1-az{i}" for i in range(1, 7)]}, []
+            names = [f"{self.region}{s}" for s in "abcdef"[: _ZONES.get(self.region, 3)]]
+            return {"names": names, "zoneIds": [f"az{i}" for i in range(len(names))]}, []
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
             return {
                 "accountId": ACCOUNT_ID,
@@ -287,6 +308,8 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
                 dependencies=tuple(sorted(set(request.dependencies))),
                 custom=bool(request.custom),
                 inputs=inputs,
+                protect=bool(request.protect),
+                retain_on_delete=bool(request.retainOnDelete),
             )
             with self._lock:
                 self.captured.append(registration)

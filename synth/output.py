@@ -1,6 +1,7 @@
 """Turn a synthesized stack into the files of the synth contract (ARCHITECTURE.md).
 
-`resources.json`, `manifests.yaml`, `helm-releases.yaml` and `report.md`, all deterministic:
+`resources.json`, `manifests.yaml`, `helm-releases.yaml`, `policy-report.json` and `report.md`,
+all deterministic:
 sorted, key-ordered, no timestamps.
 """
 
@@ -127,6 +128,41 @@ def _node_groups(result: SynthResult) -> str:
         "\n\nmax $/h: every node at the group's maximum on its dearest instance type "
         "(prices: components/catalog.py)."
     )
+
+
+#: Why an advisory violation on a stack is accepted: policy name → explanation for report.md.
+ADVISORY_EXPLANATIONS: dict[str, str] = {
+    "gpu-platform-k8s-resource-requests": "LimitRange defaults fill in requests in team "
+    "namespaces; the rule stays advisory so that charts' own pods do not block a deploy.",
+    "gpu-platform-training-deepspeed-batch": "DeepSpeed itself refuses an inconsistent config "
+    "at start-up; the rule reports it before the GPUs are paid for.",
+}
+
+
+def _policy_summary(result: SynthResult) -> str:
+    violations = result.policy_violations
+    if violations is None:
+        return "The policy pack was not run."
+    counts = Counter(v["enforcement"] for v in violations)
+    lines = [
+        _table(
+            ["enforcement", "violations"],
+            [[level, counts.get(level, 0)] for level in ("mandatory", "advisory")],
+        ),
+        "",
+        "Full list: `policy-report.json`; rules: `policies/rules/`.",
+    ]
+    mandatory = [v for v in violations if v["enforcement"] == "mandatory"]
+    if mandatory:
+        lines += ["", "### Mandatory violations (the deploy is blocked)", ""]
+        lines += [f"- `{v['policy']}` on `{v['urn']}`: {v['message']}" for v in mandatory]
+    advisory = [v for v in violations if v["enforcement"] == "advisory"]
+    if advisory:
+        lines += ["", "### Advisory violations", ""]
+        for v in advisory:
+            why = ADVISORY_EXPLANATIONS.get(v["policy"], "not yet explained: fix or explain it")
+            lines.append(f"- `{v['policy']}` on `{v['urn']}`: {v['message']} — {why}")
+    return "\n".join(lines)
 
 
 NODEPOOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
@@ -280,6 +316,7 @@ REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Karpenter NodePools", _karpenter_pools),
     ("Idle cost", _idle_cost),
     ("Resources by type", _resources_by_type),
+    ("Policy", _policy_summary),
 ]
 
 
@@ -317,9 +354,180 @@ def write(result: SynthResult, out_dir: Path) -> list[Path]:
         "helm-releases.yaml": _yaml(helm_releases(result)),
         "report.md": report(result),
     }
+    if result.policy_violations is not None:
+        files["policy-report.json"] = (
+            json.dumps({"violations": result.policy_violations}, indent=2, sort_keys=True) + "\n"
+        )
     paths = []
     for name, text in files.items():
         path = out_dir / name
         path.write_text(text)
         paths.append(path)
     return paths
+
+
+def _deletion_guard(bucket: Registration) -> str:
+    options = [
+        label
+        for label, on in (("protect", bucket.protect), ("retainOnDelete", bucket.retain_on_delete))
+        if on
+    ]
+    if options:
+        return " + ".join(options)
+    return "none (forceDestroy)" if bucket.inputs.get("forceDestroy") else "none"
+
+
+def _storage(result: SynthResult) -> str:
+    """Buckets with their protections, the RWX file system, throughput and monthly cost."""
+
+    def for_bucket(token: str, bucket: str) -> list[Registration]:
+        return [r for r in result.of_type(token) if r.inputs.get("bucket") == bucket]
+
+    rows = []
+    for bucket in result.of_type("aws:s3/bucket:Bucket"):
+        name = str(bucket.inputs.get("bucket", bucket.name))
+        sse = for_bucket(
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            name,
+        )
+        algorithm = (
+            sse[0].inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
+            if sse
+            else "none"
+        )
+        versioning = for_bucket("aws:s3/bucketVersioning:BucketVersioning", name)
+        public = for_bucket("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", name)
+        flags = (
+            "blockPublicAcls",
+            "blockPublicPolicy",
+            "ignorePublicAcls",
+            "restrictPublicBuckets",
+        )
+        lifecycle = for_bucket(
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", name
+        )
+        logging = for_bucket("aws:s3/bucketLogging:BucketLogging", name)
+        rows.append(
+            [
+                f"`{name}`",
+                algorithm,
+                versioning[0].inputs["versioningConfiguration"]["status"] if versioning else "off",
+                "all 4" if public and all(public[0].inputs.get(f) for f in flags) else "incomplete",
+                "TLS-only" if for_bucket("aws:s3/bucketPolicy:BucketPolicy", name) else "none",
+                ", ".join(rule["id"] for rule in lifecycle[0].inputs["rules"])
+                if lifecycle
+                else "none",
+                "yes" if logging else "no",
+                _deletion_guard(bucket),
+            ]
+        )
+    parts = [
+        _table(
+            [
+                "bucket",
+                "encryption",
+                "versioning",
+                "public blocks",
+                "policy",
+                "lifecycle",
+                "access log",
+                "deletion guard",
+            ],
+            rows,
+        )
+    ]
+    s3 = catalog.S3_USD_PER_GB_MONTH
+    keys = len(result.of_type("aws:kms/key:Key"))
+    cost_rows = [
+        [
+            "S3 STANDARD",
+            "per GB stored",
+            f"{s3['STANDARD']:.4f}/GB",
+            f"{s3['STANDARD'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "S3 STANDARD_IA (old checkpoints)",
+            "per GB stored",
+            f"{s3['STANDARD_IA']:.4f}/GB",
+            f"{s3['STANDARD_IA'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "KMS customer keys (all areas)",
+            f"{keys} keys",
+            f"{catalog.KMS_KEY_USD_PER_MONTH:.2f}/key",
+            f"{keys * catalog.KMS_KEY_USD_PER_MONTH:,.2f}",
+        ],
+    ]
+    fixed = keys * catalog.KMS_KEY_USD_PER_MONTH
+    for fs in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):
+        inputs = fs.inputs
+        capacity = int(inputs["storageCapacity"])
+        tier = int(inputs["perUnitStorageThroughput"])
+        deployment = str(inputs["deploymentType"])
+        price = catalog.FSX_LUSTRE_USD_PER_GB_MONTH[(deployment, tier)]
+        throughput = capacity / 1024 * tier
+        parts.append(
+            f"RWX file system: FSx for Lustre `{deployment}`, {capacity:,} GiB SSD, "
+            f"{tier} MB/s/TiB → {throughput:,.0f} MB/s aggregate, compression "
+            f"{inputs.get('dataCompressionType', 'NONE')}, KMS-encrypted: "
+            f"{'yes' if inputs.get('kmsKeyId') else 'no'}, subnet `{inputs.get('subnetIds')}`."
+        )
+        cost_rows.append(
+            [
+                f"FSx for Lustre {deployment}/{tier}",
+                f"{capacity:,} GiB provisioned",
+                f"{price:.3f}/GB",
+                f"{capacity * price:,.2f}",
+            ]
+        )
+        fixed += capacity * price
+    for fs in result.of_type("aws:efs/fileSystem:FileSystem"):
+        inputs = fs.inputs
+        targets = [
+            m for m in result.of_type("aws:efs/mountTarget:MountTarget") if m.parent == fs.parent
+        ]
+        mode = inputs.get("throughputMode", "bursting")
+        parts.append(
+            f"RWX file system: EFS `{inputs.get('performanceMode')}`, throughput mode `{mode}`"
+            + (
+                f" ({inputs.get('provisionedThroughputInMibps')} MiB/s)"
+                if mode == "provisioned"
+                else ""
+            )
+            + f", encrypted: {'yes' if inputs.get('encrypted') else 'no'}, "
+            f"{len(targets)} mount targets (one per private subnet)."
+        )
+        cost_rows.append(
+            [
+                "EFS Standard",
+                "per GB stored",
+                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH:.2f}/GB",
+                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH * 1024:,.2f} per TiB",
+            ]
+        )
+        if mode == "provisioned":
+            mibps = float(inputs.get("provisionedThroughputInMibps", 0))
+            cost_rows.append(
+                [
+                    "EFS provisioned throughput",
+                    f"{mibps:g} MiB/s",
+                    f"{catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:.2f}/MiB/s",
+                    f"{mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:,.2f}",
+                ]
+            )
+            fixed += mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH
+    classes = [
+        r.inputs["metadata"]["name"]
+        for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    ]
+    parts.append(f"StorageClasses: {', '.join(f'`{c}`' for c in sorted(classes))}.")
+    parts.append(_table(["item", "basis", "USD/month unit", "USD/month"], cost_rows))
+    parts.append(
+        f"Fixed monthly storage cost (provisioned capacity and keys, before any data): "
+        f"**${fixed:,.2f}**; S3 and EFS add the per-GB figures above for what is stored. "
+        "Prices: components/catalog.py (us-east-1 list prices, date and source there)."
+    )
+    return "\n\n".join(parts)
+
+
+REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))

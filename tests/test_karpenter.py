@@ -20,10 +20,10 @@ from components.cluster import gpu_group_labels
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
 from synth import __main__ as synth_cli
 from synth import output
-from synth.harness import Registration, SynthResult
+from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from tests.conftest import stack_values
 
-SHARED = Path("/work/shared")
+SHARED = PROJECT_ROOT.parent / "shared"
 CHART_VALUES = SHARED / "schemas/charts/karpenter/values.yaml"
 VALIDATOR = SHARED / "tools/validate_manifests.py"
 CRDS = SHARED / "schemas/crds"
@@ -340,7 +340,11 @@ def test_controller_runs_on_the_system_node_group(stack: SynthResult) -> None:
 def test_controller_identity_is_pod_identity_for_the_chart_service_account(
     stack: SynthResult,
 ) -> None:
-    (association,) = stack.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    (association,) = [
+        r
+        for r in _karpenter(stack)
+        if r.type == "aws:eks/podIdentityAssociation:PodIdentityAssociation"
+    ]
     (controller,) = [r for r in stack.of_type(RELEASE) if r.inputs["name"] == "karpenter"]
     assert association.inputs["namespace"] == controller.inputs["namespace"] == "kube-system"
     assert (

@@ -1,0 +1,938 @@
+"""Storage: S3 buckets for checkpoints, datasets and artifacts; the RWX shared file system.
+
+Owns the customer-managed KMS key of the data, the three data buckets (SSE-KMS with bucket
+keys, versioning, all public-access blocks, BucketOwnerEnforced, TLS-only policy, lifecycle,
+access logging into a log bucket), the shared ReadWriteMany file system — EFS with a mount
+target per private subnet, or FSx for Lustre linked to the datasets bucket — its CSI driver
+(Helm, IAM through EKS Pod Identity) and the StorageClass, plus the per-team volumes
+(`Storage.team_volumes`). Documents and Kubernetes objects are pure builders below.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final, Literal, cast
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import catalog, iam
+from components.config import BucketLifecycle, StorageConfig
+
+BUCKET_ROLES: Final = ("checkpoints", "datasets", "artifacts")
+LOG_BUCKET_ROLE: Final = "access-logs"
+CSI_NAMESPACE: Final = "kube-system"
+EFS_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-efs-csi-driver"
+FSX_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
+EFS_CONTROLLER_SA: Final = "efs-csi-controller-sa"
+FSX_CONTROLLER_SA: Final = "fsx-csi-controller-sa"
+EFS_STORAGE_CLASS: Final = "efs-rwx"
+FSX_STORAGE_CLASS: Final = "fsx-lustre"
+NFS_PORT: Final = 2049
+#: Lustre: 988 for LNet, 1018-1023 for the reserved client ports (FSx for Lustre user guide).
+LUSTRE_PORTS: Final = ((988, 988), (1018, 1023))
+#: Access points get this POSIX identity: a re-created PVC reaches its old directory again.
+EFS_POSIX_ID: Final = "1000"
+FSX_S3_SERVICE_ROLE: Final = (
+    "role/aws-service-role/s3.data-source.lustre.fsx.amazonaws.com/AWSServiceRoleForFSxS3Access_*"
+)
+
+RwxType = Literal["efs", "fsx"]
+
+
+# --- names and documents --------------------------------------------------------------------
+
+
+def bucket_name(prefix: str, role: str, account_id: str) -> str:
+    """Globally unique, predictable: `{prefix}-{role}-{account id}` (config checks the length)."""
+    return f"{prefix}-{role}-{account_id}"
+
+
+def _deny_insecure_transport(bucket_arn: str) -> list[dict[str, Any]]:
+    resources = [bucket_arn, f"{bucket_arn}/*"]
+    return [
+        {
+            "Sid": "DenyInsecureTransport",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": resources,
+            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+        },
+        {
+            "Sid": "DenyOutdatedTls",
+            "Effect": "Deny",
+            "Principal": "*",
+            "Action": "s3:*",
+            "Resource": resources,
+            "Condition": {"NumericLessThan": {"s3:TlsVersion": "1.2"}},
+        },
+    ]
+
+
+def bucket_policy(bucket_arn: str) -> dict[str, Any]:
+    """Data bucket policy: no request without TLS 1.2+. Access itself is granted by IAM."""
+    return {"Version": "2012-10-17", "Statement": _deny_insecure_transport(bucket_arn)}
+
+
+def log_bucket_policy(
+    bucket_arn: str, source_bucket_arns: list[str], account_id: str
+) -> dict[str, Any]:
+    """Log bucket policy: TLS only, and the S3 logging service may write for our buckets only.
+
+    With BucketOwnerEnforced, ACL grants are ignored: log delivery needs this policy instead.
+    """
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            *_deny_insecure_transport(bucket_arn),
+            {
+                "Sid": "AllowServerAccessLogDelivery",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": "s3:PutObject",
+                "Resource": f"{bucket_arn}/*",
+                "Condition": {
+                    "ArnLike": {"aws:SourceArn": sorted(source_bucket_arns)},
+                    "StringEquals": {"aws:SourceAccount": account_id},
+                },
+            },
+        ],
+    }
+
+
+def lifecycle_rules(lifecycle: BucketLifecycle, *, role: str) -> list[dict[str, Any]]:
+    """Lifecycle rules of a data bucket (pulumi-aws `BucketLifecycleConfiguration.rules`)."""
+    rules: list[dict[str, Any]] = [
+        {
+            "id": "abort-incomplete-multipart-uploads",
+            "status": "Enabled",
+            "filter": {},
+            "abort_incomplete_multipart_upload": {
+                "days_after_initiation": lifecycle.abort_incomplete_multipart_days
+            },
+        },
+        {
+            "id": "expire-noncurrent-versions",
+            "status": "Enabled",
+            "filter": {},
+            "noncurrent_version_expiration": {
+                "noncurrent_days": lifecycle.noncurrent_version_expiration_days
+            },
+            # Delete markers left alone once their last noncurrent version expired.
+            "expiration": {"expired_object_delete_marker": True},
+        },
+    ]
+    if role == "checkpoints" and lifecycle.checkpoint_transition_days is not None:
+        rules.append(
+            {
+                "id": "transition-old-checkpoints",
+                "status": "Enabled",
+                "filter": {},
+                "transitions": [
+                    {
+                        "days": lifecycle.checkpoint_transition_days,
+                        "storage_class": lifecycle.checkpoint_transition_class,
+                    }
+                ],
+            }
+        )
+    return rules
+
+
+def log_lifecycle_rules(lifecycle: BucketLifecycle) -> list[dict[str, Any]]:
+    """The log bucket keeps access logs for a fixed time, old versions for the usual time."""
+    return [
+        {
+            "id": "expire-access-logs",
+            "status": "Enabled",
+            "filter": {},
+            "expiration": {"days": lifecycle.access_log_expiration_days},
+            "noncurrent_version_expiration": {
+                "noncurrent_days": lifecycle.noncurrent_version_expiration_days
+            },
+            "abort_incomplete_multipart_upload": {
+                "days_after_initiation": lifecycle.abort_incomplete_multipart_days
+            },
+        }
+    ]
+
+
+def kms_key_policy(account_id: str, region: str, *, fsx_data_repository: bool) -> dict[str, Any]:
+    """Key policy of the storage key: the account administers it through IAM (AWS's default
+    statement); with FSx, the per-file-system S3 service-linked role may use it through S3 for
+    the data repository association (its name carries the file-system id, hence the pattern)."""
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "AccountAdministersThroughIam",
+            "Effect": "Allow",
+            "Principal": {"AWS": f"arn:aws:iam::{account_id}:root"},
+            "Action": "kms:*",
+            "Resource": "*",
+        }
+    ]
+    if fsx_data_repository:
+        statements.append(
+            {
+                "Sid": "FsxDataRepositoryThroughS3",
+                "Effect": "Allow",
+                "Principal": {"AWS": "*"},
+                "Action": [
+                    "kms:Encrypt",
+                    "kms:Decrypt",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:DescribeKey",
+                ],
+                "Resource": "*",
+                "Condition": {
+                    "ArnLike": {
+                        "aws:PrincipalArn": f"arn:aws:iam::{account_id}:{FSX_S3_SERVICE_ROLE}"
+                    },
+                    "StringEquals": {
+                        "kms:CallerAccount": account_id,
+                        "kms:ViaService": f"s3.{region}.amazonaws.com",
+                    },
+                },
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def efs_csi_policy(file_system_arn: str, region: str, account_id: str) -> dict[str, Any]:
+    """EFS CSI controller: access points on this one file system, and only ones it tagged.
+
+    The AWS managed AmazonEFSCSIDriverPolicy grants the same actions on every file system of
+    the account; this keeps the tag conditions and narrows the resource to ours.
+    """
+    access_points = f"arn:aws:elasticfilesystem:{region}:{account_id}:access-point/*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Describe",
+                "Effect": "Allow",
+                "Action": [
+                    "elasticfilesystem:DescribeAccessPoints",
+                    "elasticfilesystem:DescribeFileSystems",
+                    "elasticfilesystem:DescribeMountTargets",
+                ],
+                "Resource": [file_system_arn, access_points],
+            },
+            {
+                "Sid": "DescribeZones",
+                "Effect": "Allow",
+                "Action": "ec2:DescribeAvailabilityZones",
+                "Resource": "*",
+            },
+            {
+                "Sid": "CreateTaggedAccessPoints",
+                "Effect": "Allow",
+                "Action": ["elasticfilesystem:CreateAccessPoint", "elasticfilesystem:TagResource"],
+                "Resource": [file_system_arn, access_points],
+                "Condition": {"StringLike": {"aws:RequestTag/efs.csi.aws.com/cluster": "true"}},
+            },
+            {
+                "Sid": "DeleteOwnAccessPoints",
+                "Effect": "Allow",
+                "Action": "elasticfilesystem:DeleteAccessPoint",
+                "Resource": access_points,
+                "Condition": {"StringEquals": {"aws:ResourceTag/efs.csi.aws.com/cluster": "true"}},
+            },
+        ],
+    }
+
+
+def fsx_csi_policy(file_system_arn: str) -> dict[str, Any]:
+    """FSx CSI controller with static volumes only: describe, and resize our file system.
+
+    No fsx:CreateFileSystem: dynamic provisioning (a new file system per PVC) is not offered.
+    """
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "Describe",
+                "Effect": "Allow",
+                "Action": "fsx:DescribeFileSystems",
+                "Resource": "*",
+            },
+            {
+                "Sid": "ResizeOurFileSystem",
+                "Effect": "Allow",
+                "Action": "fsx:UpdateFileSystem",
+                "Resource": file_system_arn,
+            },
+        ],
+    }
+
+
+# --- Helm values ----------------------------------------------------------------------------
+
+
+def efs_csi_values() -> dict[str, Any]:
+    """aws-efs-csi-driver chart values: controller on system nodes, node plugin everywhere."""
+    return {
+        "controller": {
+            "serviceAccount": {"create": True, "name": EFS_CONTROLLER_SA},
+            "nodeSelector": catalog.system_node_labels(),
+            # The data under a released access point stays: checkpoints outlive their PVC.
+            "deleteAccessPointRootDir": False,
+        },
+        # The node plugin must mount on GPU nodes too; the chart default tolerates every taint.
+        "node": {"serviceAccount": {"create": True, "name": "efs-csi-node-sa"}},
+        # Our StorageClass is a typed resource of this program, not a chart template.
+        "storageClasses": [],
+    }
+
+
+def fsx_csi_values(region: str) -> dict[str, Any]:
+    """aws-fsx-csi-driver chart values: controller on system nodes, node plugin on GPU nodes."""
+    return {
+        "controller": {
+            "serviceAccount": {"create": True, "name": FSX_CONTROLLER_SA},
+            "nodeSelector": catalog.system_node_labels(),
+            "region": region,
+        },
+        "node": {"tolerateAllTaints": True},
+    }
+
+
+# --- Kubernetes objects ---------------------------------------------------------------------
+
+
+def efs_storage_class(file_system_id: str) -> dict[str, Any]:
+    """EFS dynamic provisioning: an access point per PVC rooted at /teams/<namespace>/<pvc>.
+
+    `ensureUniqueDirectory: false` plus a fixed POSIX identity: a PVC deleted and re-created
+    under the same name finds its checkpoints again; Retain keeps the PV and access point.
+    """
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": EFS_STORAGE_CLASS},
+        "provisioner": "efs.csi.aws.com",
+        "parameters": {
+            "provisioningMode": "efs-ap",
+            "fileSystemId": file_system_id,
+            "directoryPerms": "700",
+            "uid": EFS_POSIX_ID,
+            "gid": EFS_POSIX_ID,
+            "basePath": "/teams",
+            "subPathPattern": "${.PVC.namespace}/${.PVC.name}",
+            "ensureUniqueDirectory": "false",
+        },
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": "Immediate",
+    }
+
+
+def fsx_storage_class() -> dict[str, Any]:
+    """The class static Lustre PVs and their claims bind through (no dynamic provisioning)."""
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": FSX_STORAGE_CLASS},
+        "provisioner": "fsx.csi.aws.com",
+        "reclaimPolicy": "Retain",
+        "volumeBindingMode": "Immediate",
+    }
+
+
+@dataclass(frozen=True)
+class LustreVolume:
+    """What a static PV needs to mount the Lustre file system."""
+
+    file_system_id: str
+    dns_name: str
+    mount_name: str
+    datasets_path: str
+
+
+def team_volume_specs(
+    *,
+    team: str,
+    namespace: str,
+    rwx: RwxType,
+    checkpoint_size: str,
+    datasets: bool,
+    lustre: LustreVolume | None = None,
+) -> list[dict[str, Any]]:
+    """A team's checkpoint PVC (RWX) and, optionally, its read-mostly datasets PVC.
+
+    EFS: dynamic claims on the `efs-rwx` class (an access point each). FSx: static PVs bound
+    by name — checkpoints mount the file-system root, datasets the S3-linked path read-only.
+    """
+    labels = {f"{catalog.LABEL_DOMAIN}/team": team}
+    objects: list[dict[str, Any]] = []
+    claims = [("checkpoints", "ReadWriteMany")]
+    if datasets:
+        claims.append(("datasets", "ReadOnlyMany" if rwx == "fsx" else "ReadWriteMany"))
+    for role, mode in claims:
+        claim_name = f"{team}-{role}"
+        claim_labels = {**labels, f"{catalog.LABEL_DOMAIN}/volume": role}
+        spec: dict[str, Any] = {
+            "accessModes": [mode],
+            "resources": {"requests": {"storage": checkpoint_size}},
+        }
+        if rwx == "efs":
+            spec["storageClassName"] = EFS_STORAGE_CLASS
+        else:
+            if lustre is None:
+                raise ValueError("FSx team volumes need the Lustre file system's identity")
+            pv_name = f"{namespace}-{role}"
+            mount = lustre.mount_name
+            if role == "datasets":
+                mount = f"{lustre.mount_name}{lustre.datasets_path}"
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "PersistentVolume",
+                    "metadata": {"name": pv_name, "labels": claim_labels},
+                    "spec": {
+                        "capacity": {"storage": checkpoint_size},
+                        "volumeMode": "Filesystem",
+                        "accessModes": [mode],
+                        "persistentVolumeReclaimPolicy": "Retain",
+                        "storageClassName": FSX_STORAGE_CLASS,
+                        "mountOptions": ["flock", "noatime"]
+                        + (["ro"] if mode != "ReadWriteMany" else []),
+                        # The driver keys mounts by volume id: one id per PV, so a pod may
+                        # mount both of its team's volumes.
+                        "csi": {
+                            "driver": "fsx.csi.aws.com",
+                            "volumeHandle": f"{lustre.file_system_id}::{namespace}-{role}",
+                            "volumeAttributes": {"dnsname": lustre.dns_name, "mountname": mount},
+                        },
+                        "claimRef": {"namespace": namespace, "name": claim_name},
+                    },
+                }
+            )
+            spec["storageClassName"] = FSX_STORAGE_CLASS
+            spec["volumeName"] = pv_name
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolumeClaim",
+                "metadata": {"name": claim_name, "namespace": namespace, "labels": claim_labels},
+                "spec": spec,
+            }
+        )
+    return objects
+
+
+# --- the component --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StorageArgs:
+    """Inputs of the Storage component."""
+
+    config: StorageConfig
+    #: `{prefix}-{role}-{account id}` bucket names (config: storage.bucketPrefix or cluster name).
+    bucket_prefix: str
+    vpc_id: pulumi.Input[str]
+    private_subnet_ids: list[pulumi.Output[str]]
+    #: Physical EKS cluster name (carries the control plane as a dependency).
+    cluster_name: pulumi.Input[str]
+    #: The nodes' security group: the only source allowed to reach the file system.
+    node_security_group_id: pulumi.Input[str]
+    k8s_provider: k8s.Provider
+    #: The CSI controllers are scheduled on system nodes: install after they exist.
+    system_node_group: pulumi.Resource
+    #: Cost-allocation tags for every taggable resource.
+    tags: dict[str, str]
+
+
+class Storage(pulumi.ComponentResource):
+    """Encrypted, versioned, TLS-only S3 buckets and the RWX file system with its CSI driver."""
+
+    kms_key_arn: pulumi.Output[str]
+    buckets: dict[str, aws.s3.Bucket]
+    log_bucket: aws.s3.Bucket | None
+    rwx_type: RwxType
+    file_system_id: pulumi.Output[str]
+    storage_class_name: str
+
+    def __init__(
+        self, name: str, args: StorageArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:storage:Storage", name, None, opts)
+        self._name = name
+        self._args = args
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        # Deliberate: protect stops `pulumi destroy`/a refactor from deleting the data;
+        # retain_on_delete leaves it in AWS even if protection is lifted (docs/storage.md).
+        keep = pulumi.ResourceOptions(
+            parent=self, protect=config.protect_data, retain_on_delete=config.protect_data
+        )
+        identity = aws.get_caller_identity()
+        account_id = identity.account_id
+        region = aws.get_region().region
+        self.rwx_type = config.rwx.type
+
+        key = aws.kms.Key(
+            f"{name}-data",
+            description=f"SSE-KMS for {args.bucket_prefix} checkpoints, datasets, artifacts, RWX",
+            enable_key_rotation=True,
+            deletion_window_in_days=config.kms_deletion_window_days,
+            policy=json.dumps(
+                kms_key_policy(account_id, region, fsx_data_repository=config.rwx.type == "fsx")
+            ),
+            tags=args.tags,
+            opts=keep,
+        )
+        aws.kms.Alias(
+            f"{name}-data",
+            name=f"alias/{args.bucket_prefix}-storage",
+            target_key_id=key.key_id,
+            opts=child,
+        )
+        self.kms_key_arn = key.arn
+
+        self.buckets = {
+            role: self._data_bucket(role, key, account_id, keep) for role in BUCKET_ROLES
+        }
+        self.log_bucket = None
+        if config.access_logging:
+            self.log_bucket = self._log_bucket(account_id, keep)
+            for role, bucket in self.buckets.items():
+                aws.s3.BucketLogging(
+                    f"{name}-{role}",
+                    bucket=bucket.id,
+                    target_bucket=self.log_bucket.id,
+                    target_prefix=f"{role}/",
+                    opts=child,
+                )
+
+        if config.rwx.type == "efs":
+            self._efs(key, region, account_id, keep)
+        else:
+            self._fsx(key, region, keep)
+
+        self.register_outputs(
+            {
+                "buckets": {role: bucket.bucket for role, bucket in self.buckets.items()},
+                "fileSystemId": self.file_system_id,
+                "storageClass": self.storage_class_name,
+            }
+        )
+
+    # --- S3 ---------------------------------------------------------------------------------
+
+    def _bucket(
+        self,
+        role: str,
+        account_id: str,
+        keep: pulumi.ResourceOptions,
+    ) -> tuple[aws.s3.Bucket, aws.s3.BucketPublicAccessBlock, aws.s3.BucketVersioning]:
+        """A bucket with versioning, ownership enforced and every public-access block on."""
+        name, config = self._name, self._args.config
+        bucket = aws.s3.Bucket(
+            f"{name}-{role}",
+            bucket=bucket_name(self._args.bucket_prefix, role, account_id),
+            # Dev may be torn down with its contents; prod buckets never are.
+            force_destroy=not config.protect_data,
+            tags={**self._args.tags, f"{catalog.LABEL_DOMAIN}/bucket-role": role},
+            opts=keep,
+        )
+        child = pulumi.ResourceOptions(parent=self)
+        aws.s3.BucketOwnershipControls(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            rule={"object_ownership": "BucketOwnerEnforced"},
+            opts=child,
+        )
+        public_access = aws.s3.BucketPublicAccessBlock(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=child,
+        )
+        versioning = aws.s3.BucketVersioning(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            versioning_configuration={"status": "Enabled"},
+            opts=child,
+        )
+        return bucket, public_access, versioning
+
+    def _data_bucket(
+        self, role: str, key: aws.kms.Key, account_id: str, keep: pulumi.ResourceOptions
+    ) -> aws.s3.Bucket:
+        name = self._name
+        bucket, public_access, versioning = self._bucket(role, account_id, keep)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            rules=[
+                {
+                    "apply_server_side_encryption_by_default": {
+                        "sse_algorithm": "aws:kms",
+                        "kms_master_key_id": key.arn,
+                    },
+                    # One data key per bucket instead of a KMS call per object: far fewer
+                    # KMS requests (and dollars) for millions of shard files.
+                    "bucket_key_enabled": True,
+                }
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        aws.s3.BucketPolicy(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            policy=bucket.arn.apply(lambda arn: json.dumps(bucket_policy(arn))),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-{role}",
+            bucket=bucket.id,
+            rules=cast(Any, lifecycle_rules(self._args.config.lifecycle, role=role)),
+            # Noncurrent-version rules only mean something once versioning is on.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        return bucket
+
+    def _log_bucket(self, account_id: str, keep: pulumi.ResourceOptions) -> aws.s3.Bucket:
+        """Server access logs land here. S3 log delivery cannot write to SSE-KMS buckets, so
+        this one uses SSE-S3; it holds request metadata, not training data."""
+        name = self._name
+        bucket, public_access, versioning = self._bucket(LOG_BUCKET_ROLE, account_id, keep)
+        child = pulumi.ResourceOptions(parent=self)
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-{LOG_BUCKET_ROLE}",
+            bucket=bucket.id,
+            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
+            opts=child,
+        )
+        sources = [bucket_.arn for bucket_ in self.buckets.values()]
+        aws.s3.BucketPolicy(
+            f"{name}-{LOG_BUCKET_ROLE}",
+            bucket=bucket.id,
+            policy=pulumi.Output.all(bucket.arn, *sources).apply(
+                lambda arns: json.dumps(log_bucket_policy(arns[0], list(arns[1:]), account_id))
+            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[public_access]),
+        )
+        aws.s3.BucketLifecycleConfiguration(
+            f"{name}-{LOG_BUCKET_ROLE}",
+            bucket=bucket.id,
+            rules=cast(Any, log_lifecycle_rules(self._args.config.lifecycle)),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning]),
+        )
+        return bucket
+
+    # --- RWX file systems -------------------------------------------------------------------
+
+    def _csi_role(
+        self, driver: str, service_account: str, policy: pulumi.Input[str]
+    ) -> aws.eks.PodIdentityAssociation:
+        """An IAM role for one CSI controller service account, handed out by Pod Identity."""
+        name, args = self._name, self._args
+        child = pulumi.ResourceOptions(parent=self)
+        account_id = aws.get_caller_identity().account_id
+        role = aws.iam.Role(
+            f"{name}-{driver}-csi",
+            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            tags=args.tags,
+            opts=child,
+        )
+        aws.iam.RolePolicy(f"{name}-{driver}-csi", role=role.id, policy=policy, opts=child)
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-{driver}-csi",
+            cluster_name=args.cluster_name,
+            namespace=CSI_NAMESPACE,
+            service_account=service_account,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child,
+        )
+
+    def _security_group(self, purpose: str) -> aws.ec2.SecurityGroup:
+        return aws.ec2.SecurityGroup(
+            f"{self._name}-{purpose}",
+            vpc_id=self._args.vpc_id,
+            description=f"{purpose}: reachable from the cluster's nodes only",
+            tags={**self._args.tags, "Name": f"{self._args.bucket_prefix}-{purpose}"},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _efs(
+        self, key: aws.kms.Key, region: str, account_id: str, keep: pulumi.ResourceOptions
+    ) -> None:
+        name, args, rwx = self._name, self._args, self._args.config.rwx
+        child = pulumi.ResourceOptions(parent=self)
+        file_system = aws.efs.FileSystem(
+            f"{name}-efs",
+            encrypted=True,
+            kms_key_id=key.arn,
+            performance_mode="generalPurpose",
+            throughput_mode=rwx.efs_throughput_mode,
+            provisioned_throughput_in_mibps=rwx.provisioned_throughput_mibps,
+            tags={**args.tags, "Name": f"{args.bucket_prefix}-rwx"},
+            opts=keep,
+        )
+        aws.efs.BackupPolicy(
+            f"{name}-efs",
+            file_system_id=file_system.id,
+            backup_policy={"status": "ENABLED" if args.config.protect_data else "DISABLED"},
+            opts=child,
+        )
+        group = self._security_group("efs")
+        aws.vpc.SecurityGroupIngressRule(
+            f"{name}-efs-nfs-from-nodes",
+            security_group_id=group.id,
+            referenced_security_group_id=args.node_security_group_id,
+            ip_protocol="tcp",
+            from_port=NFS_PORT,
+            to_port=NFS_PORT,
+            description="NFS from the cluster's nodes",
+            opts=child,
+        )
+        # One mount target per private subnet: pods in every AZ mount locally.
+        for index, subnet_id in enumerate(args.private_subnet_ids):
+            aws.efs.MountTarget(
+                f"{name}-efs-{index}",
+                file_system_id=file_system.id,
+                subnet_id=subnet_id,
+                security_groups=[group.id],
+                opts=child,
+            )
+        association = self._csi_role(
+            "efs",
+            EFS_CONTROLLER_SA,
+            file_system.arn.apply(lambda arn: json.dumps(efs_csi_policy(arn, region, account_id))),
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-efs-csi",
+            name="aws-efs-csi-driver",
+            chart="aws-efs-csi-driver",
+            version=args.config.efs_csi_chart_version,
+            repository_opts={"repo": EFS_CSI_REPO},
+            namespace=CSI_NAMESPACE,
+            values=efs_csi_values(),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[association, args.system_node_group],
+            ),
+        )
+        spec = file_system.id.apply(efs_storage_class)
+        k8s.storage.v1.StorageClass(
+            f"{name}-{EFS_STORAGE_CLASS}",
+            metadata={"name": EFS_STORAGE_CLASS},
+            provisioner=spec["provisioner"],
+            parameters=spec["parameters"],
+            reclaim_policy=spec["reclaimPolicy"],
+            volume_binding_mode=spec["volumeBindingMode"],
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[release]
+            ),
+        )
+        self.file_system_id = file_system.id
+        self.storage_class_name = EFS_STORAGE_CLASS
+        self._lustre: pulumi.Output[LustreVolume] | None = None
+
+    def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
+        name, args, rwx = self._name, self._args, self._args.config.rwx
+        child = pulumi.ResourceOptions(parent=self)
+        group = self._security_group("lustre")
+        nodes = args.node_security_group_id
+        for low, high in LUSTRE_PORTS:
+            ports = f"{low}" if low == high else f"{low}-{high}"
+            # Clients reach the servers, the servers reach each other and call clients back.
+            rules: list[tuple[str, str, pulumi.Input[str], pulumi.Input[str], str]] = [
+                ("ingress", "from-nodes", group.id, nodes, "from the cluster's nodes"),
+                ("ingress", "from-self", group.id, group.id, "between file servers"),
+                ("egress", "to-self", group.id, group.id, "between file servers"),
+                ("egress", "to-nodes", group.id, nodes, "to the cluster's nodes"),
+            ]
+            for direction, role, owner, peer, why in rules:
+                rule_type = (
+                    aws.vpc.SecurityGroupIngressRule
+                    if direction == "ingress"
+                    else aws.vpc.SecurityGroupEgressRule
+                )
+                rule_type(
+                    f"{name}-lustre-{ports}-{role}",
+                    security_group_id=owner,
+                    referenced_security_group_id=peer,
+                    ip_protocol="tcp",
+                    from_port=low,
+                    to_port=high,
+                    description=f"Lustre {ports} {why}",
+                    opts=child,
+                )
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-nodes-lustre-{ports}",
+                security_group_id=nodes,
+                referenced_security_group_id=group.id,
+                ip_protocol="tcp",
+                from_port=low,
+                to_port=high,
+                description=f"Lustre {ports} from the file system",
+                opts=child,
+            )
+        file_system = aws.fsx.LustreFileSystem(
+            f"{name}-lustre",
+            deployment_type=rwx.fsx_deployment_type,
+            storage_type="SSD",
+            storage_capacity=rwx.fsx_capacity_gib,
+            per_unit_storage_throughput=rwx.fsx_throughput,
+            # Lustre lives in one AZ: GPU nodes in the same AZ avoid cross-AZ traffic.
+            subnet_ids=args.private_subnet_ids[rwx.fsx_subnet_index],
+            security_group_ids=[group.id],
+            kms_key_id=key.arn,
+            file_system_type_version="2.15",
+            data_compression_type=rwx.data_compression or "LZ4",
+            automatic_backup_retention_days=rwx.automatic_backup_retention_days or 0,
+            copy_tags_to_backups=True,
+            log_configuration={"level": "WARN_ERROR"},
+            tags={**args.tags, "Name": f"{args.bucket_prefix}-rwx"},
+            opts=keep,
+        )
+        datasets = self.buckets["datasets"]
+        s3_policy: dict[str, Any] = {
+            "auto_import_policy": {"events": rwx.fsx_import_events},
+        }
+        if rwx.fsx_export_events:
+            s3_policy["auto_export_policy"] = {"events": rwx.fsx_export_events}
+        aws.fsx.DataRepositoryAssociation(
+            f"{name}-lustre-datasets",
+            file_system_id=file_system.id,
+            file_system_path=rwx.fsx_datasets_path,
+            data_repository_path=datasets.bucket.apply(lambda bucket: f"s3://{bucket}"),
+            batch_import_meta_data_on_create=True,
+            # Unlinking must never delete what the file system holds.
+            delete_data_in_filesystem=False,
+            s3=cast(Any, s3_policy),
+            tags=args.tags,
+            opts=child,
+        )
+        association = self._csi_role(
+            "fsx",
+            FSX_CONTROLLER_SA,
+            file_system.arn.apply(lambda arn: json.dumps(fsx_csi_policy(arn))),
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-fsx-csi",
+            name="aws-fsx-csi-driver",
+            chart="aws-fsx-csi-driver",
+            version=args.config.fsx_csi_chart_version,
+            repository_opts={"repo": FSX_CSI_REPO},
+            namespace=CSI_NAMESPACE,
+            values=fsx_csi_values(region),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[association, args.system_node_group],
+            ),
+        )
+        spec = fsx_storage_class()
+        k8s.storage.v1.StorageClass(
+            f"{name}-{FSX_STORAGE_CLASS}",
+            metadata=spec["metadata"],
+            provisioner=spec["provisioner"],
+            reclaim_policy=spec["reclaimPolicy"],
+            volume_binding_mode=spec["volumeBindingMode"],
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[release]
+            ),
+        )
+        self.file_system_id = file_system.id
+        self.storage_class_name = FSX_STORAGE_CLASS
+        self._lustre = pulumi.Output.all(
+            file_system.id, file_system.dns_name, file_system.mount_name
+        ).apply(
+            lambda values: LustreVolume(
+                file_system_id=values[0],
+                dns_name=values[1],
+                mount_name=values[2],
+                datasets_path=rwx.fsx_datasets_path,
+            )
+        )
+
+    # --- per team ---------------------------------------------------------------------------
+
+    def team_volumes(
+        self, team: str, namespace: str, *, datasets: bool = True
+    ) -> list[pulumi.CustomResource]:
+        """Create a team's checkpoint PVC (and datasets PVC) in its namespace.
+
+        Called by the tenancy layer once team namespaces exist (issue 5); the objects are
+        children of this component and use the cluster's provider.
+        """
+        return create_team_volumes(
+            f"{self._name}-{team}",
+            team=team,
+            namespace=namespace,
+            rwx=self.rwx_type,
+            checkpoint_size=self._args.config.team_checkpoint_size,
+            datasets=datasets,
+            lustre=self._lustre,
+            opts=pulumi.ResourceOptions(parent=self, provider=self._args.k8s_provider),
+        )
+
+
+def create_team_volumes(
+    name: str,
+    *,
+    team: str,
+    namespace: str,
+    rwx: RwxType,
+    checkpoint_size: str,
+    datasets: bool,
+    lustre: pulumi.Output[LustreVolume] | None,
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.CustomResource]:
+    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims)."""
+    if rwx == "fsx" and lustre is None:
+        raise ValueError("FSx team volumes need the Lustre file system")
+    placeholder = LustreVolume("fs-0", "", "", "")
+    shapes = team_volume_specs(
+        team=team,
+        namespace=namespace,
+        rwx=rwx,
+        checkpoint_size=checkpoint_size,
+        datasets=datasets,
+        lustre=placeholder if rwx == "fsx" else None,
+    )
+    created: list[pulumi.CustomResource] = []
+    volumes: list[pulumi.Resource] = []
+    for index, shape in enumerate(shapes):
+        kind, object_name = shape["kind"], shape["metadata"]["name"]
+
+        def spec_of(volume: LustreVolume | None, at: int = index) -> Any:
+            return team_volume_specs(
+                team=team,
+                namespace=namespace,
+                rwx=rwx,
+                checkpoint_size=checkpoint_size,
+                datasets=datasets,
+                lustre=volume,
+            )[at]["spec"]
+
+        spec: Any = lustre.apply(spec_of) if lustre is not None else shape["spec"]
+        if kind == "PersistentVolume":
+            resource: pulumi.CustomResource = k8s.core.v1.PersistentVolume(
+                f"{name}-{object_name}-pv",
+                metadata=shape["metadata"],
+                spec=spec,
+                opts=opts,
+            )
+            volumes.append(resource)
+        else:
+            resource = k8s.core.v1.PersistentVolumeClaim(
+                f"{name}-{object_name}",
+                metadata=shape["metadata"],
+                spec=spec,
+                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=volumes)),
+            )
+        created.append(resource)
+    return created

@@ -1,0 +1,14 @@
+"""The gpu-platform policy rules, one module per area, each exporting a `POLICIES` list."""
+
+from __future__ import annotations
+
+from pulumi_policy import Policy
+
+from policies.rules import aws, kubernetes, platform
+
+PACK_NAME = "gpu-platform"
+
+
+def all_policies() -> list[Policy]:
+    """Every rule of the pack, in a stable order (area, then declaration order)."""
+    return [*aws.POLICIES, *kubernetes.POLICIES, *platform.POLICIES]
