@@ -160,10 +160,14 @@ def log_lifecycle_rules(lifecycle: BucketLifecycle) -> list[dict[str, Any]]:
     ]
 
 
-def kms_key_policy(account_id: str, region: str, *, fsx_data_repository: bool) -> dict[str, Any]:
+def kms_key_policy(
+    account_id: str, region: str, *, fsx_data_repository: bool, access_logging: bool = False
+) -> dict[str, Any]:
     """Key policy of the storage key: the account administers it through IAM (AWS's default
     statement); with FSx, the per-file-system S3 service-linked role may use it through S3 for
-    the data repository association (its name carries the file-system id, hence the pattern)."""
+    the data repository association (its name carries the file-system id, hence the pattern);
+    with access logging, S3's log delivery may encrypt log objects with it (SSE-KMS log targets
+    need a customer managed key whose policy admits `logging.s3.amazonaws.com`)."""
     statements: list[dict[str, Any]] = [
         {
             "Sid": "AccountAdministersThroughIam",
@@ -196,6 +200,17 @@ def kms_key_policy(account_id: str, region: str, *, fsx_data_repository: bool) -
                         "kms:ViaService": f"s3.{region}.amazonaws.com",
                     },
                 },
+            }
+        )
+    if access_logging:
+        statements.append(
+            {
+                "Sid": "S3LogDeliveryEncrypts",
+                "Effect": "Allow",
+                "Principal": {"Service": "logging.s3.amazonaws.com"},
+                "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+                "Resource": "*",
+                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
             }
         )
     return {"Version": "2012-10-17", "Statement": statements}
@@ -480,7 +495,12 @@ class Storage(pulumi.ComponentResource):
             enable_key_rotation=True,
             deletion_window_in_days=config.kms_deletion_window_days,
             policy=json.dumps(
-                kms_key_policy(account_id, region, fsx_data_repository=config.rwx.type == "fsx")
+                kms_key_policy(
+                    account_id,
+                    region,
+                    fsx_data_repository=config.rwx.type == "fsx",
+                    access_logging=config.access_logging,
+                )
             ),
             tags=args.tags,
             opts=keep,
@@ -498,7 +518,7 @@ class Storage(pulumi.ComponentResource):
         }
         self.log_bucket = None
         if config.access_logging:
-            self.log_bucket = self._log_bucket(account_id, keep)
+            self.log_bucket = self._log_bucket(key, account_id, keep)
             for role, bucket in self.buckets.items():
                 aws.s3.BucketLogging(
                     f"{name}-{role}",
@@ -599,16 +619,26 @@ class Storage(pulumi.ComponentResource):
         )
         return bucket
 
-    def _log_bucket(self, account_id: str, keep: pulumi.ResourceOptions) -> aws.s3.Bucket:
-        """Server access logs land here. S3 log delivery cannot write to SSE-KMS buckets, so
-        this one uses SSE-S3; it holds request metadata, not training data."""
+    def _log_bucket(
+        self, key: aws.kms.Key, account_id: str, keep: pulumi.ResourceOptions
+    ) -> aws.s3.Bucket:
+        """Server access logs land here, SSE-KMS with the storage key (its key policy admits
+        S3 log delivery; the AWS managed aws/s3 key would not work for log delivery)."""
         name = self._name
         bucket, public_access, versioning = self._bucket(LOG_BUCKET_ROLE, account_id, keep)
         child = pulumi.ResourceOptions(parent=self)
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
-            rules=[{"apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"}}],
+            rules=[
+                {
+                    "apply_server_side_encryption_by_default": {
+                        "sse_algorithm": "aws:kms",
+                        "kms_master_key_id": key.arn,
+                    },
+                    "bucket_key_enabled": True,
+                }
+            ],
             opts=child,
         )
         sources = [bucket_.arn for bucket_ in self.buckets.values()]

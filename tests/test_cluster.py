@@ -54,7 +54,7 @@ def test_prod_control_plane_is_private_api_authenticated_encrypted_and_fully_log
     assert inputs["createOidcProvider"] is True
     assert inputs["skipDefaultNodeGroup"] is True
     assert inputs["version"] == "1.33"
-    (key,) = prod.of_type("aws:kms/key:Key")
+    (key,) = [k for k in prod.of_type("aws:kms/key:Key") if k.name == "cluster-secrets"]
     assert key.inputs["enableKeyRotation"] is True
     assert key.urn in cluster.dependencies
 
@@ -137,7 +137,11 @@ def test_node_role_has_no_admin_policy(prod: SynthResult) -> None:
 
 
 def test_default_storage_class_is_encrypted_gp3(prod: SynthResult) -> None:
-    (sc,) = prod.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    (sc,) = [
+        s
+        for s in prod.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+        if s.inputs["metadata"]["name"] == "gp3"
+    ]
     assert (
         sc.inputs["metadata"]["annotations"]["storageclass.kubernetes.io/is-default-class"]
         == "true"

@@ -330,7 +330,7 @@ def test_dev_buckets_can_be_torn_down(dev: SynthResult) -> None:
     assert all(b.inputs["forceDestroy"] is True for b in buckets)
 
 
-def test_prod_logs_every_data_bucket_to_the_sse_s3_log_bucket(prod: SynthResult) -> None:
+def test_prod_logs_every_data_bucket_to_a_kms_encrypted_log_bucket(prod: SynthResult) -> None:
     logs = [b for b in prod.of_type(BUCKET) if "access-logs" in b.inputs["bucket"]]
     assert len(logs) == 1
     log_name = logs[0].inputs["bucket"]
@@ -340,7 +340,12 @@ def test_prod_logs_every_data_bucket_to_the_sse_s3_log_bucket(prod: SynthResult)
     }
     assert {r.inputs["targetBucket"] for r in logging} == {log_name}
     (sse,) = _for(prod, SSE, log_name)
-    assert sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"] == "AES256"
+    default = sse.inputs["rules"][0]["applyServerSideEncryptionByDefault"]
+    assert default["sseAlgorithm"] == "aws:kms" and default["kmsMasterKeyId"].startswith("arn:")
+    # Log delivery can only use the customer managed key if the key policy admits it.
+    (key,) = [k for k in prod.of_type("aws:kms/key:Key") if k.name == "storage-data"]
+    statements = json.loads(key.inputs["policy"])["Statement"]
+    assert any(st.get("Principal") == {"Service": "logging.s3.amazonaws.com"} for st in statements)
 
 
 def test_dev_efs_is_encrypted_with_a_mount_target_per_private_subnet_nfs_from_nodes_only(
