@@ -9,6 +9,7 @@ import pulumi
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
 from components.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
+from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
 from components.storage import Storage, StorageArgs
@@ -61,6 +62,11 @@ Validation(
         gpu_operator=gpu.release,
     ),
 )
+karpenter = Karpenter(
+    "karpenter",
+    KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
+)
+
 storage = Storage(
     "storage",
     StorageArgs(
@@ -83,3 +89,5 @@ pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
 pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
 pulumi.export("rwxStorageClass", storage.storage_class_name)
+pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
+pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)

@@ -196,3 +196,8 @@ NVIDIA_GPU_PRESENT_LABEL: Final = "nvidia.com/gpu.present"
 def gpu_node_selector() -> dict[str, str]:
     """Selects every GPU node, managed group or Karpenter pool alike."""
     return {LABEL_GPU_VENDOR: "nvidia"}
+
+
+def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType) -> dict[str, str]:
+    """Labels of a general-purpose CPU node launched by Karpenter (same keys as GPU nodes)."""
+    return {LABEL_CAPACITY_TYPE: capacity_type, LABEL_WORKLOAD_TYPE: workload_type}

@@ -194,6 +194,17 @@ class PlatformMocks(pulumi_mocks.Mocks):
         elif typ == "aws:kms/key:Key":
             state["keyId"] = f"{short[:8]}-mock-key"
             state["arn"] = f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{state['keyId']}"
+        elif typ == "aws:sqs/queue:Queue":
+            queue = state.get("name") or name
+            state["arn"] = f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{queue}"
+            state["url"] = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{queue}"
+            return state["url"], state
+        elif typ == "aws:iam/instanceProfile:InstanceProfile":
+            state["name"] = state.get("name") or name
+            state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:instance-profile/{state['name']}"
+        elif typ == "aws:cloudwatch/eventRule:EventRule":
+            state["name"] = state.get("name") or name
+            state["arn"] = f"arn:aws:events:{self.region}:{ACCOUNT_ID}:rule/{state['name']}"
         elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
             state["latestVersion"] = 1
         elif typ == "eks:index:Cluster":

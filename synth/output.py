@@ -209,9 +209,156 @@ def _validation_jobs(result: SynthResult) -> str:
     )
 
 
+NODEPOOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
+_QUANTITY_SUFFIX_GIB = {"Gi": 1.0, "Mi": 1 / 1024, "Ti": 1024.0}
+
+
+def _limit_value(resource: str, raw: Any) -> float:
+    """A NodePool limit in the catalog's units: GPUs, vCPUs, GiB."""
+    text = str(raw)
+    if resource == "memory":
+        for suffix, factor in _QUANTITY_SUFFIX_GIB.items():
+            if text.endswith(suffix):
+                return float(text[: -len(suffix)]) * factor
+        return float(text) / 2**30
+    if text.endswith("m"):
+        return float(text[:-1]) / 1000
+    return float(text)
+
+
+def _requirement(spec: dict[str, Any], key: str) -> list[str]:
+    for item in spec.get("template", {}).get("spec", {}).get("requirements", []):
+        if item.get("key") == key and item.get("operator") == "In":
+            return [str(v) for v in item.get("values", [])]
+    return []
+
+
+def nodepool_max_cost(
+    instance_types: list[str], capacity: catalog.CapacityType, limits: dict[str, Any]
+) -> tuple[int, float]:
+    """Most nodes and most $/h a pool can reach before a limit stops it: for each allowed type,
+    the nodes that fit under every limit, at that type's price; the dearest type wins."""
+    per_node = {
+        catalog.GPU_RESOURCE: lambda row: row.gpus,
+        "cpu": lambda row: row.vcpu,
+        "memory": lambda row: row.memory_gib,
+    }
+    worst_nodes, worst_cost = 0, 0.0
+    for name in instance_types:
+        row = catalog.instance(name)
+        fits = [
+            int(_limit_value(resource, raw) // per_node[resource](row))
+            for resource, raw in limits.items()
+            if resource in per_node and per_node[resource](row) > 0
+        ]
+        if not fits:
+            continue
+        nodes = min(fits)
+        cost = nodes * catalog.price_per_hour(name, capacity)
+        if cost > worst_cost:
+            worst_nodes, worst_cost = nodes, cost
+    return worst_nodes, worst_cost
+
+
+def _karpenter_pools(result: SynthResult) -> str:
+    rows = []
+    for pool in result.of_type(NODEPOOL_TYPE):
+        spec = pool.inputs.get("spec", {})
+        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+        capacities = _requirement(spec, "karpenter.sh/capacity-type")
+        capacity: catalog.CapacityType = "spot" if capacities == ["spot"] else "on-demand"
+        types = _requirement(spec, "node.kubernetes.io/instance-type")
+        limits = spec.get("limits", {})
+        nodes, cost = nodepool_max_cost(types, capacity, limits)
+        rows.append(
+            [
+                pool.inputs.get("metadata", {}).get("name", pool.name),
+                labels.get(catalog.LABEL_GPU_CLASS, "cpu"),
+                ", ".join(capacities),
+                spec.get("weight", ""),
+                ", ".join(types),
+                limits.get(catalog.GPU_RESOURCE, "-"),
+                ", ".join(f"{k}={v}" for k, v in sorted(limits.items())),
+                nodes,
+                f"{cost:,.2f}",
+            ]
+        )
+    return _table(
+        [
+            "NodePool",
+            "GPU class",
+            "capacity",
+            "weight",
+            "instance types",
+            "GPU limit",
+            "limits",
+            "max nodes",
+            "max $/h at limit",
+        ],
+        rows,
+    ) + (
+        "\n\nmax $/h at limit: the pool filled up to its limits with its dearest instance type "
+        "(spot at the typical spot price; prices: components/catalog.py). Higher weight is "
+        "tried first: spot before the on-demand fallback."
+    )
+
+
+def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
+    """(item, count, $/h each) for everything that runs with no job: control plane, managed
+    node groups at their desired size, NAT gateways."""
+    items = [
+        (
+            "EKS control plane",
+            len(result.of_type("eks:index:Cluster")),
+            catalog.EKS_CONTROL_PLANE_USD_PER_HOUR,
+        )
+    ]
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        inputs = group.inputs
+        types = list(inputs.get("instanceTypes", []))
+        desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
+        if not types or desired == 0:
+            continue
+        capacity: catalog.CapacityType = (
+            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
+        )
+        pool = inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name)
+        # EKS fills on-demand groups in the order the types are listed.
+        items.append(
+            (
+                f"node group {pool} ({types[0]}, desired size)",
+                desired,
+                catalog.price_per_hour(types[0], capacity),
+            )
+        )
+    items.append(
+        (
+            "NAT gateways",
+            len(result.of_type("aws:ec2/natGateway:NatGateway")),
+            catalog.NAT_GATEWAY_USD_PER_HOUR,
+        )
+    )
+    return items
+
+
+def _idle_cost(result: SynthResult) -> str:
+    items = idle_items(result)
+    rows: list[list[Any]] = [
+        [item, count, f"{each:.3f}", f"{count * each:,.2f}"] for item, count, each in items
+    ]
+    total = sum(count * each for _, count, each in items)
+    rows.append(["**idle total**", "", "", f"**{total:,.2f}**"])
+    return _table(["item", "count", "$/h each", "$/h"], rows) + (
+        "\n\nKarpenter NodePools start empty and add nothing while idle; data transfer, "
+        "storage and NAT processing are usage-based and not included."
+    )
+
+
 #: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
+    ("Karpenter NodePools", _karpenter_pools),
+    ("Idle cost", _idle_cost),
     ("Resources by type", _resources_by_type),
     ("Policy", _policy_summary),
     ("Alerts", _alerts),

@@ -96,7 +96,12 @@ def test_existing_vpc_creates_no_vpc_and_tags_its_subnets() -> None:
     result = run_program("prod", overrides={"gpu-platform:network": network})
     assert result.of_type("aws:ec2/vpc:Vpc") == []
     assert result.of_type("aws:ec2/natGateway:NatGateway") == []
-    tags = [t.inputs for t in result.of_type("aws:ec2/tag:Tag")]
+    # Subnet tags only: Karpenter tags the node security group with the same key.
+    tags = [
+        t.inputs
+        for t in result.of_type("aws:ec2/tag:Tag")
+        if str(t.inputs["resourceId"]).startswith("subnet-")
+    ]
     assert {(t["resourceId"], t["key"]) for t in tags if t["key"] == "karpenter.sh/discovery"} == {
         ("subnet-0aaaaaaaaaaaaaaa1", "karpenter.sh/discovery"),
         ("subnet-0aaaaaaaaaaaaaaa2", "karpenter.sh/discovery"),
