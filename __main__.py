@@ -5,10 +5,13 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 """
 
 import pulumi
+import pulumi_aws as aws
 
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
 from components.network import Network, NetworkArgs
+from components.scheduling import Scheduling, SchedulingArgs
+from components.teams import Team, TeamArgs, data_buckets
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = stack_config.load()
@@ -29,8 +32,35 @@ cluster = Cluster(
     ),
 )
 
+scheduling = Scheduling(
+    "scheduling",
+    SchedulingArgs(
+        config=cfg, k8s_provider=cluster.k8s_provider, system_nodes=cluster.system_node_group
+    ),
+)
+account_id = aws.get_caller_identity().account_id
+teams = [
+    Team(
+        f"team-{team.name}",
+        TeamArgs(
+            config=team,
+            flavors=scheduling.flavors,
+            cohort=scheduling.cohort,
+            buckets=data_buckets(cfg.cluster.name, account_id),
+            cluster_name=cluster.name,
+            account_id=account_id,
+            k8s_provider=cluster.k8s_provider,
+            kueue_release=scheduling.kueue,
+            volcano_release=scheduling.volcano,
+            tags=tags,
+        ),
+    )
+    for team in cfg.teams
+]
+
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
+pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
