@@ -583,16 +583,16 @@ def check_teams(cfg: StackConfig) -> list[Problem]:
     namespaces: dict[str, int] = {}
     totals: dict[tuple[str, catalog.CapacityType], int] = {}
     for index, team in enumerate(cfg.teams):
-        for key, seen, value in (
+        for field, seen, value in (
             ("name", names, team.name),
             ("namespace", namespaces, team.namespace),
         ):
             if value in seen:
                 problems.append(
                     (
-                        f"teams[{index}].{key}",
+                        f"teams[{index}].{field}",
                         value,
-                        f"a unique {key} (teams[{seen[value]}] already uses it)",
+                        f"a unique {field} (teams[{seen[value]}] already uses it)",
                     )
                 )
             seen.setdefault(value, index)

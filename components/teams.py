@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -37,6 +37,7 @@ COVERED_RESOURCES: Final = ("cpu", "memory", catalog.GPU_RESOURCE)
 #: restricted egress must still reach it to get credentials.
 POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"
 POD_IDENTITY_AGENT_PORT: Final = 80
+RBAC_API: Final = "rbac.authorization.k8s.io"
 EDIT_VERBS: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
 READ_VERBS: Final = ("get", "list", "watch")
 
@@ -365,7 +366,8 @@ class Team(pulumi.ComponentResource):
             parent=self, provider=args.k8s_provider, depends_on=[self.namespace]
         )
 
-        def meta(object_name: str) -> dict[str, Any]:
+        # The SDK types objects as TypedDicts; the builders return plain dicts of the same shape.
+        def meta(object_name: str) -> Any:
             return {
                 "name": object_name,
                 "namespace": ns,
@@ -373,12 +375,15 @@ class Team(pulumi.ComponentResource):
             }
 
         k8s.core.v1.ResourceQuota(
-            f"{name}-quota", metadata=meta("team-quota"), spec=resource_quota_spec(team), opts=in_ns
+            f"{name}-quota",
+            metadata=meta("team-quota"),
+            spec=cast(Any, resource_quota_spec(team)),
+            opts=in_ns,
         )
         k8s.core.v1.LimitRange(
             f"{name}-limits",
             metadata=meta("container-defaults"),
-            spec=limit_range_spec(team),
+            spec=cast(Any, limit_range_spec(team)),
             opts=in_ns,
         )
 
@@ -414,24 +419,24 @@ class Team(pulumi.ComponentResource):
         )
 
         role = k8s.rbac.v1.Role(
-            f"{name}-members", metadata=meta("team-member"), rules=role_rules(), opts=in_ns
+            f"{name}-members",
+            metadata=meta("team-member"),
+            rules=cast(Any, role_rules()),
+            opts=in_ns,
         )
         k8s.rbac.v1.RoleBinding(
             f"{name}-members",
             metadata=meta("team-member"),
-            role_ref={
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "Role",
-                "name": "team-member",
-            },
-            subjects=[
-                {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": team.group}
-            ],
+            role_ref=cast(Any, {"apiGroup": RBAC_API, "kind": "Role", "name": "team-member"}),
+            subjects=cast(Any, [{"apiGroup": RBAC_API, "kind": "Group", "name": team.group}]),
             opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
         )
         for policy_name, spec in network_policies(team).items():
             k8s.networking.v1.NetworkPolicy(
-                f"{name}-{policy_name}", metadata=meta(policy_name), spec=spec, opts=in_ns
+                f"{name}-{policy_name}",
+                metadata=meta(policy_name),
+                spec=cast(Any, spec),
+                opts=in_ns,
             )
 
         kueue_opts = pulumi.ResourceOptions(

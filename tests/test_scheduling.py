@@ -210,7 +210,7 @@ def test_no_mpijob_crd_or_mpi_operator_can_be_installed(
         assert not any("mpi-operator" in c or "training-operator" in c for c in charts)
         for r in result.resources:
             name = str(r.inputs.get("metadata", {}).get("name", ""))
-            assert "mpijobs.kubeflow.org" != name
+            assert name != "mpijobs.kubeflow.org"
             assert not r.type.endswith(":MPIJob")
     chart_crds = {p.name for p in (CRDS / "kubeflow-trainer").iterdir()}
     assert not any("mpijob" in name for name in chart_crds)
