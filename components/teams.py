@@ -371,7 +371,7 @@ class Team(pulumi.ComponentResource):
             return {
                 "name": object_name,
                 "namespace": ns,
-                "labels": {"gpu-platform.io/team": team.name},
+                "labels": {f"{catalog.LABEL_DOMAIN}/team": team.name},
             }
 
         k8s.core.v1.ResourceQuota(
