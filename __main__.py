@@ -5,6 +5,7 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 """
 
 import pulumi
+import pulumi_aws as aws
 
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
@@ -12,7 +13,9 @@ from components.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
+from components.scheduling import Scheduling, SchedulingArgs
 from components.storage import Storage, StorageArgs
+from components.teams import Team, TeamArgs
 from components.validation import Validation, ValidationArgs, pools_from_node_groups
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
@@ -82,11 +85,41 @@ storage = Storage(
     ),
 )
 
+scheduling = Scheduling(
+    "scheduling",
+    SchedulingArgs(
+        config=cfg, k8s_provider=cluster.k8s_provider, system_nodes=cluster.system_node_group
+    ),
+)
+account_id = aws.get_caller_identity().account_id
+teams = [
+    Team(
+        f"team-{team.name}",
+        TeamArgs(
+            config=team,
+            flavors=scheduling.flavors,
+            cohort=scheduling.cohort,
+            buckets={role: bucket.bucket for role, bucket in storage.buckets.items()},
+            kms_key_arn=storage.kms_key_arn,
+            cluster_name=cluster.name,
+            account_id=account_id,
+            k8s_provider=cluster.k8s_provider,
+            kueue_release=scheduling.kueue,
+            volcano_release=scheduling.volcano,
+            tags=tags,
+        ),
+    )
+    for team in cfg.teams
+]
+for team, component in zip(cfg.teams, teams, strict=True):
+    storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("oidcProviderArn", cluster.oidc_provider_arn)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
+pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
 pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
 pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))

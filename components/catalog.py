@@ -154,6 +154,33 @@ def price_per_hour(name: str, capacity_type: CapacityType) -> float:
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
 
 
+# --- Queueing vocabulary -------------------------------------------------------------------------
+
+
+def gpu_flavor_labels(*, gpu_class: str, capacity_type: CapacityType) -> dict[str, str]:
+    """The node labels a Kueue ResourceFlavor selects by: the GPU-class and capacity-type keys of
+    `gpu_node_labels`, so one flavor matches a managed node group and a Karpenter pool alike."""
+    return {LABEL_GPU_CLASS: gpu_class, LABEL_CAPACITY_TYPE: capacity_type}
+
+
+def gpu_flavor_name(gpu_class: str, capacity_type: CapacityType) -> str:
+    """ResourceFlavor name of a (GPU class, capacity type) pair, e.g. `l4-x1-spot`."""
+    return f"{gpu_class}-{capacity_type}"
+
+
+# --- Data buckets --------------------------------------------------------------------------------
+
+#: What each S3 data bucket holds; teams get prefixes inside them (docs/scheduling.md).
+DATA_BUCKET_PURPOSES: Final = ("checkpoints", "datasets", "artifacts")
+
+
+def bucket_name(prefix: str, purpose: str, account_id: str) -> str:
+    """Globally unique, predictable S3 name `{prefix}-{purpose}-{account id}`; the prefix is the
+    cluster name unless the stack sets another. Storage creates the buckets, Teams scope IAM to
+    prefixes inside them: both derive the name here."""
+    return f"{prefix}-{purpose}-{account_id}"
+
+
 # --- Storage prices -----------------------------------------------------------------------------
 
 #: Storage list prices for us-east-1, USD per GB-month unless named otherwise, transcribed on

@@ -930,6 +930,189 @@ class KarpenterConfig(_Model):
         return self
 
 
+# --- scheduling (Kueue, Volcano, Kubeflow Trainer) ------------------------------------------
+
+
+class WaitForPodsReady(_Model):
+    """Kueue's all-or-nothing start: a workload whose pods are not all ready in time is evicted,
+    releases its quota and is requeued with exponential backoff."""
+
+    #: Multi-GB training images on a fresh GPU node take minutes to pull.
+    timeout: GoDuration = "10m"
+    #: A running workload that loses a pod (spot reclaim) gets this long to recover.
+    recovery_timeout: GoDuration = "5m"
+    backoff_base_seconds: Annotated[int, Field(ge=1, le=3600)] = 60
+    backoff_max_seconds: Annotated[int, Field(ge=60, le=86400)] = 3600
+    #: Requeues before Kueue deactivates the workload; a job that never fits stops retrying.
+    backoff_limit_count: Annotated[int, Field(ge=1, le=100)] = 10
+
+
+class SchedulingConfig(_Model):
+    """Kueue (quota and admission), Volcano (the alternative gang scheduler) and Kubeflow
+    Trainer v2 (TrainJob through JobSet). Chart versions match ../shared/schemas/SOURCES.md."""
+
+    kueue_chart_version: str = "0.19.2"
+    volcano_chart_version: str = "1.15.1"
+    trainer_chart_version: str = "2.3.0"
+    #: The Kueue cohort every team ClusterQueue joins: unused quota is lent within it.
+    cohort: Name = "gpu-platform"
+    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
+
+
+# --- teams ------------------------------------------------------------------------------------
+
+DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+S3Prefix = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*$", max_length=200),
+]
+Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")]
+#: Namespaces the platform's own controllers use; a team must not land in one of them.
+RESERVED_NAMESPACES: Final = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "kueue-system",
+        "volcano-system",
+        "kubeflow-system",
+        "karpenter",
+        "gpu-operator",
+        "monitoring",
+    }
+)
+
+
+class FlavorQuota(_Model):
+    """A team's nominal share of one ResourceFlavor (GPU class x capacity type) in Kueue."""
+
+    gpu_class: str
+    capacity_type: catalog.CapacityType
+    gpus: Annotated[int, Field(ge=0)]
+    #: CPU cores and memory that go with those GPUs (data loaders, host-side optimizer state).
+    cpu: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[int, Field(ge=1)]
+    #: GPUs this team may borrow from the cohort on top of `gpus`; unset = no bound.
+    borrowing_limit_gpus: Annotated[int, Field(ge=0)] | None = None
+    #: GPUs of `gpus` other teams may borrow while idle; unset = all of them.
+    lending_limit_gpus: Annotated[int, Field(ge=0)] | None = None
+
+    @property
+    def flavor(self) -> str:
+        return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
+
+    @model_validator(mode="after")
+    def _check(self) -> FlavorQuota:
+        if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.gpus:
+            raise _problems(
+                [("lendingLimitGpus", self.lending_limit_gpus, f"at most gpus ({self.gpus})")]
+            )
+        return self
+
+
+class NamespaceLimits(_Model):
+    """The namespace ResourceQuota: a hard ceiling whatever Kueue admits (borrowing included)."""
+
+    gpus: Annotated[int, Field(ge=0)]
+    cpu: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[int, Field(ge=1)]
+    persistent_volume_claims: Annotated[int, Field(ge=0)] = 20
+    storage_gib: Annotated[int, Field(ge=0)] = 2048
+
+
+class ContainerDefaults(_Model):
+    """LimitRange defaults for containers that declare nothing: a training pod without a CPU
+    request is scheduled as if it needed none and starves next to its neighbours."""
+
+    cpu_request: Quantity = "1"
+    memory_request: Quantity = "4Gi"
+    #: Memory is not compressible: an unbounded container can take the node down.
+    memory_limit: Quantity = "16Gi"
+
+
+class TeamEgress(_Model):
+    """Egress beyond the namespace and DNS: HTTPS (443) only, to these CIDRs."""
+
+    https_cidrs: list[str] = []
+    #: Allow 443 to anywhere (0.0.0.0/0); only when the stack says so explicitly.
+    allow_all_https: bool = False
+
+    @field_validator("https_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR") from None
+        return value
+
+
+class VolcanoQueue(_Model):
+    """The team's Volcano Queue: share of the cluster by weight (capability = namespace limits)."""
+
+    weight: Annotated[int, Field(ge=1, le=1000)] = 1
+
+
+class TeamConfig(_Model):
+    """One tenant: namespace, queues, quotas, identity and network boundaries."""
+
+    name: Name
+    namespace: str
+    #: The Kubernetes group (from the IAM access entry / OIDC) whose members run the team's jobs.
+    group: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    #: Read-only prefix in the datasets bucket; checkpoints and artifacts live under `<name>/`.
+    dataset_prefix: S3Prefix
+    quota: Annotated[list[FlavorQuota], Field(min_length=1)]
+    limits: NamespaceLimits
+    container_defaults: ContainerDefaults = Field(default_factory=ContainerDefaults)
+    egress: TeamEgress = Field(default_factory=TeamEgress)
+    volcano: VolcanoQueue = Field(default_factory=VolcanoQueue)
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if len(value) > 63 or not DNS_LABEL.match(value):
+            raise ValueError(
+                "must be a DNS label: at most 63 lowercase letters, digits or '-', "
+                "starting and ending with a letter or digit"
+            )
+        if value in RESERVED_NAMESPACES:
+            raise ValueError(
+                f"must not be a platform namespace ({', '.join(sorted(RESERVED_NAMESPACES))})"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> TeamConfig:
+        problems: list[Problem] = []
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.quota):
+            if entry.flavor in seen:
+                problems.append(
+                    (
+                        f"quota[{index}]",
+                        entry.flavor,
+                        f"one entry per GPU class and capacity type (quota[{seen[entry.flavor]}])",
+                    )
+                )
+            seen.setdefault(entry.flavor, index)
+        nominal = sum(entry.gpus for entry in self.quota)
+        if self.limits.gpus < nominal:
+            problems.append(
+                (
+                    "limits.gpus",
+                    self.limits.gpus,
+                    f"at least the nominal GPU quota ({nominal}), or Kueue admits pods the "
+                    "ResourceQuota then rejects",
+                )
+            )
+        if problems:
+            raise _problems(problems)
+        return self
+
+
 # --- the whole stack ------------------------------------------------------------------------
 
 
@@ -950,6 +1133,15 @@ class StackConfig(_Model):
     gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
     observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
+    teams: list[TeamConfig] = []
+
+    @model_validator(mode="after")
+    def _teams(self) -> StackConfig:
+        problems = check_teams(self)
+        if problems:
+            raise _problems(problems)
+        return self
 
     @model_validator(mode="after")
     def _storage_fits(self) -> StackConfig:
@@ -1063,6 +1255,79 @@ def default_nccl_pool(node_groups: NodeGroupsConfig) -> GpuNodeGroup:
         if group.capacity_type == "on-demand":
             return group
     return node_groups.gpu[0]
+
+
+def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int]:
+    """GPUs each (GPU class, capacity type) flavor can provide at most: the one capacity figure
+    Kueue quotas are checked against (Kueue itself is capacity-blind). Managed GPU node groups
+    count `maxSize` x GPUs per node; Karpenter GPU NodePools count their `limits.gpus`."""
+    capacity: dict[tuple[str, catalog.CapacityType], int] = {}
+    for group in cfg.node_groups.gpu:
+        key = (group.gpu_class, group.capacity_type)
+        capacity[key] = capacity.get(key, 0) + group.max_size * group.gpus_per_node
+    for pool in cfg.karpenter.pools:
+        if pool.is_gpu and pool.limits.gpus:
+            key = (pool.resolved_gpu_class, pool.capacity_type)
+            capacity[key] = capacity.get(key, 0) + pool.limits.gpus
+    return capacity
+
+
+def check_teams(cfg: StackConfig) -> list[Problem]:
+    """Cross-section rules of `teams`: unique names and namespaces, known flavors, and the sum of
+    nominal GPU quotas per flavor within what the pools provide (`gpu_capacity`)."""
+    problems: list[Problem] = []
+    capacity = gpu_capacity(cfg)
+    classes = sorted({gpu_class for gpu_class, _ in capacity})
+    names: dict[str, int] = {}
+    namespaces: dict[str, int] = {}
+    totals: dict[tuple[str, catalog.CapacityType], int] = {}
+    for index, team in enumerate(cfg.teams):
+        for field, seen, value in (
+            ("name", names, team.name),
+            ("namespace", namespaces, team.namespace),
+        ):
+            if value in seen:
+                problems.append(
+                    (
+                        f"teams[{index}].{field}",
+                        value,
+                        f"a unique {field} (teams[{seen[value]}] already uses it)",
+                    )
+                )
+            seen.setdefault(value, index)
+        for entry_index, entry in enumerate(team.quota):
+            path = f"teams[{index}].quota[{entry_index}]"
+            if entry.gpu_class not in classes:
+                problems.append(
+                    (
+                        f"{path}.gpuClass",
+                        entry.gpu_class,
+                        f"a GPU class the pools provide ({', '.join(classes)})",
+                    )
+                )
+                continue
+            key = (entry.gpu_class, entry.capacity_type)
+            if key not in capacity:
+                problems.append(
+                    (
+                        f"{path}.capacityType",
+                        entry.capacity_type,
+                        f"no {entry.capacity_type} pool provides {entry.gpu_class}",
+                    )
+                )
+                continue
+            before = totals.get(key, 0)
+            totals[key] = before + entry.gpus
+            if before <= capacity[key] < totals[key]:
+                problems.append(
+                    (
+                        f"{path}.gpus",
+                        entry.gpus,
+                        f"the nominal GPU quotas of flavor {entry.flavor} add up to "
+                        f"{totals[key]} here, over the {capacity[key]} GPUs its pools provide",
+                    )
+                )
+    return problems
 
 
 # --- loading and error formatting -----------------------------------------------------------

@@ -21,7 +21,7 @@ import pulumi_kubernetes as k8s
 from components import catalog, iam
 from components.config import BucketLifecycle, StorageConfig
 
-BUCKET_ROLES: Final = ("checkpoints", "datasets", "artifacts")
+BUCKET_ROLES: Final = catalog.DATA_BUCKET_PURPOSES
 LOG_BUCKET_ROLE: Final = "access-logs"
 CSI_NAMESPACE: Final = "kube-system"
 EFS_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-efs-csi-driver"
@@ -43,11 +43,6 @@ RwxType = Literal["efs", "fsx"]
 
 
 # --- names and documents --------------------------------------------------------------------
-
-
-def bucket_name(prefix: str, role: str, account_id: str) -> str:
-    """Globally unique, predictable: `{prefix}-{role}-{account id}` (config checks the length)."""
-    return f"{prefix}-{role}-{account_id}"
 
 
 def _deny_insecure_transport(bucket_arn: str) -> list[dict[str, Any]]:
@@ -553,7 +548,7 @@ class Storage(pulumi.ComponentResource):
         name, config = self._name, self._args.config
         bucket = aws.s3.Bucket(
             f"{name}-{role}",
-            bucket=bucket_name(self._args.bucket_prefix, role, account_id),
+            bucket=catalog.bucket_name(self._args.bucket_prefix, role, account_id),
             # Dev may be torn down with its contents; prod buckets never are.
             force_destroy=not config.protect_data,
             tags={**self._args.tags, f"{catalog.LABEL_DOMAIN}/bucket-role": role},
@@ -891,13 +886,15 @@ class Storage(pulumi.ComponentResource):
     # --- per team ---------------------------------------------------------------------------
 
     def team_volumes(
-        self, team: str, namespace: str, *, datasets: bool = True
+        self,
+        team: str,
+        namespace: str,
+        *,
+        datasets: bool = True,
+        depends_on: list[pulumi.Resource] | None = None,
     ) -> list[pulumi.CustomResource]:
-        """Create a team's checkpoint PVC (and datasets PVC) in its namespace.
-
-        Called by the tenancy layer once team namespaces exist (issue 5); the objects are
-        children of this component and use the cluster's provider.
-        """
+        """Create a team's checkpoint PVC (and datasets PVC) in its namespace, after the
+        namespace (`depends_on`); children of this component on the cluster's provider."""
         return create_team_volumes(
             f"{self._name}-{team}",
             team=team,
@@ -906,7 +903,9 @@ class Storage(pulumi.ComponentResource):
             checkpoint_size=self._args.config.team_checkpoint_size,
             datasets=datasets,
             lustre=self._lustre,
-            opts=pulumi.ResourceOptions(parent=self, provider=self._args.k8s_provider),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
+            ),
         )
 
 

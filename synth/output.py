@@ -354,9 +354,89 @@ def _idle_cost(result: SynthResult) -> str:
     )
 
 
+_CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+_RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
+    """GPUs the pools whose labels include `node_labels` can provide at most."""
+    total = 0
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        labels = group.inputs.get("labels", {})
+        types = list(group.inputs.get("instanceTypes", []))
+        if types and node_labels.items() <= labels.items():
+            max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
+            total += catalog.instance(types[0]).gpus * max_size
+    for pool in result.of_type(_NODE_POOL):
+        spec = pool.inputs.get("spec", {})
+        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+        if node_labels.items() <= labels.items():
+            total += int(spec.get("limits", {}).get(catalog.GPU_RESOURCE, 0))
+    return total
+
+
+def _queues(result: SynthResult) -> str:
+    flavors = {
+        r.inputs["metadata"]["name"]: r.inputs.get("spec", {}).get("nodeLabels", {})
+        for r in result.of_type(_RESOURCE_FLAVOR)
+    }
+    rows: list[list[Any]] = []
+    nominal: Counter[str] = Counter()
+    for queue in sorted(result.of_type(_CLUSTER_QUEUE), key=lambda r: r.inputs["metadata"]["name"]):
+        spec = queue.inputs.get("spec", {})
+        for group in spec.get("resourceGroups", []):
+            for rank, flavor in enumerate(group.get("flavors", []), start=1):
+                by_name = {res["name"]: res for res in flavor.get("resources", [])}
+                gpu = by_name.get(catalog.GPU_RESOURCE, {})
+                nominal[flavor["name"]] += int(gpu.get("nominalQuota", 0))
+                rows.append(
+                    [
+                        queue.inputs["metadata"]["name"],
+                        spec.get("cohortName", ""),
+                        rank,
+                        flavor["name"],
+                        gpu.get("nominalQuota", 0),
+                        gpu.get("borrowingLimit", "unbounded"),
+                        gpu.get("lendingLimit", "all"),
+                        by_name.get("cpu", {}).get("nominalQuota", ""),
+                        by_name.get("memory", {}).get("nominalQuota", ""),
+                    ]
+                )
+    teams = _table(
+        [
+            "ClusterQueue",
+            "cohort",
+            "order",
+            "flavor",
+            "GPUs",
+            "borrow ≤",
+            "lend ≤",
+            "CPU",
+            "memory",
+        ],
+        rows,
+    )
+    capacity_rows = []
+    for name, labels in sorted(flavors.items()):
+        capacity = _flavor_capacity(result, labels)
+        used = nominal.get(name, 0)
+        share = f"{100 * used / capacity:.0f} %" if capacity else "n/a"
+        capacity_rows.append([name, used, capacity, share])
+    capacity_table = _table(
+        ["flavor", "nominal GPUs (all teams)", "pool GPUs at max", "committed"], capacity_rows
+    )
+    return (
+        f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
+        "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
+        "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
+    )
+
+
 #: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
+    ("Queues and quotas", _queues),
     ("Karpenter NodePools", _karpenter_pools),
     ("Idle cost", _idle_cost),
     ("Resources by type", _resources_by_type),

@@ -1,0 +1,387 @@
+"""Scheduling: Kueue (quota, admission, all-or-nothing start), Volcano (the alternative gang
+scheduler), Kubeflow Trainer v2 (TrainJob through JobSet) and the cluster's priority classes.
+
+Owns the controllers and the cluster-wide objects every team shares: the ResourceFlavors (one
+per GPU class x capacity type, labelled and tolerating exactly like the GPU nodes, from
+components/catalog.py), the Cohort team ClusterQueues join, Kueue's WorkloadPriorityClasses and
+the Kubernetes PriorityClasses. Per-team objects (ClusterQueue, LocalQueue, Volcano Queue) are
+built by components/teams.py on top of this. A job chooses Kueue (`kueue.x-k8s.io/queue-name`
+label) or Volcano (`schedulerName: volcano`), never both: Kueue manages only labelled jobs.
+
+Kubeflow Trainer v2 installs no MPIJob CRD (MPI runs as a TrainJob runtime), so the
+`mpijobs.kubeflow.org` name clash between training-operator v1 and mpi-operator v2beta1 cannot
+happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components import catalog
+from components.config import SchedulingConfig, StackConfig, gpu_capacity
+
+KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
+KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
+VOLCANO_REPO: Final = "https://volcano-sh.github.io/helm-charts"
+TRAINER_CHART: Final = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
+KUEUE_NAMESPACE: Final = "kueue-system"
+VOLCANO_NAMESPACE: Final = "volcano-system"
+TRAINER_NAMESPACE: Final = "kubeflow-system"
+KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
+VOLCANO_QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
+#: The job kinds Kueue admits: plain (Indexed) Jobs, TrainJobs and the JobSets they run as.
+KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+VOLCANO_SCHEDULER: Final = "volcano"
+
+#: Kubernetes PriorityClasses: (name, value, preemptionPolicy, description). Production may
+#: evict research and dev pods; research may evict dev; dev never preempts anyone, it only
+#: fills idle capacity. Platform daemons outrank all training so a busy cluster still runs its
+#: controllers.
+PRIORITY_CLASSES: Final = (
+    (
+        "platform-critical",
+        1_000_000,
+        "PreemptLowerPriority",
+        "Platform controllers (Kueue, Volcano, Trainer): must run even on a full cluster.",
+    ),
+    (
+        "production-training",
+        100_000,
+        "PreemptLowerPriority",
+        "Production training runs: may preempt research and dev pods.",
+    ),
+    (
+        "research-training",
+        10_000,
+        "PreemptLowerPriority",
+        "Research training: may preempt dev pods, yields to production.",
+    ),
+    (
+        "dev",
+        1_000,
+        "Never",
+        "Interactive and experimental work: never preempts, runs on idle capacity.",
+    ),
+)
+PLATFORM_PRIORITY_CLASS: Final = "platform-critical"
+
+#: Kueue WorkloadPriorityClasses: queue order and Kueue preemption, independent of pod priority.
+WORKLOAD_PRIORITY_CLASSES: Final = (
+    ("production", 1000, "Production runs: admitted first, may preempt lower workloads."),
+    ("research", 100, "Research runs: ordinary priority."),
+    ("dev", 10, "Dev and experiments: admitted last, preempted first."),
+)
+
+#: Volcano's scheduler pipeline: enqueue only what can start as a whole (gang), allocate by
+#: priority within proportion-shared queues, pack GPU nodes tightly (binpack) so whole nodes stay
+#: free for the next multi-node job, backfill small pods into the gaps.
+VOLCANO_SCHEDULER_CONF: Final[dict[str, Any]] = {
+    "actions": "enqueue, allocate, backfill",
+    "tiers": [
+        {
+            "plugins": [
+                {"name": "priority"},
+                {"name": "gang", "enablePreemptable": False},
+                {"name": "conformance"},
+            ]
+        },
+        {
+            "plugins": [
+                {"name": "drf", "enablePreemptable": False},
+                {"name": "predicates"},
+                {"name": "proportion"},
+                {"name": "nodeorder"},
+                {
+                    "name": "binpack",
+                    "arguments": {
+                        "binpack.weight": 10,
+                        "binpack.resources": catalog.GPU_RESOURCE,
+                        f"binpack.resources.{catalog.GPU_RESOURCE}": 10,
+                    },
+                },
+            ]
+        },
+    ],
+}
+
+
+# --- pure builders ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Flavor:
+    """One Kueue ResourceFlavor: a GPU class on one capacity type, and what the pools hold."""
+
+    gpu_class: str
+    capacity_type: catalog.CapacityType
+    capacity_gpus: int
+
+    @property
+    def name(self) -> str:
+        return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
+
+
+def flavors(cfg: StackConfig) -> list[Flavor]:
+    """Every flavor the pools provide, spot before on-demand within a GPU class (the order a
+    ClusterQueue tries them in)."""
+    order = {"spot": 0, "on-demand": 1}
+    return [
+        Flavor(gpu_class, capacity_type, gpus)
+        for (gpu_class, capacity_type), gpus in sorted(
+            gpu_capacity(cfg).items(), key=lambda item: (item[0][0], order[item[0][1]])
+        )
+    ]
+
+
+def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
+    """Node labels and tolerations of the flavor: the catalog's, like every GPU pool's."""
+    return {
+        "nodeLabels": catalog.gpu_flavor_labels(
+            gpu_class=flavor.gpu_class, capacity_type=flavor.capacity_type
+        ),
+        "tolerations": [catalog.gpu_toleration()],
+    }
+
+
+def kueue_manager_config(config: SchedulingConfig) -> dict[str, Any]:
+    """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus the
+    integrations the platform uses and waitForPodsReady (present = enabled in v1beta2)."""
+    ready = config.wait_for_pods_ready
+    return {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        "controller": {
+            "groupKindConcurrency": {
+                "Job.batch": 5,
+                "Pod": 5,
+                "Workload.kueue.x-k8s.io": 10,
+                "LocalQueue.kueue.x-k8s.io": 5,
+                "ClusterQueue.kueue.x-k8s.io": 5,
+                "ResourceFlavor.kueue.x-k8s.io": 1,
+            }
+        },
+        "clientConnection": {"qps": 300, "burst": 500},
+        # Jobs without a queue label are not Kueue's: that is how Volcano jobs stay Volcano's.
+        "manageJobsWithoutQueueName": False,
+        "waitForPodsReady": {
+            "timeout": ready.timeout,
+            "recoveryTimeout": ready.recovery_timeout,
+            # Quota <= capacity is enforced at config time, so admissions need not serialise.
+            "blockAdmission": False,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffLimitCount": ready.backoff_limit_count,
+                "backoffBaseSeconds": ready.backoff_base_seconds,
+                "backoffMaxSeconds": ready.backoff_max_seconds,
+            },
+        },
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+    }
+
+
+def kueue_values(config: SchedulingConfig) -> dict[str, Any]:
+    """Helm values of the Kueue chart (every key exists in its values.yaml: tests check)."""
+    return {
+        "controllerManager": {
+            "manager": {
+                # The chart at the tag points at a staging image; pin the released one.
+                "image": {
+                    "repository": KUEUE_IMAGE,
+                    "tag": f"v{config.kueue_chart_version}",
+                    "pullPolicy": "IfNotPresent",
+                },
+                "priorityClassName": PLATFORM_PRIORITY_CLASS,
+            },
+            # Webhooks answer from every replica; two keep job creation working during a drain.
+            "replicas": 2,
+            "podDisruptionBudget": {"enabled": True, "minAvailable": 1},
+            "nodeSelector": catalog.system_node_labels(),
+        },
+        "managerConfig": {
+            "controllerManagerConfigYaml": yaml.safe_dump(
+                kueue_manager_config(config), sort_keys=False
+            )
+        },
+    }
+
+
+def volcano_values() -> dict[str, Any]:
+    """Helm values of the Volcano chart: scheduler pipeline, controllers on system nodes."""
+    return {
+        "basic": {"image_pull_policy": "IfNotPresent"},
+        "custom": {
+            "scheduler_config_override": yaml.safe_dump(VOLCANO_SCHEDULER_CONF, sort_keys=False),
+            "leader_elect_enable": True,
+            "default_ns": catalog.system_node_labels(),
+        },
+    }
+
+
+def trainer_values() -> dict[str, Any]:
+    """Helm values of the Kubeflow Trainer chart: JobSet with it, controller on system nodes."""
+    return {
+        # TrainJobs run as JobSets; Kueue's jobset integration needs the CRD as well.
+        "jobset": {"install": True},
+        "manager": {"replicas": 2, "nodeSelector": catalog.system_node_labels()},
+        # The chart's runtime installer Job downloads kubectl at run time; runtimes are applied
+        # by the workload layer instead.
+        "runtimes": {"defaultEnabled": False},
+    }
+
+
+def priority_class_spec(name: str, value: int, policy: str, description: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name},
+        "value": value,
+        "preemption_policy": policy,
+        "global_default": False,
+        "description": description,
+    }
+
+
+# --- component ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SchedulingArgs:
+    """Inputs of the Scheduling component."""
+
+    #: The whole stack config: flavors come from the GPU pools, the rest from `scheduling`.
+    config: StackConfig
+    #: The explicit provider of the cluster (default providers are disabled).
+    k8s_provider: k8s.Provider
+    #: Controllers wait for the system nodes they are pinned to.
+    system_nodes: pulumi.Resource
+
+
+class Scheduling(pulumi.ComponentResource):
+    """Kueue, Volcano, Kubeflow Trainer, flavors, cohort and priority classes."""
+
+    kueue: k8s.helm.v3.Release
+    volcano: k8s.helm.v3.Release
+    trainer: k8s.helm.v3.Release
+    flavors: list[Flavor]
+    cohort: str
+
+    def __init__(
+        self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:scheduling:Scheduling", name, None, opts)
+        config = args.config.scheduling
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        self.flavors = flavors(args.config)
+        self.cohort = config.cohort
+
+        priority_classes = [
+            k8s.scheduling.v1.PriorityClass(
+                f"{name}-priority-{pc_name}",
+                **priority_class_spec(pc_name, value, policy, description),
+                opts=k8s_opts,
+            )
+            for pc_name, value, policy, description in PRIORITY_CLASSES
+        ]
+        namespaces = {
+            namespace: k8s.core.v1.Namespace(
+                f"{name}-ns-{namespace}",
+                metadata={
+                    "name": namespace,
+                    "labels": {f"{catalog.LABEL_DOMAIN}/part-of": "scheduling"},
+                },
+                opts=k8s_opts,
+            )
+            for namespace in (KUEUE_NAMESPACE, VOLCANO_NAMESPACE, TRAINER_NAMESPACE)
+        }
+
+        def release_opts(namespace: str) -> pulumi.ResourceOptions:
+            return pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[namespaces[namespace], args.system_nodes, *priority_classes],
+            )
+
+        self.kueue = k8s.helm.v3.Release(
+            f"{name}-kueue",
+            name="kueue",
+            chart=KUEUE_CHART,
+            version=config.kueue_chart_version,
+            namespace=KUEUE_NAMESPACE,
+            values=kueue_values(config),
+            # Later objects (flavors, queues) are rejected until the webhooks answer.
+            atomic=True,
+            opts=release_opts(KUEUE_NAMESPACE),
+        )
+        self.volcano = k8s.helm.v3.Release(
+            f"{name}-volcano",
+            name="volcano",
+            chart="volcano",
+            repository_opts={"repo": VOLCANO_REPO},
+            version=config.volcano_chart_version,
+            namespace=VOLCANO_NAMESPACE,
+            values=volcano_values(),
+            atomic=True,
+            opts=release_opts(VOLCANO_NAMESPACE),
+        )
+        self.trainer = k8s.helm.v3.Release(
+            f"{name}-trainer",
+            name="kubeflow-trainer",
+            chart=TRAINER_CHART,
+            version=config.trainer_chart_version,
+            namespace=TRAINER_NAMESPACE,
+            values=trainer_values(),
+            atomic=True,
+            opts=release_opts(TRAINER_NAMESPACE),
+        )
+
+        kueue_objects = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[self.kueue]
+        )
+        for flavor in self.flavors:
+            k8s.apiextensions.CustomResource(
+                f"{name}-flavor-{flavor.name}",
+                api_version=KUEUE_API,
+                kind="ResourceFlavor",
+                metadata={"name": flavor.name},
+                spec=resource_flavor_spec(flavor),
+                opts=kueue_objects,
+            )
+        # An explicit Cohort object: the shared pool is visible (and quota-less: teams own it).
+        k8s.apiextensions.CustomResource(
+            f"{name}-cohort",
+            api_version=KUEUE_API,
+            kind="Cohort",
+            metadata={"name": config.cohort},
+            spec={},
+            opts=kueue_objects,
+        )
+        for wpc_name, value, description in WORKLOAD_PRIORITY_CLASSES:
+            # Top-level `value`/`description`: not expressible as apiextensions.CustomResource.
+            pulumi.CustomResource(
+                f"kubernetes:{KUEUE_API}:WorkloadPriorityClass",
+                f"{name}-workload-priority-{wpc_name}",
+                {
+                    "apiVersion": KUEUE_API,
+                    "kind": "WorkloadPriorityClass",
+                    "metadata": {"name": wpc_name},
+                    "value": value,
+                    "description": description,
+                },
+                opts=kueue_objects,
+            )
+
+        self.register_outputs(
+            {
+                "flavors": [flavor.name for flavor in self.flavors],
+                "cohort": self.cohort,
+                "kueueRelease": self.kueue.name,
+            }
+        )

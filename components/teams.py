@@ -1,0 +1,485 @@
+"""Teams: one tenant per `teams[]` entry — namespace, quotas, identity, RBAC, network, queues.
+
+A Team owns its namespace (pod-security `baseline` enforced), the ResourceQuota that caps it
+whatever Kueue admits, a LimitRange so containers without requests still get a fair CPU share,
+the `trainer` ServiceAccount with an IAM role (EKS Pod Identity) limited to the team's S3
+prefixes, a Role + RoleBinding for the team's group (edit-like on jobs, never cluster-wide),
+NetworkPolicies (deny ingress from outside, allow the namespace, DNS and configured HTTPS), its
+Kueue ClusterQueue in the shared cohort with a LocalQueue, and its Volcano Queue.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, cast
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import catalog, iam
+from components.config import FlavorQuota, TeamConfig
+from components.scheduling import (
+    KUEUE_API,
+    KUEUE_QUEUE_LABEL,
+    VOLCANO_QUEUE_API,
+    VOLCANO_SCHEDULER,
+    Flavor,
+)
+
+TRAINER_SERVICE_ACCOUNT: Final = "trainer"
+#: Resources every team ClusterQueue covers, in the order each flavor must list them.
+COVERED_RESOURCES: Final = ("cpu", "memory", catalog.GPU_RESOURCE)
+#: The EKS Pod Identity agent listens on this link-local address on every node; pods with a
+#: restricted egress must still reach it to get credentials.
+POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"
+POD_IDENTITY_AGENT_PORT: Final = 80
+RBAC_API: Final = "rbac.authorization.k8s.io"
+EDIT_VERBS: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
+READ_VERBS: Final = ("get", "list", "watch")
+
+
+def data_buckets(prefix: str, account_id: str) -> dict[str, str]:
+    """Names of the data buckets Storage creates (same function: catalog.bucket_name)."""
+    return {
+        purpose: catalog.bucket_name(prefix, purpose, account_id)
+        for purpose in catalog.DATA_BUCKET_PURPOSES
+    }
+
+
+def team_prefix(team: TeamConfig) -> str:
+    """The team's own prefix in the checkpoints and artifacts buckets (with the slash, so
+    `research/` never matches `research2/`)."""
+    return f"{team.name}/"
+
+
+# --- pure builders ------------------------------------------------------------------------------
+
+
+def namespace_labels(team: TeamConfig) -> dict[str, str]:
+    return {
+        f"{catalog.LABEL_DOMAIN}/team": team.name,
+        f"{catalog.LABEL_DOMAIN}/kueue-queue": team.name,
+        f"{catalog.LABEL_DOMAIN}/volcano-queue": team.name,
+        # Baseline blocks privileged pods and host namespaces; restricted is reported so teams
+        # can tighten their images before it is enforced.
+        "pod-security.kubernetes.io/enforce": "baseline",
+        "pod-security.kubernetes.io/warn": "restricted",
+        "pod-security.kubernetes.io/audit": "restricted",
+    }
+
+
+def resource_quota_spec(team: TeamConfig) -> dict[str, Any]:
+    limits = team.limits
+    return {
+        "hard": {
+            f"requests.{catalog.GPU_RESOURCE}": str(limits.gpus),
+            "requests.cpu": str(limits.cpu),
+            "requests.memory": f"{limits.memory_gib}Gi",
+            "limits.memory": f"{limits.memory_gib}Gi",
+            "persistentvolumeclaims": str(limits.persistent_volume_claims),
+            "requests.storage": f"{limits.storage_gib}Gi",
+        }
+    }
+
+
+def limit_range_spec(team: TeamConfig) -> dict[str, Any]:
+    defaults = team.container_defaults
+    return {
+        "limits": [
+            {
+                "type": "Container",
+                "defaultRequest": {"cpu": defaults.cpu_request, "memory": defaults.memory_request},
+                # No default CPU limit: CFS throttling stalls data loaders and NCCL progress.
+                "default": {"memory": defaults.memory_limit},
+            }
+        ]
+    }
+
+
+def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
+    """CPU/memory share that goes with `gpus_part` of `gpus` GPUs (None: no bound)."""
+    if gpus_part is None or gpus == 0:
+        return None
+    return math.ceil(value * gpus_part / gpus)
+
+
+def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for resource, nominal, unit in (
+        ("cpu", entry.cpu, ""),
+        ("memory", entry.memory_gib, "Gi"),
+        (catalog.GPU_RESOURCE, entry.gpus, ""),
+    ):
+        is_gpu = resource == catalog.GPU_RESOURCE
+        borrow = (
+            entry.borrowing_limit_gpus
+            if is_gpu
+            else _scaled(nominal, entry.borrowing_limit_gpus, entry.gpus)
+        )
+        lend = (
+            entry.lending_limit_gpus
+            if is_gpu
+            else _scaled(nominal, entry.lending_limit_gpus, entry.gpus)
+        )
+        row: dict[str, Any] = {"name": resource, "nominalQuota": f"{nominal}{unit}"}
+        if borrow is not None:
+            row["borrowingLimit"] = f"{borrow}{unit}"
+        if lend is not None:
+            row["lendingLimit"] = f"{lend}{unit}"
+        rows.append(row)
+    return rows
+
+
+def ordered_quota(team: TeamConfig, flavors: Sequence[Flavor]) -> list[FlavorQuota]:
+    """The team's quota entries in the cluster's flavor order: spot before on-demand."""
+    rank = {flavor.name: index for index, flavor in enumerate(flavors)}
+    return sorted(team.quota, key=lambda entry: rank[entry.flavor])
+
+
+def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str) -> dict[str, Any]:
+    """The team's ClusterQueue: nominal quota per flavor, borrowing/lending in the cohort,
+    preemption by priority inside the queue and reclaim of lent quota from the cohort."""
+    return {
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": list(COVERED_RESOURCES),
+                "flavors": [
+                    {"name": entry.flavor, "resources": _flavor_resources(entry)}
+                    for entry in ordered_quota(team, flavors)
+                ],
+            }
+        ],
+        "preemption": {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "Never"},
+        },
+        # Try the next (on-demand) flavor before borrowing or preempting on spot.
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+    }
+
+
+def volcano_queue_spec(team: TeamConfig) -> dict[str, Any]:
+    limits = team.limits
+    return {
+        "weight": team.volcano.weight,
+        "reclaimable": True,
+        "capability": {
+            "cpu": str(limits.cpu),
+            "memory": f"{limits.memory_gib}Gi",
+            catalog.GPU_RESOURCE: str(limits.gpus),
+        },
+    }
+
+
+def role_rules() -> list[dict[str, Any]]:
+    """Edit-like rights on the workloads a team runs; read on what controllers make for it."""
+    return [
+        {
+            "apiGroups": [""],
+            "resources": ["services", "configmaps", "persistentvolumeclaims"],
+            "verbs": list(EDIT_VERBS),
+        },
+        {"apiGroups": [""], "resources": ["pods"], "verbs": [*READ_VERBS, "delete"]},
+        {"apiGroups": [""], "resources": ["pods/log", "events"], "verbs": list(READ_VERBS)},
+        {"apiGroups": ["batch"], "resources": ["jobs", "cronjobs"], "verbs": list(EDIT_VERBS)},
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "resources": ["trainjobs"],
+            "verbs": list(EDIT_VERBS),
+        },
+        {
+            "apiGroups": ["trainer.kubeflow.org"],
+            "resources": ["trainingruntimes", "clustertrainingruntimes"],
+            "verbs": list(READ_VERBS),
+        },
+        {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": list(EDIT_VERBS)},
+        {"apiGroups": ["batch.volcano.sh"], "resources": ["jobs"], "verbs": list(EDIT_VERBS)},
+        {
+            "apiGroups": ["scheduling.volcano.sh"],
+            "resources": ["podgroups"],
+            "verbs": list(READ_VERBS),
+        },
+        {
+            "apiGroups": ["kueue.x-k8s.io"],
+            "resources": ["workloads", "localqueues"],
+            "verbs": list(READ_VERBS),
+        },
+    ]
+
+
+def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
+    """name -> NetworkPolicy spec. Ingress: only from the namespace (NCCL, rendezvous).
+    Egress: the namespace, cluster DNS, the Pod Identity agent and HTTPS to configured CIDRs."""
+    everyone: dict[str, Any] = {}
+    https_blocks = ["0.0.0.0/0"] if team.egress.allow_all_https else list(team.egress.https_cidrs)
+    egress: list[dict[str, Any]] = [
+        {"to": [{"podSelector": {}}]},
+        {
+            "to": [
+                {
+                    "namespaceSelector": {
+                        "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
+                    },
+                    "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                }
+            ],
+            "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+        },
+        {
+            "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT_CIDR}}],
+            "ports": [{"protocol": "TCP", "port": POD_IDENTITY_AGENT_PORT}],
+        },
+    ]
+    if https_blocks:
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": cidr}} for cidr in https_blocks],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
+    return {
+        "default-deny-ingress": {"podSelector": everyone, "policyTypes": ["Ingress"]},
+        "allow-same-namespace": {
+            "podSelector": everyone,
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {}}]}],
+        },
+        "restrict-egress": {"podSelector": everyone, "policyTypes": ["Egress"], "egress": egress},
+    }
+
+
+def trainer_policy(
+    team: TeamConfig, buckets: Mapping[str, str], kms_key_arn: str
+) -> dict[str, Any]:
+    """IAM policy of the team's `trainer` role: read the dataset prefix, read/write the team's
+    checkpoint and artifact prefixes, nothing else. No wildcard action, no wildcard bucket."""
+    own = team_prefix(team)
+    datasets = f"arn:aws:s3:::{buckets['datasets']}"
+    dataset_prefix = f"{team.dataset_prefix}/"
+    writable = [f"arn:aws:s3:::{buckets[p]}" for p in ("checkpoints", "artifacts")]
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "ListDatasetPrefix",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": datasets,
+            "Condition": {"StringLike": {"s3:prefix": [dataset_prefix, f"{dataset_prefix}*"]}},
+        },
+        {
+            "Sid": "ReadDatasets",
+            "Effect": "Allow",
+            "Action": ["s3:GetObject", "s3:GetObjectVersion"],
+            "Resource": f"{datasets}/{dataset_prefix}*",
+        },
+        {
+            "Sid": "ListOwnPrefixes",
+            "Effect": "Allow",
+            "Action": "s3:ListBucket",
+            "Resource": writable,
+            "Condition": {"StringLike": {"s3:prefix": [own, f"{own}*"]}},
+        },
+        {
+            "Sid": "ReadWriteOwnPrefixes",
+            "Effect": "Allow",
+            "Action": [
+                "s3:GetObject",
+                "s3:GetObjectVersion",
+                "s3:PutObject",
+                "s3:DeleteObject",
+                "s3:AbortMultipartUpload",
+                "s3:ListMultipartUploadParts",
+            ],
+            "Resource": [f"{arn}/{own}*" for arn in writable],
+        },
+    ]
+    # SSE-KMS buckets: the key may be used only through S3, only for these buckets' objects.
+    statements.append(
+        {
+            "Sid": "UseDataKeyThroughS3",
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Resource": kms_key_arn,
+            "Condition": {
+                "StringLike": {
+                    "kms:ViaService": "s3.*.amazonaws.com",
+                    "kms:EncryptionContext:aws:s3:arn": [datasets, *writable],
+                }
+            },
+        }
+    )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+# --- component ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TeamArgs:
+    """Inputs of the Team component."""
+
+    config: TeamConfig
+    #: Flavors in the cluster's order (Scheduling.flavors) and the shared cohort.
+    flavors: list[Flavor]
+    cohort: str
+    #: purpose (`checkpoints`, `datasets`, `artifacts`) -> bucket name (Storage's buckets).
+    buckets: Mapping[str, pulumi.Input[str]]
+    cluster_name: pulumi.Input[str]
+    account_id: str
+    k8s_provider: k8s.Provider
+    #: Kueue and Volcano releases: their CRDs and webhooks must exist before the queues.
+    kueue_release: pulumi.Resource
+    volcano_release: pulumi.Resource
+    tags: dict[str, str]
+    #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
+    kms_key_arn: pulumi.Input[str] | None = None
+
+
+class Team(pulumi.ComponentResource):
+    """A tenant namespace with its quotas, identity, RBAC, network policies and queues."""
+
+    namespace: k8s.core.v1.Namespace
+    trainer_role: aws.iam.Role
+    cluster_queue: k8s.apiextensions.CustomResource
+
+    def __init__(
+        self, name: str, args: TeamArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:teams:Team", name, None, opts)
+        team = args.config
+        ns = team.namespace
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-namespace",
+            metadata={"name": ns, "labels": namespace_labels(team)},
+            opts=k8s_opts,
+        )
+        in_ns = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[self.namespace]
+        )
+
+        # The SDK types objects as TypedDicts; the builders return plain dicts of the same shape.
+        def meta(object_name: str) -> Any:
+            return {
+                "name": object_name,
+                "namespace": ns,
+                "labels": {f"{catalog.LABEL_DOMAIN}/team": team.name},
+            }
+
+        k8s.core.v1.ResourceQuota(
+            f"{name}-quota",
+            metadata=meta("team-quota"),
+            spec=cast(Any, resource_quota_spec(team)),
+            opts=in_ns,
+        )
+        k8s.core.v1.LimitRange(
+            f"{name}-limits",
+            metadata=meta("container-defaults"),
+            spec=cast(Any, limit_range_spec(team)),
+            opts=in_ns,
+        )
+
+        self.trainer_role = aws.iam.Role(
+            f"{name}-trainer",
+            description=f"Training pods of team {team.name}: its S3 prefixes only",
+            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account_id)),
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        # Until Storage hands over its key: this account's keys, and (below) only through S3.
+        key_arn = args.kms_key_arn or f"arn:aws:kms:*:{args.account_id}:key/*"
+        policy = pulumi.Output.all(
+            buckets=pulumi.Output.all(**dict(args.buckets)), key=key_arn
+        ).apply(lambda v: json.dumps(trainer_policy(team, v["buckets"], v["key"]), sort_keys=True))
+        aws.iam.RolePolicy(
+            f"{name}-trainer-s3",
+            role=self.trainer_role.id,
+            policy=policy,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        k8s.core.v1.ServiceAccount(
+            f"{name}-trainer-sa", metadata=meta(TRAINER_SERVICE_ACCOUNT), opts=in_ns
+        )
+        aws.eks.PodIdentityAssociation(
+            f"{name}-trainer",
+            cluster_name=args.cluster_name,
+            namespace=ns,
+            service_account=TRAINER_SERVICE_ACCOUNT,
+            role_arn=self.trainer_role.arn,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+
+        role = k8s.rbac.v1.Role(
+            f"{name}-members",
+            metadata=meta("team-member"),
+            rules=cast(Any, role_rules()),
+            opts=in_ns,
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-members",
+            metadata=meta("team-member"),
+            role_ref=cast(Any, {"apiGroup": RBAC_API, "kind": "Role", "name": "team-member"}),
+            subjects=cast(Any, [{"apiGroup": RBAC_API, "kind": "Group", "name": team.group}]),
+            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
+        )
+        for policy_name, spec in network_policies(team).items():
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy_name}",
+                metadata=meta(policy_name),
+                spec=cast(Any, spec),
+                opts=in_ns,
+            )
+
+        kueue_opts = pulumi.ResourceOptions(
+            parent=self, provider=args.k8s_provider, depends_on=[args.kueue_release]
+        )
+        self.cluster_queue = k8s.apiextensions.CustomResource(
+            f"{name}-cluster-queue",
+            api_version=KUEUE_API,
+            kind="ClusterQueue",
+            metadata={"name": team.name},
+            spec=cluster_queue_spec(team, args.flavors, args.cohort),
+            opts=kueue_opts,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-local-queue",
+            api_version=KUEUE_API,
+            kind="LocalQueue",
+            metadata=meta(team.name),
+            spec={"clusterQueue": team.name},
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[args.kueue_release, self.namespace, self.cluster_queue],
+            ),
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-volcano-queue",
+            api_version=VOLCANO_QUEUE_API,
+            kind="Queue",
+            metadata={"name": team.name},
+            spec=volcano_queue_spec(team),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[args.volcano_release]
+            ),
+        )
+
+        self.register_outputs(
+            {
+                "namespace": ns,
+                "trainerRoleArn": self.trainer_role.arn,
+                "kueueLocalQueue": team.name,
+                "kueueQueueLabel": KUEUE_QUEUE_LABEL,
+                "volcanoQueue": team.name,
+                "volcanoScheduler": VOLCANO_SCHEDULER,
+            }
+        )

@@ -1,0 +1,258 @@
+"""Scheduling: pure builders (flavors, Kueue/Volcano/Trainer values), chart keys against the
+upstream values.yaml, then the component as synthesized for dev and prod."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+import yaml
+
+from components import catalog
+from components import config as stack_config
+from components.cluster import gpu_group_labels
+from components.karpenter import pool_labels
+from components.scheduling import (
+    KUEUE_API,
+    PRIORITY_CLASSES,
+    VOLCANO_SCHEDULER_CONF,
+    flavors,
+    kueue_manager_config,
+    kueue_values,
+    resource_flavor_spec,
+    trainer_values,
+    volcano_values,
+)
+from synth.harness import PROJECT_ROOT, SynthResult
+from tests.conftest import stack_values
+
+SHARED = PROJECT_ROOT.parent / "shared"
+CHARTS = SHARED / "schemas" / "charts"
+CRDS = SHARED / "schemas" / "crds"
+RELEASE = "kubernetes:helm.sh/v3:Release"
+FLAVOR = f"kubernetes:{KUEUE_API}:ResourceFlavor"
+CLUSTER_QUEUE = f"kubernetes:{KUEUE_API}:ClusterQueue"
+LOCAL_QUEUE = f"kubernetes:{KUEUE_API}:LocalQueue"
+WPC = f"kubernetes:{KUEUE_API}:WorkloadPriorityClass"
+VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
+PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
+#: Maps the chart leaves open (free-form): keys below them are the user's, not the chart's.
+OPEN_MAPS = {"nodeSelector", "tolerations", "default_ns", "podAnnotations", "resources"}
+
+
+def _config(stack: str) -> stack_config.StackConfig:
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values(stack).items()}
+    return stack_config.parse(stack_config.namespace_values(raw))
+
+
+def _missing_keys(values: dict[str, Any], upstream: Any, path: str = "") -> list[str]:
+    """Key paths of `values` that the chart's values.yaml does not have."""
+    missing: list[str] = []
+    for key, value in values.items():
+        here = f"{path}.{key}" if path else key
+        if not isinstance(upstream, dict) or key not in upstream:
+            missing.append(here)
+            continue
+        below = upstream[key]
+        if isinstance(value, dict) and key not in OPEN_MAPS and isinstance(below, dict) and below:
+            missing += _missing_keys(value, below, here)
+        elif isinstance(value, dict) and below not in (None, {}) and key not in OPEN_MAPS:
+            missing.append(f"{here} (the chart has a {type(below).__name__} here)")
+    return missing
+
+
+# --- pure builders ------------------------------------------------------------------------------
+
+
+def test_gpu_capacity_sums_managed_groups_and_karpenter_limits_per_flavor() -> None:
+    prod = _config("prod")
+    managed = {
+        (g.gpu_class, g.capacity_type): g.max_size * g.gpus_per_node for g in prod.node_groups.gpu
+    }
+    pools: dict[tuple[str, str], int] = {}
+    for pool in prod.karpenter.pools:
+        if pool.is_gpu:
+            key = (pool.resolved_gpu_class, pool.capacity_type)
+            pools[key] = pools.get(key, 0) + (pool.limits.gpus or 0)
+    assert managed and pools
+    expected = {k: managed.get(k, 0) + pools.get(k, 0) for k in {*managed, *pools}}
+    assert stack_config.gpu_capacity(prod) == expected
+    # prod: 4 x p5 (8 GPUs) on demand; L4 from the managed groups plus the NodePools' limits.
+    assert expected[("h100-x8", "on-demand")] == 32
+    assert expected[("l4-x1", "spot")] == 16 + pools[("l4-x1", "spot")]
+
+
+def test_flavors_put_spot_before_on_demand_within_a_gpu_class() -> None:
+    names = [flavor.name for flavor in flavors(_config("prod"))]
+    assert names == [
+        "h100-x8-on-demand",
+        "l4-x1-spot",
+        "l4-x1-on-demand",
+        "l40s-x1-spot",
+        "l40s-x1-on-demand",
+    ]
+    assert [f.name for f in flavors(_config("dev"))] == ["a10g-x1-spot", "a10g-x1-on-demand"]
+
+
+def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
+    prod = _config("prod")
+    for flavor in flavors(prod):
+        spec = resource_flavor_spec(flavor)
+        assert spec["tolerations"] == [catalog.gpu_toleration()]
+        groups = [
+            g
+            for g in prod.node_groups.gpu
+            if spec["nodeLabels"].items() <= gpu_group_labels(g).items()
+        ]
+        pools = [
+            p
+            for p in prod.karpenter.pools
+            if p.is_gpu and spec["nodeLabels"].items() <= pool_labels(p).items()
+        ]
+        assert groups or pools, f"flavor {flavor.name} matches no node group or NodePool"
+        assert all(
+            (g.gpu_class, g.capacity_type) == (flavor.gpu_class, flavor.capacity_type)
+            for g in groups
+        )
+        assert all(
+            (p.resolved_gpu_class, p.capacity_type) == (flavor.gpu_class, flavor.capacity_type)
+            for p in pools
+        )
+    # Toleration matches the taint every GPU node carries.
+    assert catalog.gpu_toleration()["key"] == catalog.gpu_taint()["key"]
+
+
+def test_kueue_config_enables_integrations_and_wait_for_pods_ready() -> None:
+    manager = kueue_manager_config(stack_config.SchedulingConfig())
+    assert manager["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert set(manager["integrations"]["frameworks"]) == {
+        "batch/job",
+        "jobset.x-k8s.io/jobset",
+        "trainer.kubeflow.org/trainjob",
+    }
+    ready = manager["waitForPodsReady"]
+    assert ready["timeout"] == "10m"
+    assert ready["requeuingStrategy"]["backoffLimitCount"] == 10
+    assert ready["requeuingStrategy"]["backoffBaseSeconds"] == 60
+    # Unlabelled (Volcano) jobs are left alone: one gang mechanism per job.
+    assert manager["manageJobsWithoutQueueName"] is False
+    text = kueue_values(stack_config.SchedulingConfig())["managerConfig"][
+        "controllerManagerConfigYaml"
+    ]
+    assert yaml.safe_load(text) == manager
+
+
+def test_volcano_scheduler_runs_gang_priority_predicates_and_binpack() -> None:
+    conf = yaml.safe_load(volcano_values()["custom"]["scheduler_config_override"])
+    assert conf == VOLCANO_SCHEDULER_CONF
+    assert [a.strip() for a in conf["actions"].split(",")] == ["enqueue", "allocate", "backfill"]
+    plugins = {p["name"] for tier in conf["tiers"] for p in tier["plugins"]}
+    assert {"gang", "priority", "predicates", "binpack", "proportion"} <= plugins
+
+
+@pytest.mark.parametrize(
+    ("chart", "values"),
+    [
+        ("kueue", kueue_values(stack_config.SchedulingConfig())),
+        ("volcano", volcano_values()),
+        ("kubeflow-trainer", trainer_values()),
+    ],
+)
+def test_every_helm_value_key_exists_in_the_charts_values_yaml(
+    chart: str, values: dict[str, Any]
+) -> None:
+    upstream = yaml.safe_load((CHARTS / chart / "values.yaml").read_text())
+    assert values
+    assert _missing_keys(values, upstream) == []
+
+
+def test_the_values_key_check_catches_an_unknown_key() -> None:
+    upstream = yaml.safe_load((CHARTS / "kueue" / "values.yaml").read_text())
+    assert _missing_keys({"controllerManager": {"manager": {"imagee": {}}}}, upstream) == [
+        "controllerManager.manager.imagee"
+    ]
+
+
+def test_priority_classes_choose_preemption_deliberately() -> None:
+    by_name = {name: (value, policy) for name, value, policy, _ in PRIORITY_CLASSES}
+    assert by_name["dev"][1] == "Never"
+    assert by_name["production-training"][0] > by_name["research-training"][0] > by_name["dev"][0]
+    assert by_name["platform-critical"][0] > by_name["production-training"][0]
+
+
+# --- the component as synthesized ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stack_has_flavors_queues_priorities_and_the_training_operator(
+    stack: str, dev: SynthResult, prod: SynthResult
+) -> None:
+    result = {"dev": dev, "prod": prod}[stack]
+    cfg = _config(stack)
+    teams = {team.name for team in cfg.teams}
+    assert len(teams) >= 2
+    assert len(result.of_type(FLAVOR)) >= 2
+    queues = result.of_type(CLUSTER_QUEUE)
+    assert {q.inputs["metadata"]["name"] for q in queues} == teams
+    assert {q.inputs["spec"]["cohortName"] for q in queues} == {cfg.scheduling.cohort}
+    local = result.of_type(LOCAL_QUEUE)
+    assert {
+        (q.inputs["metadata"]["namespace"], q.inputs["spec"]["clusterQueue"]) for q in local
+    } == {(team.namespace, team.name) for team in cfg.teams}
+    wpcs = {w.inputs["metadata"]["name"]: w.inputs["value"] for w in result.of_type(WPC)}
+    assert set(wpcs) == {"production", "research", "dev"}
+    assert wpcs["production"] > wpcs["research"] > wpcs["dev"]
+    pcs = {p.inputs["metadata"]["name"] for p in result.of_type(PRIORITY_CLASS)}
+    assert {"production-training", "research-training", "dev"} <= pcs
+    volcano = {
+        q.inputs["metadata"]["name"]: q.inputs["spec"] for q in result.of_type(VOLCANO_QUEUE)
+    }
+    assert set(volcano) == teams
+    assert all(spec["weight"] >= 1 and spec["capability"] for spec in volcano.values())
+    releases = {r.inputs["name"]: r.inputs for r in result.of_type(RELEASE)}
+    assert releases["kueue"]["version"] == "0.19.2"
+    assert releases["kueue"]["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert releases["volcano"]["version"] == "1.15.1"
+    assert releases["kubeflow-trainer"]["version"] == "2.3.0"
+    assert releases["kubeflow-trainer"]["chart"] == "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
+
+
+def test_flavor_and_queue_objects_wait_for_the_kueue_release(prod: SynthResult) -> None:
+    (kueue,) = [r for r in prod.of_type(RELEASE) if r.inputs["name"] == "kueue"]
+    for resource in [*prod.of_type(FLAVOR), *prod.of_type(CLUSTER_QUEUE), *prod.of_type(WPC)]:
+        assert kueue.urn in resource.dependencies, resource.name
+
+
+def test_no_mpijob_crd_or_mpi_operator_can_be_installed(
+    prod: SynthResult, dev: SynthResult
+) -> None:
+    # Trainer v2 installs TrainJob/TrainingRuntime CRDs only; the mpijobs.kubeflow.org clash
+    # (training-operator v1 vs mpi-operator v2beta1) needs one of those two, and neither is here.
+    for result in (dev, prod):
+        assert result.of_type(RELEASE)
+        charts = {str(r.inputs.get("chart", "")) for r in result.of_type(RELEASE)}
+        assert not any("mpi-operator" in c or "training-operator" in c for c in charts)
+        for r in result.resources:
+            name = str(r.inputs.get("metadata", {}).get("name", ""))
+            assert name != "mpijobs.kubeflow.org"
+            assert not r.type.endswith(":MPIJob")
+    chart_crds = {p.name for p in (CRDS / "kubeflow-trainer").iterdir()}
+    assert not any("mpijob" in name for name in chart_crds)
+
+
+def test_controllers_run_on_system_nodes(prod: SynthResult) -> None:
+    releases = {r.inputs["name"]: r.inputs.get("values", {}) for r in prod.of_type(RELEASE)}
+    system = catalog.system_node_labels()
+    assert releases["kueue"]["controllerManager"]["nodeSelector"] == system
+    assert releases["volcano"]["custom"]["default_ns"] == system
+    assert releases["kubeflow-trainer"]["manager"]["nodeSelector"] == system
+
+
+def test_report_shows_quota_against_capacity_per_flavor(prod: SynthResult) -> None:
+    from synth.output import report
+
+    text = report(prod)
+    assert "## Queues and quotas" in text
+    assert "| h100-x8-on-demand | 32 | 32 | 100 % |" in text
+    assert "| research | gpu-platform | 2 | l4-x1-spot | 12 | 4 | all |" in text
