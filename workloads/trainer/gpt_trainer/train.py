@@ -17,6 +17,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -243,6 +244,11 @@ class Trainer:
         choice: list[Any] = [None]
         if self.is_main:
             self.root.mkdir(parents=True, exist_ok=True)
+            # Torn saves of an earlier attempt: remove them before any rank writes a new save
+            # into a dir of the same name (the broadcast below orders this before all saves).
+            for stale in self.root.glob(f"{ckpt.TMP_PREFIX}{ckpt.STEP_PREFIX}*"):
+                self.jsonl.event("stale_tmp_removed", dir=stale.name)
+                shutil.rmtree(stale, ignore_errors=True)
             found = ckpt.find_latest_valid(
                 self.root,
                 on_skip=lambda d, why: self.jsonl.event("checkpoint_skipped", dir=d.name, why=why),
