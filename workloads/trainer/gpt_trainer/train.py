@@ -125,10 +125,10 @@ def _load_callable(spec: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-def params_sha256(model: nn.Module) -> str:
-    """Hash of every parameter and buffer, in state_dict order: the bit-identity witness."""
+def state_dict_sha256(state: dict[str, torch.Tensor]) -> str:
+    """Hash of every tensor in state_dict order: the bit-identity witness."""
     sha = hashlib.sha256()
-    for key, tensor in model.state_dict().items():
+    for key, tensor in state.items():
         sha.update(key.encode())
         sha.update(tensor.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
     return sha.hexdigest()
@@ -229,10 +229,19 @@ class Trainer:
         os.environ.setdefault("MASTER_PORT", "29511")
         os.environ.setdefault("RANK", "0")
         os.environ.setdefault("WORLD_SIZE", "1")
+        os.environ.setdefault("LOCAL_RANK", "0")
         backend = "nccl" if torch.cuda.is_available() else "gloo"
         if self.args.mode == "deepspeed":
             import deepspeed
 
+            # Not "import deepspeed.comm.torch as ...": deepspeed.comm has an attribute named
+            # torch (the real torch), which that statement would bind instead.
+            ds_comm_torch = importlib.import_module("deepspeed.comm.torch")
+            if not torch.cuda.is_available():
+                # On CPU DeepSpeed JIT-compiles a shared-memory all-reduce op at init (60-100 s
+                # on 2 cores, per fresh machine). It serves only inference_all_reduce, never
+                # training, so skip it; collectives go through gloo.
+                ds_comm_torch.build_shm_op = lambda: None
             deepspeed.init_distributed(dist_backend=backend)
         else:
             dist.init_process_group(backend=backend)
@@ -329,6 +338,15 @@ class Trainer:
             return "ddp"
         return f"zero-{(self.ds_config or {}).get('zero_optimization', {}).get('stage', 0)}"
 
+    def params_sha256(self) -> str:
+        """Hash of the full model; collective under ZeRO-3 (parameters are gathered first)."""
+        if self.sharding == "zero-3":
+            import deepspeed
+
+            with deepspeed.zero.GatheredParameters(list(self.module.parameters())):
+                return state_dict_sha256(self.module.state_dict())
+        return state_dict_sha256(self.module.state_dict())
+
     # ----------------------------------------------------------------------------- resume
 
     def _resume(self, step_dir: Path, manifest: dict[str, Any]) -> None:
@@ -363,7 +381,13 @@ class Trainer:
             self.cursor = DataCursor(
                 old["epoch"], min(offset // (self.world * self.micro_batch), self.per_epoch - 1)
             )
-        self.jsonl.event("resumed", dir=step_dir.name, step=self.step, cursor=self.cursor.to_dict())
+        self.jsonl.event(
+            "resumed",
+            dir=step_dir.name,
+            step=self.step,
+            cursor=self.cursor.to_dict(),
+            params_sha256=self.params_sha256(),
+        )
 
     def _resume_deepspeed(self, step_dir: Path, saved_world: int) -> None:
         if saved_world == self.world:
@@ -555,8 +579,9 @@ class Trainer:
         while True:
             if self.step >= self.args.max_steps:
                 self._save_now("final", complete=True)
+                digest = self.params_sha256()
                 if self.is_main:
-                    result = {"global_step": self.step, "params_sha256": params_sha256(self.module)}
+                    result = {"global_step": self.step, "params_sha256": digest}
                     ckpt.write_json_durable(self.root / RESULT_NAME, result)
                     self.jsonl.event("complete", **result)
                 dist.barrier()
