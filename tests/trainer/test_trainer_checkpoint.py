@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from gpt_trainer import checkpoint as ckpt
 
 

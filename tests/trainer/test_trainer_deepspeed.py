@@ -12,11 +12,10 @@ from pathlib import Path
 
 import pytest
 import torch
-from trainer_harness import assert_bit_identical, run_to_end, start_run
-
 from gpt_trainer.checkpoint import committed_steps, read_manifest
 from gpt_trainer.exit_codes import EXIT_PREEMPTED
 from gpt_trainer.train import state_dict_sha256
+from trainer_harness import assert_bit_identical, run_to_end, start_run
 
 pytestmark = pytest.mark.slow
 
@@ -27,7 +26,11 @@ DS_CONFIG = {
     "train_micro_batch_size_per_gpu": 4,
     "gradient_accumulation_steps": 1,
     "gradient_clipping": 1.0,
-    "zero_optimization": {"stage": 2, "reduce_bucket_size": 1_000_000, "allgather_bucket_size": 1_000_000},
+    "zero_optimization": {
+        "stage": 2,
+        "reduce_bucket_size": 1_000_000,
+        "allgather_bucket_size": 1_000_000,
+    },
     "steps_per_print": 1_000_000,
 }
 
@@ -63,13 +66,13 @@ def test_zero2_preempt_resume_is_bit_identical_and_world_size_change_resumes(
     shutil.copytree(ckpt, resharded)
 
     second = run_to_end(tmp_path, "second", ckpt, args)
-    resumed = [e for e in second.events() if e["event"] == "resumed"][0]
+    resumed = next(e for e in second.events() if e["event"] == "resumed")
     assert resumed["step"] == step and resumed["params_sha256"] == saved_hash
     assert_bit_identical(baseline, first, second)
 
     third = run_to_end(tmp_path, "world1", resharded, args, nproc=1)
     events = third.events()
-    resumed = [e for e in events if e["event"] == "resumed"][0]
+    resumed = next(e for e in events if e["event"] == "resumed")
     assert resumed["step"] == step
     assert resumed["params_sha256"] == saved_hash  # the universal checkpoint carried the weights
     assert [e for e in events if e["event"] == "resume_not_bit_exact"]

@@ -5,15 +5,14 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
-
 from gpt_trainer.checkpoint_policy import (
     CheckpointPolicy,
     wasted_fraction,
     young_daly_interval_s,
     young_interval_s,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 save_times = st.floats(min_value=0.01, max_value=3600.0)
 mtbfs = st.floats(min_value=60.0, max_value=30 * 24 * 3600.0)
@@ -25,7 +24,9 @@ def test_daly_matches_the_worked_example() -> None:
     tau = young_daly_interval_s(60.0, 6 * 3600.0)
     assert tau / 60 == pytest.approx(26.2, abs=0.05)
     assert wasted_fraction(tau, 60.0, 6 * 3600.0) == pytest.approx(0.075, abs=0.001)
-    assert wasted_fraction(tau, 60.0, 6 * 3600.0, restart_s=300.0) == pytest.approx(0.088, abs=0.001)
+    assert wasted_fraction(tau, 60.0, 6 * 3600.0, restart_s=300.0) == pytest.approx(
+        0.088, abs=0.001
+    )
     async_tau = young_daly_interval_s(5.0, 6 * 3600.0)
     assert async_tau / 60 == pytest.approx(7.7, abs=0.05)
     assert wasted_fraction(async_tau, 5.0, 6 * 3600.0, restart_s=300.0) == pytest.approx(
@@ -62,7 +63,9 @@ def test_daly_interval_beats_halving_or_doubling_it(save_s: float, mtbf_s: float
 
 
 @given(save_times, mtbfs, st.floats(min_value=0, max_value=3600))
-def test_waste_is_positive_and_restart_cost_only_adds(save_s: float, mtbf_s: float, r: float) -> None:
+def test_waste_is_positive_and_restart_cost_only_adds(
+    save_s: float, mtbf_s: float, r: float
+) -> None:
     tau = young_daly_interval_s(save_s, mtbf_s)
     base = wasted_fraction(tau, save_s, mtbf_s)
     assert base > 0 and math.isfinite(base)

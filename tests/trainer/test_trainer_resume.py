@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
+from gpt_trainer.checkpoint import FAULT_KILL_IN_SAVE_ENV, committed_steps, read_manifest
+from gpt_trainer.exit_codes import EXIT_FAILURE, EXIT_PREEMPTED, STATUS_DIR_ENV
 from trainer_harness import (
     Run,
     assert_bit_identical,
@@ -20,9 +22,6 @@ from trainer_harness import (
     run_to_end,
     start_run,
 )
-
-from gpt_trainer.checkpoint import FAULT_KILL_IN_SAVE_ENV, committed_steps, read_manifest
-from gpt_trainer.exit_codes import EXIT_FAILURE, EXIT_PREEMPTED, STATUS_DIR_ENV
 
 pytestmark = pytest.mark.slow
 

@@ -11,7 +11,6 @@ from typing import Any
 import boto3
 import pytest
 import torch
-
 from gpt_trainer import checkpoint as ckpt
 from gpt_trainer.s3_sync import (
     download_latest_valid,
@@ -70,7 +69,9 @@ def test_parse_s3_uri() -> None:
 def test_upload_puts_manifest_last_then_latest(s3: Any, tmp_path: Path) -> None:
     step_dir = _commit(tmp_path, 5)
     written: list[str] = []
-    s3.meta.events.register("before-parameter-build.s3.PutObject", lambda params, **_: written.append(params["Key"]))
+    s3.meta.events.register(
+        "before-parameter-build.s3.PutObject", lambda params, **_: written.append(params["Key"])
+    )
     keys = upload_checkpoint(s3, step_dir, URI)
     assert written == keys
     assert keys[-2:] == ["runs/r1/step_0000000005/manifest.json", "runs/r1/LATEST"]

@@ -11,10 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
-from hypothesis import strategies as st
-from prometheus_client import generate_latest
-
 from gpt_trainer import exit_codes as ec
 from gpt_trainer.data import (
     DataCursor,
@@ -28,20 +24,27 @@ from gpt_trainer.data import (
 from gpt_trainer.metrics import TrainerMetrics
 from gpt_trainer.preemption import PreemptionHandler, agree
 from gpt_trainer.train import parse_args, rng_state, set_rng_state, state_dict_sha256
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
 
 # ----------------------------------------------------------------------------- data cursor
 
 
 @given(
-    st.integers(0, 50), st.integers(0, 50), st.integers(0, 500), st.integers(0, 500), st.integers(1, 40)
+    st.integers(0, 50),
+    st.integers(0, 50),
+    st.integers(0, 500),
+    st.integers(0, 500),
+    st.integers(1, 40),
 )
 def test_advance_composes(epoch: int, batch: int, a: int, b: int, per_epoch: int) -> None:
     start = DataCursor(epoch, batch % per_epoch)
     assert advance(advance(start, per_epoch, a), per_epoch, b) == advance(start, per_epoch, a + b)
     moved = advance(start, per_epoch, a)
     assert 0 <= moved.batch < per_epoch
-    flat = lambda c: c.epoch * per_epoch + c.batch  # noqa: E731
-    assert flat(moved) - flat(start) == a
+    moved_flat = moved.epoch * per_epoch + moved.batch
+    assert moved_flat - (start.epoch * per_epoch + start.batch) == a
 
 
 def test_cursor_rolls_over_epochs() -> None:
@@ -124,7 +127,9 @@ def test_read_statuses_skips_junk(tmp_path: Path) -> None:
     assert ec.read_statuses(tmp_path) == {0: "preempted"}
 
 
-def test_launch_entrypoint_maps_a_failing_child_to_1(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_launch_entrypoint_maps_a_failing_child_to_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gpt_trainer import launch
 
     monkeypatch.setenv(ec.STATUS_DIR_ENV, str(tmp_path))

@@ -106,12 +106,19 @@ def start_run(
     ]
     with open(output, "wb") as out:
         proc = subprocess.Popen(
-            cmd, cwd=TRAINER_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            cwd=TRAINER_ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     return Run(proc=proc, jsonl=jsonl, checkpoint_dir=checkpoint_dir, output=output, env=env)
 
 
-def run_to_end(tmp: Path, name: str, checkpoint_dir: Path, worker_args: list[str], **kw: Any) -> Run:
+def run_to_end(
+    tmp: Path, name: str, checkpoint_dir: Path, worker_args: list[str], **kw: Any
+) -> Run:
     run = start_run(tmp, name, checkpoint_dir, worker_args, **kw)
     rc = run.wait()
     assert rc == 0, f"{name} exited {rc}:\n{run.log_tail()}"
@@ -135,9 +142,10 @@ def result(checkpoint_dir: Path) -> dict[str, Any]:
 def assert_bit_identical(baseline: Run, *resumed: Run) -> None:
     """Same final parameter hash and, for every step, every logged loss equal to the baseline's
     (a step re-run after a crash must reproduce the same loss too)."""
-    assert result(baseline.checkpoint_dir)["params_sha256"] == result(
-        resumed[-1].checkpoint_dir
-    )["params_sha256"]
+    assert (
+        result(baseline.checkpoint_dir)["params_sha256"]
+        == result(resumed[-1].checkpoint_dir)["params_sha256"]
+    )
     expected = losses_by_step(baseline)
     got = losses_by_step(*resumed)
     assert sorted(got) == sorted(expected), "resumed runs did not log every step"

@@ -167,7 +167,9 @@ def read_rank_indices(tmp_dir: Path, world_size: int) -> list[FileEntry]:
     return entries
 
 
-def commit(root: Path, tmp_dir: Path, step: int, entries: list[FileEntry], meta: dict[str, Any]) -> Path:
+def commit(
+    root: Path, tmp_dir: Path, step: int, entries: list[FileEntry], meta: dict[str, Any]
+) -> Path:
     """Seal ``tmp_dir`` as the checkpoint of ``step`` and point ``LATEST`` at it (rank 0 only)."""
     manifest = {
         **meta,
@@ -315,7 +317,9 @@ def clone_to_cpu(tree: Any) -> Any:
 class PendingSave:
     """One rank's share of a checkpoint being written, in a thread or inline."""
 
-    def __init__(self, step: int, tmp_dir: Path, files: dict[str, Any], rank: int, background: bool) -> None:
+    def __init__(
+        self, step: int, tmp_dir: Path, files: dict[str, Any], rank: int, background: bool
+    ) -> None:
         self.step = step
         self.tmp_dir = tmp_dir
         self.error: BaseException | None = None
@@ -335,7 +339,7 @@ class PendingSave:
                 _maybe_inject_kill(self.step, self._rank, self.tmp_dir / name, obj)
                 entries.append(save_object(self.tmp_dir, name, obj))
             write_rank_index(self.tmp_dir, self._rank, entries)
-        except BaseException as exc:  # surfaced by wait(); a thread cannot raise into the loop
+        except BaseException as exc:  # noqa: BLE001 - re-raised by wait(): a thread cannot raise
             self.error = exc
         finally:
             self._files = {}  # drop the snapshot as soon as it is on disk
@@ -347,7 +351,9 @@ class PendingSave:
         if self._thread is not None:
             self._thread.join()
         if self.error is not None:
-            raise CheckpointError(f"save of step {self.step} failed: {self.error!r}") from self.error
+            raise CheckpointError(
+                f"save of step {self.step} failed: {self.error!r}"
+            ) from self.error
 
 
 FAULT_KILL_IN_SAVE_ENV = "GPT_TRAINER_FAULT_KILL_IN_SAVE_STEP"

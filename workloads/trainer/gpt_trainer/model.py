@@ -102,7 +102,9 @@ def build_model(preset: str) -> GPT:
     try:
         return GPT(PRESETS[preset])
     except KeyError:
-        raise ValueError(f"unknown model preset {preset!r}; choose from {sorted(PRESETS)}") from None
+        raise ValueError(
+            f"unknown model preset {preset!r}; choose from {sorted(PRESETS)}"
+        ) from None
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -105,7 +105,9 @@ def download_latest_valid(client: Any, s3_uri: str, dest_root: Path) -> Path | N
         staging = dest_root / f"{TMP_PREFIX}download-{name}"
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        client.download_file(bucket, _key(prefix, name, MANIFEST_NAME), str(staging / MANIFEST_NAME))
+        client.download_file(
+            bucket, _key(prefix, name, MANIFEST_NAME), str(staging / MANIFEST_NAME)
+        )
         try:
             manifest = read_manifest(staging)
             for entry in manifest["files"]:
@@ -155,7 +157,7 @@ class S3Uploader:
             try:
                 upload_checkpoint(self._client, step_dir, self._uri)
                 self.uploaded.append(step_dir)
-            except Exception as exc:  # a failed replica must not kill training; it is logged
+            except Exception as exc:  # noqa: BLE001 - a failed replica must not stop training
                 log.error("upload of %s failed: %s", step_dir.name, exc)
                 self.errors.append(f"{step_dir.name}: {exc}")
             finally:

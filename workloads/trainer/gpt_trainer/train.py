@@ -139,7 +139,10 @@ def rng_state() -> dict[str, Any]:
     np_state = np.random.get_state(legacy=False)
     state: dict[str, Any] = {
         "torch": torch.get_rng_state(),
-        "numpy": {**np_state, "state": {k: np.asarray(v).tolist() for k, v in np_state["state"].items()}},
+        "numpy": {
+            **np_state,
+            "state": {k: np.asarray(v).tolist() for k, v in np_state["state"].items()},
+        },
         "python": random.getstate(),
     }
     if torch.cuda.is_available():
@@ -312,7 +315,9 @@ class Trainer:
         def lr_factor(step: int) -> float:
             if step < warmup:
                 return (step + 1) / warmup
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup))))
+            return 0.5 * (
+                1 + math.cos(math.pi * min(1.0, (step - warmup) / max(1, total - warmup)))
+            )
 
         scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
         self.module = model
@@ -547,8 +552,10 @@ class Trainer:
         self.preempt.install()
         torch.use_deterministic_algorithms(True)
         choice = self._choose_resume_point()
-        if choice is not None and choice[1].get("complete") and (
-            int(choice[1]["global_step"]) >= self.args.max_steps
+        if (
+            choice is not None
+            and choice[1].get("complete")
+            and (int(choice[1]["global_step"]) >= self.args.max_steps)
         ):
             self.jsonl.event("already_complete", dir=choice[0].name)
             report_status(self.rank, STATUS_COMPLETE, step=int(choice[1]["global_step"]))
