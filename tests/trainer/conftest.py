@@ -1,9 +1,13 @@
-"""Puts ``workloads/trainer`` (the gpt_trainer package) and this directory on sys.path and
-registers the ``slow`` marker used by the multi-process tests."""
+"""Puts ``workloads/trainer`` (the gpt_trainer package) and this directory on sys.path,
+registers the ``slow`` marker used by the multi-process tests, and gives them private temp dirs.
+"""
 
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,3 +22,13 @@ for path in (TRAINER_ROOT, HERE):
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: multi-process trainer runs (torchrun, gloo, CPU)")
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A temp dir outside pytest's shared ``/tmp/pytest-of-<user>``: pytest prunes all but the
+    three newest base dirs there, so a concurrent pytest run on the same machine can delete a
+    checkpoint dir while a slow test still uses it."""
+    path = Path(tempfile.mkdtemp(prefix="gpt-trainer-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

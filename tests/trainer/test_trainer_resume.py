@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,9 +35,10 @@ SLOW = ["--sleep-per-step-s", "0.15"]
 
 
 @pytest.fixture(scope="module")
-def baseline(tmp_path_factory: pytest.TempPathFactory) -> Run:
-    tmp = tmp_path_factory.mktemp("baseline")
-    return run_to_end(tmp, "baseline", tmp / "ckpt", TRAIN_ARGS)
+def baseline() -> Iterator[Run]:
+    tmp = Path(tempfile.mkdtemp(prefix="gpt-trainer-baseline-"))
+    yield run_to_end(tmp, "baseline", tmp / "ckpt", TRAIN_ARGS)
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _events(run: Run, name: str) -> list[dict]:

@@ -463,8 +463,9 @@ class Trainer:
             self.metrics.checkpoint_blocking.set(blocked)
         return blocked
 
-    def _finish_save(self) -> None:
-        """All ranks' shares are on disk (agreed or after a barrier): rank 0 commits."""
+    def _finish_save(self, synchronize: bool) -> None:
+        """Rank 0 commits once every rank's share is on disk: known from the per-step agreement,
+        or (``synchronize``) by waiting for this rank's writer and then a barrier."""
         pending, self.pending = self.pending, None
         if pending is None:
             return
@@ -474,6 +475,8 @@ class Trainer:
             pending.wait()
         except ckpt.CheckpointError as exc:
             self.jsonl.event("checkpoint_failed", step=pending.step, rank=self.rank, why=str(exc))
+        if synchronize:
+            dist.barrier()
         if not self.is_main:
             return
         try:
@@ -506,14 +509,11 @@ class Trainer:
 
     def _save_now(self, reason: str, complete: bool = False) -> None:
         """Synchronous save of the current step by all ranks (preemption and final saves)."""
-        if self.pending is not None:
-            dist.barrier()
-            self._finish_save()
+        self._finish_save(synchronize=True)  # an async save still in flight commits first
         if self.last_committed_step == self.step and not complete:
             return  # nothing new since the last commit
         self._start_save(reason, background=False, complete=complete)
-        dist.barrier()  # every rank's files are fsynced before rank 0 seals the dir
-        self._finish_save()
+        self._finish_save(synchronize=True)  # files fsynced on every rank before the seal
         dist.barrier()  # nobody reports success before the commit is durable
 
     # ----------------------------------------------------------------------------- loop
@@ -605,7 +605,7 @@ class Trainer:
             agreed = agree(local)
             stall_s = time.perf_counter() - compute_end
             if self.pending is not None and not agreed[FLAG_SAVE_NOT_DONE]:
-                self._finish_save()
+                self._finish_save(synchronize=False)
             step_s = time.perf_counter() - t0
             if self.is_main:
                 assert self.metrics is not None
@@ -634,10 +634,8 @@ class Trainer:
                 return EXIT_PREEMPTED
             due = self.policy.step_due(self.step) or bool(agreed[FLAG_TIME_DUE])
             if due and self.step < self.args.max_steps:
-                if self.pending is not None:
-                    # The previous async save is still writing: wait rather than skip a save.
-                    dist.barrier()
-                    self._finish_save()
+                # The previous async save may still be writing: wait rather than skip a save.
+                self._finish_save(synchronize=True)
                 self._start_save("interval", background=self.args.async_save)
 
 
