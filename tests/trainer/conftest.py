@@ -1,0 +1,34 @@
+"""Puts ``workloads/trainer`` (the gpt_trainer package) and this directory on sys.path,
+registers the ``slow`` marker used by the multi-process tests, and gives them private temp dirs.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+TRAINER_ROOT = HERE.parents[1] / "workloads" / "trainer"
+
+for path in (TRAINER_ROOT, HERE):
+    if str(path) not in sys.path:
+        sys.path.insert(0, str(path))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: multi-process trainer runs (torchrun, gloo, CPU)")
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A temp dir outside pytest's shared ``/tmp/pytest-of-<user>``: pytest prunes all but the
+    three newest base dirs there, so a concurrent pytest run on the same machine can delete a
+    checkpoint dir while a slow test still uses it."""
+    path = Path(tempfile.mkdtemp(prefix="gpt-trainer-test-"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
