@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from gpt_trainer import checkpoint as ckpt
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from gpt_trainer.checkpoint import committed_steps, read_manifest
 from gpt_trainer.exit_codes import EXIT_PREEMPTED
 from gpt_trainer.train import state_dict_sha256
@@ -49,7 +50,7 @@ def test_zero2_preempt_resume_is_bit_identical_and_world_size_change_resumes(
     baseline = run_to_end(tmp_path, "baseline", tmp_path / "baseline", args)
 
     ckpt = tmp_path / "ckpt"
-    first = start_run(tmp_path, "first", ckpt, args + ["--sleep-per-step-s", "0.3"])
+    first = start_run(tmp_path, "first", ckpt, [*args, "--sleep-per-step-s", "0.3"])
     first.wait_for_step(4)
     os.kill(first.proc.pid, signal.SIGTERM)
     assert first.wait() == EXIT_PREEMPTED, first.log_tail()

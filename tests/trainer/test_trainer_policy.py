@@ -5,14 +5,15 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
 from gpt_trainer.checkpoint_policy import (
     CheckpointPolicy,
     wasted_fraction,
     young_daly_interval_s,
     young_interval_s,
 )
-from hypothesis import given
-from hypothesis import strategies as st
 
 save_times = st.floats(min_value=0.01, max_value=3600.0)
 mtbfs = st.floats(min_value=60.0, max_value=30 * 24 * 3600.0)

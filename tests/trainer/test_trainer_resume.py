@@ -1,7 +1,7 @@
-"""Exact resume under torchrun with 2 gloo processes: preemption by SIGTERM (to the launcher and
-to a single worker), SIGKILL in the middle of a checkpoint write followed by a corrupted newest checkpoint,
-and the restart of a finished run. Each interrupted run must end bit-identical to an
-uninterrupted one: same parameter hash and the same loss at every logged step."""
+"""Exact resume under torchrun with 2 gloo processes: preemption by SIGTERM (to the launcher
+and to a single worker), SIGKILL in the middle of a checkpoint write followed by a corrupted
+newest checkpoint, and the restart of a finished run. Each interrupted run must end
+bit-identical to an uninterrupted one: same parameter hash and the same loss at every logged step."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from gpt_trainer.checkpoint import FAULT_KILL_IN_SAVE_ENV, committed_steps, read_manifest
 from gpt_trainer.exit_codes import EXIT_FAILURE, EXIT_PREEMPTED, STATUS_DIR_ENV
 from trainer_harness import (

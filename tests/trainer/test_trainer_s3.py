@@ -11,6 +11,7 @@ from typing import Any
 import boto3
 import pytest
 import torch
+
 from gpt_trainer import checkpoint as ckpt
 from gpt_trainer.s3_sync import (
     download_latest_valid,

@@ -11,6 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
+
 from gpt_trainer import exit_codes as ec
 from gpt_trainer.data import (
     DataCursor,
@@ -24,9 +28,6 @@ from gpt_trainer.data import (
 from gpt_trainer.metrics import TrainerMetrics
 from gpt_trainer.preemption import PreemptionHandler, agree
 from gpt_trainer.train import parse_args, rng_state, set_rng_state, state_dict_sha256
-from hypothesis import given
-from hypothesis import strategies as st
-from prometheus_client import generate_latest
 
 # ----------------------------------------------------------------------------- data cursor
 

@@ -61,7 +61,9 @@ class Run:
             return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
-            raise AssertionError(f"launcher did not exit in {timeout_s} s; see {self.output}")
+            raise AssertionError(
+                f"launcher did not exit in {timeout_s} s; see {self.output}"
+            ) from None
 
     def log_tail(self) -> str:
         return self.output.read_text(errors="replace")[-4000:]

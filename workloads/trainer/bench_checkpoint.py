@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import torch
+
 from gpt_trainer import checkpoint as ckpt
 from gpt_trainer.data import SyntheticTokens, collate
 from gpt_trainer.model import build_model, count_parameters
