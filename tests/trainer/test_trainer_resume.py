@@ -1,7 +1,8 @@
 """Exact resume under torchrun with 2 gloo processes: preemption by SIGTERM (to the launcher
 and to a single worker), SIGKILL in the middle of a checkpoint write followed by a corrupted
 newest checkpoint, and the restart of a finished run. Each interrupted run must end
-bit-identical to an uninterrupted one: same parameter hash and the same loss at every logged step."""
+bit-identical to an uninterrupted one: same parameter hash and the same loss at every
+logged step."""
 
 from __future__ import annotations
 
