@@ -16,7 +16,12 @@ from components.observability import Observability, ObservabilityArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.storage import Storage, StorageArgs
 from components.teams import Team, TeamArgs
-from components.validation import Validation, ValidationArgs, pools_from_node_groups
+from components.validation import (
+    Validation,
+    ValidationArgs,
+    pools_from_karpenter,
+    pools_from_node_groups,
+)
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = stack_config.load()
@@ -37,6 +42,24 @@ cluster = Cluster(
         extra_gpu_labels=time_slicing_node_labels(cfg.gpu_operator),
     ),
 )
+karpenter = Karpenter(
+    "karpenter",
+    KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
+)
+storage = Storage(
+    "storage",
+    StorageArgs(
+        config=cfg.storage,
+        bucket_prefix=cfg.bucket_prefix,
+        vpc_id=network.vpc_id,
+        private_subnet_ids=network.private_subnet_ids,
+        cluster_name=cluster.name,
+        node_security_group_id=cluster.node_security_group_id,
+        k8s_provider=cluster.k8s_provider,
+        system_node_group=cluster.system_node_group,
+        tags=tags,
+    ),
+)
 observability = Observability(
     "observability",
     ObservabilityArgs(
@@ -54,37 +77,6 @@ gpu = GpuStack(
         monitoring_release=observability.release,
     ),
 )
-gpu_pools = pools_from_node_groups(cfg.node_groups.gpu)
-Validation(
-    "validation",
-    ValidationArgs(
-        config=cfg.validation,
-        pools=gpu_pools,
-        nccl_pool=next(p for p in gpu_pools if p.name == cfg.nccl_pool().name),
-        k8s_provider=cluster.k8s_provider,
-        gpu_operator=gpu.release,
-    ),
-)
-karpenter = Karpenter(
-    "karpenter",
-    KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
-)
-
-storage = Storage(
-    "storage",
-    StorageArgs(
-        config=cfg.storage,
-        bucket_prefix=cfg.bucket_prefix,
-        vpc_id=network.vpc_id,
-        private_subnet_ids=network.private_subnet_ids,
-        cluster_name=cluster.name,
-        node_security_group_id=cluster.node_security_group_id,
-        k8s_provider=cluster.k8s_provider,
-        system_node_group=cluster.system_node_group,
-        tags=tags,
-    ),
-)
-
 scheduling = Scheduling(
     "scheduling",
     SchedulingArgs(
@@ -113,6 +105,18 @@ teams = [
 ]
 for team, component in zip(cfg.teams, teams, strict=True):
     storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+
+gpu_pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(cfg.karpenter.pools)
+Validation(
+    "validation",
+    ValidationArgs(
+        config=cfg.validation,
+        pools=gpu_pools,
+        nccl_pool=next(p for p in gpu_pools if p.name == cfg.nccl_pool().name),
+        k8s_provider=cluster.k8s_provider,
+        gpu_operator=gpu.release,
+    ),
+)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -311,6 +311,11 @@ class Cluster(pulumi.ComponentResource):
             name,
             description=f"{name}: IMDSv2-only, encrypted gp3 root",
             update_default_version=True,
+            # The pulumi-eks node security group, the one Karpenter's nodes get by discovery tag:
+            # all nodes share it, so pods talk across managed and Karpenter nodes (NCCL,
+            # rendezvous, DNS), and it admits the control plane. With a security group in the
+            # template, EKS adds no cluster security group of its own.
+            vpc_security_group_ids=[self.node_security_group_id],
             tag_specifications=[
                 {"resource_type": "instance", "tags": node_tags},
                 {"resource_type": "volume", "tags": node_tags},

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.config import GpuNodeGroup, ValidationConfig
+from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 
 NCCL_PORT: Final = 29400
 
@@ -109,6 +109,25 @@ def pools_from_node_groups(groups: Sequence[GpuNodeGroup]) -> list[GpuPool]:
             gpus_per_node=group.gpus_per_node,
         )
         for group in groups
+    ]
+
+
+def pools_from_karpenter(pools: Sequence[KarpenterPool]) -> list[GpuPool]:
+    """The Karpenter GPU NodePools as pools: a smoke Job there makes Karpenter launch a node,
+    which is exactly what the test must prove (AMI, driver, device plugin on that pool)."""
+    return [
+        GpuPool(
+            name=pool.name,
+            gpu_class=pool.resolved_gpu_class,
+            labels={
+                catalog.LABEL_GPU_VENDOR: "nvidia",
+                catalog.LABEL_GPU_CLASS: pool.resolved_gpu_class,
+                catalog.LABEL_NODE_POOL: pool.name,
+            },
+            gpus_per_node=pool.gpus_per_node,
+        )
+        for pool in pools
+        if pool.is_gpu
     ]
 
 

@@ -119,10 +119,18 @@ def test_prod_has_system_on_demand_gpu_and_spot_gpu_groups(prod: SynthResult) ->
 
 def test_every_node_group_uses_an_imdsv2_encrypted_launch_template(prod: SynthResult) -> None:
     templates = {t.name: t for t in prod.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    (discovery,) = [
+        t
+        for t in prod.of_type("aws:ec2/tag:Tag")
+        if t.inputs["key"] == "karpenter.sh/discovery" and t.inputs["resourceId"].startswith("sg-")
+    ]
+    node_sg = discovery.inputs["resourceId"]
     for group in prod.of_type("eks:index:ManagedNodeGroup"):
         template = templates[group.name]
         assert template.urn in group.dependencies
         assert template.inputs["metadataOptions"]["httpTokens"] == "required"
+        # One node security group for managed and Karpenter nodes alike.
+        assert template.inputs["vpcSecurityGroupIds"] == [node_sg]
         (mapping,) = template.inputs["blockDeviceMappings"]
         assert mapping["ebs"]["encrypted"] == "true"
         if group.inputs["amiType"] == "AL2023_x86_64_NVIDIA":

@@ -25,7 +25,14 @@ def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> N
     jobs = _jobs(dev)
     assert jobs
     names = {j.inputs["metadata"]["name"] for j in jobs}
-    assert names == {"gpu-smoke-a10g-spot", "gpu-smoke-a10g-od", "nccl-allreduce-a10g-od"}
+    # One smoke Job per GPU pool: managed node groups and Karpenter GPU NodePools alike.
+    assert names == {
+        "gpu-smoke-a10g-spot",
+        "gpu-smoke-a10g-od",
+        "gpu-smoke-kp-a10g-spot",
+        "gpu-smoke-kp-a10g-od",
+        "nccl-allreduce-a10g-od",
+    }
 
 
 def test_prod_has_no_validation_jobs_by_config(prod: SynthResult) -> None:
@@ -33,19 +40,25 @@ def test_prod_has_no_validation_jobs_by_config(prod: SynthResult) -> None:
 
 
 def test_jobs_land_only_on_gpu_nodes_with_digest_images(dev: SynthResult) -> None:
-    groups = {
-        g.inputs["labels"][catalog.LABEL_NODE_POOL]: g
+    # Node labels of every pool as deployed: managed node groups and Karpenter NodePools.
+    pools = {
+        g.inputs["labels"][catalog.LABEL_NODE_POOL]: (g.inputs["labels"], bool(g.inputs["taints"]))
         for g in dev.of_type("eks:index:ManagedNodeGroup")
     }
+    for nodepool in dev.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        template = nodepool.inputs["spec"]["template"]
+        labels = template["metadata"]["labels"]
+        pools[labels[catalog.LABEL_NODE_POOL]] = (labels, bool(template["spec"].get("taints")))
     for job in _jobs(dev):
         pod = job.inputs["spec"]["template"]["spec"]
         selector = pod["nodeSelector"]
         assert selector[catalog.LABEL_GPU_VENDOR] == "nvidia"
-        # The selector matches the labels the pool's nodes really carry, and nothing else.
-        group = groups[selector[catalog.LABEL_NODE_POOL]]
-        assert selector.items() <= group.inputs["labels"].items()
-        cpu_groups = [g for g in groups.values() if not g.inputs.get("taints")]
-        assert all(not selector.items() <= g.inputs["labels"].items() for g in cpu_groups)
+        # The selector matches the labels the pool's nodes really carry, and no CPU pool.
+        labels, _ = pools[selector[catalog.LABEL_NODE_POOL]]
+        assert selector.items() <= labels.items()
+        cpu_pools = [lbl for lbl, tainted in pools.values() if not tainted]
+        assert cpu_pools
+        assert all(not selector.items() <= lbl.items() for lbl in cpu_pools)
         assert catalog.gpu_toleration() in pod["tolerations"]
         for container in pod["containers"]:
             assert "@sha256:" in container["image"]
