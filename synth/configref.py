@@ -84,10 +84,8 @@ def _describe(annotation: Any, metadata: list[Any]) -> str:
 def _default(field: FieldInfo) -> str:
     if field.is_required():
         return "required"
-    if field.default_factory is not None:
-        value = field.default_factory()  # type: ignore[call-arg]
-    else:
-        value = field.default
+    factory = field.default_factory
+    value = factory() if factory is not None else field.default  # type: ignore[call-arg]
     if value is PydanticUndefined:
         return "required"
     if isinstance(value, BaseModel):
