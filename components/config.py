@@ -1031,6 +1031,22 @@ class ContainerDefaults(_Model):
     memory_limit: Quantity = "16Gi"
 
 
+class IamStatement(_Model):
+    """An extra IAM statement for a team's `trainer` role (e.g. pull from another account's ECR,
+    read a shared model registry). Structure only is checked here; what it grants is judged by
+    the policy pack (no `*` actions or resources on workload roles)."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=None, populate_by_name=True
+    )
+
+    Sid: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]+$")]
+    Effect: Literal["Allow", "Deny"] = "Allow"
+    Action: Annotated[list[str], Field(min_length=1)]
+    Resource: Annotated[list[str], Field(min_length=1)]
+    Condition: dict[str, dict[str, Any]] | None = None
+
+
 class TeamEgress(_Model):
     """Egress beyond the namespace and DNS: HTTPS (443) only, to these CIDRs."""
 
@@ -1069,6 +1085,8 @@ class TeamConfig(_Model):
     container_defaults: ContainerDefaults = Field(default_factory=ContainerDefaults)
     egress: TeamEgress = Field(default_factory=TeamEgress)
     volcano: VolcanoQueue = Field(default_factory=VolcanoQueue)
+    #: Appended to the `trainer` role's policy after the platform's own statements.
+    extra_iam_statements: list[IamStatement] = []
 
     @field_validator("namespace")
     @classmethod

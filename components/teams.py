@@ -315,6 +315,9 @@ def trainer_policy(
             },
         }
     )
+    statements += [
+        statement.model_dump(exclude_none=True) for statement in team.extra_iam_statements
+    ]
     return {"Version": "2012-10-17", "Statement": statements}
 
 

@@ -356,6 +356,13 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
             "gpu-platform-eks-control-plane-logs",
         ),
         (
+            "a team's trainer role granted s3:* on *",
+            lambda c: c["gpu-platform:teams"][0].update(
+                extraIamStatements=[{"Sid": "Everything", "Action": ["s3:*"], "Resource": ["*"]}]
+            ),
+            "gpu-platform-iam-no-wildcard-permissions",
+        ),
+        (
             "H100 group able to grow to 800 GPUs",
             lambda c: c["gpu-platform:nodeGroups"]["gpu"][0].update(maxSize=100),
             "gpu-platform-eks-gpu-node-group-bounded",

@@ -399,3 +399,38 @@ def test_quota_exactly_at_capacity_is_accepted() -> None:
     assert all(totals[key] <= capacity[key] for key in totals)
     # The H100 flavor is committed exactly to its capacity, and that is accepted.
     assert totals[("h100-x8", "on-demand")] == capacity[("h100-x8", "on-demand")]
+
+
+def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
+    from components.teams import trainer_policy
+
+    team = (
+        _config("prod")
+        .teams[0]
+        .model_copy(
+            update={
+                "extra_iam_statements": [
+                    stack_config.IamStatement(
+                        Sid="PullSharedModels",
+                        Action=["s3:GetObject"],
+                        Resource=["arn:aws:s3:::models-shared/llama/*"],
+                    )
+                ]
+            }
+        )
+    )
+    buckets = {p: f"b-{p}" for p in ("checkpoints", "datasets", "artifacts")}
+    statements = trainer_policy(team, buckets, "arn:aws:kms:us-east-1:1:key/k")["Statement"]
+    assert statements[-1] == {
+        "Sid": "PullSharedModels",
+        "Effect": "Allow",
+        "Action": ["s3:GetObject"],
+        "Resource": ["arn:aws:s3:::models-shared/llama/*"],
+    }
+    assert [s["Sid"] for s in statements[:-1]] == [
+        "ListDatasetPrefix",
+        "ReadDatasets",
+        "ListOwnPrefixes",
+        "ReadWriteOwnPrefixes",
+        "UseDataKeyThroughS3",
+    ]
