@@ -12,6 +12,9 @@ import yaml
 
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
+#: The workplace's shared folder beside the repository (upstream CRDs, chart values, validator).
+SHARED = PROJECT_ROOT.parent / "shared"
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "slow: multi-process trainer tests, run serially in CI")
@@ -56,3 +59,25 @@ def make_stack(tmp_path: Path) -> Callable[[dict[str, Any]], Path]:
         return tmp_path
 
     return make
+
+
+@pytest.fixture
+def expect_config_error(
+    make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
+) -> Callable[[dict[str, Any], str, str], None]:
+    """Synthesize `config` as stack `t` and assert the user-facing contract of a config error:
+    exit 2, no traceback, a line naming `path` that says what is allowed, nothing written."""
+    from synth import __main__ as synth_cli
+
+    def check(config: dict[str, Any], path: str, allowed: str) -> None:
+        project = make_stack(config)
+        rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
+        err = capsys.readouterr().err
+        assert rc == synth_cli.EXIT_CONFIG, err
+        assert "Traceback" not in err
+        lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
+        assert lines, f"no line names {path}:\n{err}"
+        assert any(allowed in line for line in lines), err
+        assert not (project / "build").exists(), "an invalid config must write nothing"
+
+    return check

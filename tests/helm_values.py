@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import yaml
 
-CHARTS = Path("/work/shared/schemas/charts")
+from tests.conftest import SHARED
+
+CHARTS = SHARED / "schemas" / "charts"
 #: Maps the chart leaves open: anything below them is the user's (Kubernetes fields).
 OPEN_KEYS = frozenset({"nodeSelector", "tolerations", "affinity", "labels", "annotations"})
 

@@ -6,14 +6,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 
 from components import config as stack_config
-from synth import __main__ as synth_cli
 from synth.harness import run_program
 from tests.conftest import stack_values
 
@@ -216,20 +214,11 @@ def test_invalid_config_exits_2_with_key_path_and_no_traceback(
     mutate: Callable[[dict[str, Any]], Any],
     path: str,
     allowed: str,
-    make_stack: Callable[[dict[str, Any]], Path],
-    capsys: pytest.CaptureFixture[str],
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:
     cfg = _prod()
     mutate(cfg)
-    project = make_stack(cfg)
-    rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
-    err = capsys.readouterr().err
-    assert rc == synth_cli.EXIT_CONFIG, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
-    assert lines, f"no line names {path}:\n{err}"
-    assert any(allowed in line for line in lines), err
-    assert not (project / "build").exists(), "an invalid config must write nothing"
+    expect_config_error(cfg, path, allowed)
 
 
 def test_every_problem_is_reported_at_once_one_line_each() -> None:

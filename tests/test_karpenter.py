@@ -18,12 +18,10 @@ from components import catalog
 from components import karpenter as kp
 from components.cluster import gpu_group_labels
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
-from synth import __main__ as synth_cli
 from synth import output
-from synth.harness import PROJECT_ROOT, Registration, SynthResult
-from tests.conftest import stack_values
+from synth.harness import Registration, SynthResult
+from tests.conftest import SHARED, stack_values
 
-SHARED = PROJECT_ROOT.parent / "shared"
 CHART_VALUES = SHARED / "schemas/charts/karpenter/values.yaml"
 VALIDATOR = SHARED / "tools/validate_manifests.py"
 CRDS = SHARED / "schemas/crds"
@@ -601,19 +599,11 @@ def test_invalid_karpenter_config_exits_2_with_key_path(
     mutate: Callable[[dict[str, Any]], Any],
     path: str,
     allowed: str,
-    make_stack: Callable[[dict[str, Any]], Path],
-    capsys: pytest.CaptureFixture[str],
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:
     cfg = _prod_cfg()
     mutate(cfg)
-    project = make_stack(cfg)
-    rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
-    err = capsys.readouterr().err
-    assert rc == synth_cli.EXIT_CONFIG, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
-    assert lines, f"no line names {path}:\n{err}"
-    assert any(allowed in line for line in lines), err
+    expect_config_error(cfg, path, allowed)
 
 
 def test_latest_alias_is_accepted_where_the_stack_allows_it() -> None:

@@ -24,10 +24,9 @@ from components.scheduling import (
     trainer_values,
     volcano_values,
 )
-from synth.harness import PROJECT_ROOT, SynthResult
-from tests.conftest import stack_values
+from synth.harness import SynthResult
+from tests.conftest import SHARED, stack_values
 
-SHARED = PROJECT_ROOT.parent / "shared"
 CHARTS = SHARED / "schemas" / "charts"
 CRDS = SHARED / "schemas" / "crds"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -12,8 +12,8 @@ import yaml
 
 from synth import output
 from synth.harness import PROJECT_ROOT, SynthResult, run_program
+from tests.conftest import SHARED
 
-SHARED = PROJECT_ROOT.parent / "shared"
 VALIDATOR = SHARED / "tools" / "validate_manifests.py"
 
 

@@ -20,9 +20,9 @@ from components.config import BucketLifecycle
 from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult
-from tests.conftest import stack_values
+from tests.conftest import SHARED, stack_values
 
-SCHEMAS = Path("/work/shared/schemas")
+SCHEMAS = SHARED / "schemas"
 SC_RULES = yaml.safe_load((SCHEMAS / "storageclass-parameters.yaml").read_text())["provisioners"]
 BUCKET = "aws:s3/bucket:Bucket"
 SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from components.teams import (
     role_rules,
     trainer_policy,
 )
-from synth import __main__ as synth_cli
 from synth.harness import ACCOUNT_ID, SynthResult
 from tests.conftest import stack_values
 
@@ -373,19 +371,11 @@ def test_invalid_teams_config_exits_2_with_the_key_path(
     mutate: Callable[[dict[str, Any]], Any],
     path: str,
     allowed: str,
-    make_stack: Callable[[dict[str, Any]], Path],
-    capsys: pytest.CaptureFixture[str],
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:
     cfg = _prod()
     mutate(cfg)
-    project = make_stack(cfg)
-    rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
-    err = capsys.readouterr().err
-    assert rc == synth_cli.EXIT_CONFIG, err
-    assert "Traceback" not in err
-    lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
-    assert lines, f"no line names {path}:\n{err}"
-    assert any(allowed in line for line in lines), err
+    expect_config_error(cfg, path, allowed)
 
 
 def test_quota_exactly_at_capacity_is_accepted() -> None:
