@@ -1136,7 +1136,8 @@ class StackConfig(_Model):
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     teams: list[TeamConfig] = []
-    training: TrainingConfig = Field(default_factory=lambda: TrainingConfig())
+    # A lambda: TrainingConfig is defined below this class.
+    training: TrainingConfig = Field(default_factory=lambda: TrainingConfig())  # noqa: PLW0108
     training_jobs: list[TrainingJobConfig] = []
 
     @model_validator(mode="after")
@@ -1764,7 +1765,9 @@ def _job_quota_problems(
             None,
         )
         if entry is None:
-            quota_text.append(f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}")
+            quota_text.append(
+                f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}"
+            )
             continue
         pool = capacity.get((job.gpu_class, capacity_type), 0)
         gpu_cap = (
@@ -1835,7 +1838,8 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                 (
                     f"{key}.image",
                     image,
-                    "an image pinned by digest (repo[:tag]@sha256:...): training.requireImageDigest",
+                    "an image pinned by digest (repo[:tag]@sha256:...); "
+                    "training.requireImageDigest is on",
                 )
             )
         if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
@@ -1854,13 +1858,21 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                 )
         if job.gpu_class not in classes:
             problems.append(
-                (f"{key}.gpuClass", job.gpu_class, f"a GPU class the pools provide ({', '.join(classes)})")
+                (
+                    f"{key}.gpuClass",
+                    job.gpu_class,
+                    f"a GPU class the pools provide ({', '.join(classes)})",
+                )
             )
             continue
         missing = [c for c in job.capacity_types if (job.gpu_class, c) not in capacity]
         if len(missing) == len(job.capacity_types):
             problems.append(
-                (f"{key}.capacity", job.capacity, f"no {job.capacity} pool provides {job.gpu_class}")
+                (
+                    f"{key}.capacity",
+                    job.capacity,
+                    f"no {job.capacity} pool provides {job.gpu_class}",
+                )
             )
             continue
         class_gpus = gpus_of_class(job.gpu_class)

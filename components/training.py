@@ -497,7 +497,10 @@ def container_resources(plan: JobPlan) -> dict[str, Any]:
 
 def volumes(plan: JobPlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
-        {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.resources.shm_gib}Gi"}}
+        {
+            "name": "dshm",
+            "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.resources.shm_gib}Gi"},
+        }
     ]
     if plan.job.checkpoint.volume:
         out.append(
@@ -514,7 +517,7 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
 
 
 def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
-    out = [
+    out: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": SHM_MOUNT},
         {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT},
     ]
@@ -755,7 +758,9 @@ def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any
                             "replicas": 1,
                             "template": {
                                 "metadata": {
-                                    "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                                    "labels": {
+                                        "trainer.kubeflow.org/trainjob-ancestor-step": "trainer"
+                                    }
                                 },
                                 "spec": {
                                     "backoffLimit": 0,

@@ -746,8 +746,7 @@ def _training_jobs(result: SynthResult) -> str:
         ],
     )
     return (
-        table
-        + "\n\nWorld size = nodes x GPUs per node; effective batch (DeepSpeed) = micro x "
+        table + "\n\nWorld size = nodes x GPUs per node; effective batch (DeepSpeed) = micro x "
         "accumulation x world size. $/h = nodes x the catalog's planning price of the smallest "
         "instance type the pools launch for the class. Checkpoint interval: Young/Daly from the "
         "job's save-blocking time and MTBF unless overridden; time lost = saving plus expected "

@@ -201,9 +201,10 @@ def test_volcano_wiring(dev: SynthResult) -> None:
     job = _launcher(dev, VOLCANO_JOB, "ds-zero2")
     assert job["spec"]["schedulerName"] == "volcano"
     assert job["spec"]["minAvailable"] == job["spec"]["tasks"][0]["replicas"] == 2
-    queues = {r.inputs["metadata"]["name"] for r in dev.of_type(
-        "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
-    )}
+    queues = {
+        r.inputs["metadata"]["name"]
+        for r in dev.of_type("kubernetes:scheduling.volcano.sh/v1beta1:Queue")
+    }
     assert job["spec"]["queue"] in queues
     assert not any(k.startswith("kueue.x-k8s.io/") for k in job["metadata"]["labels"])
 
@@ -225,7 +226,11 @@ def test_trainjob_wiring_and_runtime(dev: SynthResult) -> None:
 
 def test_deepspeed_config_map(dev: SynthResult) -> None:
     job = _launcher(dev, VOLCANO_JOB, "ds-zero2")
-    maps = [r.inputs for r in dev.of_type(CONFIG_MAP) if r.inputs["metadata"]["name"] == "ds-zero2-deepspeed"]
+    maps = [
+        r.inputs
+        for r in dev.of_type(CONFIG_MAP)
+        if r.inputs["metadata"]["name"] == "ds-zero2-deepspeed"
+    ]
     assert len(maps) == 1
     ds = json.loads(maps[0]["data"]["ds_config.json"])
     world = 2 * 1
@@ -272,7 +277,9 @@ def test_checkpoint_interval_defaults_to_young_daly_and_is_overridable() -> None
     expected = checkpointing.young_daly_interval_s(5.0, 21600.0)
     assert plan.interval_s == pytest.approx(expected)
     assert int(_arg(training.worker_args(plan), "--checkpoint-interval-s")) == round(expected)
-    job = plan.job.model_copy(update={"checkpoint": plan.job.checkpoint.model_copy(update={"interval_seconds": 900})})
+    job = plan.job.model_copy(
+        update={"checkpoint": plan.job.checkpoint.model_copy(update={"interval_seconds": 900})}
+    )
     cfg = _parse("dev")
     assert training.plan_job(cfg, job, "123456789012").interval_s == 900
 
@@ -394,7 +401,9 @@ def test_batch_arithmetic(micro: int, accumulation: int, nodes: int, gpus: int) 
     from policies.rules.platform import ds_config_problems
 
     assert ds_config_problems(config, nodes * gpus) == []
-    assert ds_config_problems({**config, "train_batch_size": config["train_batch_size"] + 1}, nodes * gpus)
+    assert ds_config_problems(
+        {**config, "train_batch_size": config["train_batch_size"] + 1}, nodes * gpus
+    )
 
 
 _TRAINER = PROJECT_ROOT / "workloads" / "trainer" / "gpt_trainer" / "checkpoint_policy.py"
@@ -527,7 +536,9 @@ CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("mutate", "path", "allowed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    ("mutate", "path", "allowed"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_invalid_training_job_is_a_config_error(
     mutate: Callable[[dict[str, Any]], None],
     path: str,

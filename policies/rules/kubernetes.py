@@ -155,14 +155,14 @@ def _train_job_templates(props: Mapping[str, Any], namespace: str) -> list[PodTe
             container[target] = trainer[key]
     path = ("spec", "runtimePatches", "*", "trainingRuntimeSpec", "template", "spec")
     out = []
-    for where, spec in _walk(props, (*path, "replicatedJobs", "*", "template", "spec", "template"), ""):
+    for where, spec in _walk(
+        props, (*path, "replicatedJobs", "*", "template", "spec", "template"), ""
+    ):
         if not is_map(spec):
             continue
         pod = dict(spec.get("spec") or {})
         patched = [c for c in as_list(pod.get("containers")) if is_map(c)]
-        merged = [
-            {**container, **c} if dig(c, "name") == TRAINER_CONTAINER else c for c in patched
-        ]
+        merged = [{**container, **c} if dig(c, "name") == TRAINER_CONTAINER else c for c in patched]
         if not any(dig(c, "name") == TRAINER_CONTAINER for c in merged):
             merged.append(container)
         pod["containers"] = merged
