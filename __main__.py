@@ -16,6 +16,7 @@ from components.observability import Observability, ObservabilityArgs
 from components.scheduling import Scheduling, SchedulingArgs
 from components.storage import Storage, StorageArgs
 from components.teams import Team, TeamArgs
+from components.training import TrainingJobs, TrainingJobsArgs
 from components.validation import (
     Validation,
     ValidationArgs,
@@ -103,8 +104,10 @@ teams = [
     )
     for team in cfg.teams
 ]
+team_resources: dict[str, list[pulumi.Resource]] = {}
 for team, component in zip(cfg.teams, teams, strict=True):
-    storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+    volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+    team_resources[team.name] = [component, *volumes]
 
 gpu_pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(cfg.karpenter.pools)
 Validation(
@@ -115,6 +118,19 @@ Validation(
         nccl_pool=next(p for p in gpu_pools if p.name == cfg.nccl_pool().name),
         k8s_provider=cluster.k8s_provider,
         gpu_operator=gpu.release,
+    ),
+)
+
+TrainingJobs(
+    "training",
+    TrainingJobsArgs(
+        config=cfg,
+        account_id=account_id,
+        k8s_provider=cluster.k8s_provider,
+        team_resources=team_resources,
+        kueue_release=scheduling.kueue,
+        volcano_release=scheduling.volcano,
+        trainer_release=scheduling.trainer,
     ),
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, ClassVar, Final, Literal
@@ -1153,6 +1154,9 @@ class StackConfig(_Model):
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     teams: list[TeamConfig] = []
+    # A lambda: TrainingConfig is defined below this class.
+    training: TrainingConfig = Field(default_factory=lambda: TrainingConfig())  # noqa: PLW0108
+    training_jobs: list[TrainingJobConfig] = []
 
     @model_validator(mode="after")
     def _teams(self) -> StackConfig:
@@ -1250,6 +1254,13 @@ class StackConfig(_Model):
             for index, pool in enumerate(self.karpenter.pools)
             if pool.name in groups
         ]
+        if problems:
+            raise _problems(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _training_jobs(self) -> StackConfig:
+        problems = check_training_jobs(self)
         if problems:
             raise _problems(problems)
         return self
@@ -1468,3 +1479,434 @@ def load() -> StackConfig:
     given: dict[str, str] = dict(runtime_config.CONFIG.get())
     given.update(runtime_config.get_config_env())
     return parse(namespace_values(given))
+
+
+# --- training jobs ----------------------------------------------------------------------------
+
+#: An image reference, by tag and/or digest (`repo[:tag][@sha256:<64 hex>]`).
+ImageRef = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
+]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+#: The reference trainer (workloads/trainer) as built and pushed by its Dockerfile.
+REFERENCE_TRAINER_IMAGE: Final = (
+    "ghcr.io/gpu-platform/trainer:0.1.0"
+    "@sha256:3b1f0c6f1d0e2a4c5b7d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
+)
+#: Seconds between the spot interruption notice and the instance's reclaim (EC2 user guide).
+SPOT_NOTICE_SECONDS: Final = 120
+
+
+class TrainingConfig(_Model):
+    """Stack-wide settings of the training-job layer (docs/training-jobs.md)."""
+
+    #: Jobs must reference their image by digest (`@sha256:`): what ran is then known exactly.
+    #: The prod-safe default; dev relaxes it to iterate on tags.
+    require_image_digest: bool = True
+    #: Image of jobs that name none: the reference trainer.
+    default_image: ImageRef = REFERENCE_TRAINER_IMAGE
+    #: torchrun's c10d rendezvous port on node 0.
+    rendezvous_port: Annotated[int, Field(ge=1024, le=65535)] = 29400
+
+
+class DeepSpeedSettings(_Model):
+    """The typed model a job's `ds_config.json` is generated from (never hand-written JSON)."""
+
+    zero_stage: Annotated[int, Field(ge=0, le=3)] = 2
+    #: Optimizer state (ZeRO >= 1) and parameters (ZeRO-3 only) offloaded to host memory.
+    offload_optimizer: Literal["none", "cpu"] = "none"
+    offload_param: Literal["none", "cpu"] = "none"
+    bf16: bool = True
+    fp16: bool = False
+    micro_batch_per_gpu: Annotated[int, Field(ge=1, le=4096)]
+    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=4096)] = 1
+    #: Optional: when given it must equal micro x accumulation x world size (else derived).
+    train_batch_size: Annotated[int, Field(ge=1)] | None = None
+    gradient_clipping: Annotated[float, Field(ge=0)] = 1.0
+    reduce_bucket_size: Annotated[int, Field(ge=1)] = 500_000_000
+    allgather_bucket_size: Annotated[int, Field(ge=1)] = 500_000_000
+
+    @model_validator(mode="after")
+    def _check(self) -> DeepSpeedSettings:
+        problems: list[Problem] = []
+        if self.fp16 and self.bf16:
+            problems.append(("fp16", True, "fp16 and bf16 are exclusive: turn one off"))
+        if self.offload_param != "none" and self.zero_stage != 3:
+            problems.append(
+                ("offloadParam", self.offload_param, "parameter offload needs zeroStage 3")
+            )
+        if self.offload_optimizer != "none" and self.zero_stage == 0:
+            problems.append(
+                ("offloadOptimizer", self.offload_optimizer, "optimizer offload needs ZeRO >= 1")
+            )
+        if problems:
+            raise _problems(problems)
+        return self
+
+    def effective_batch(self, world_size: int) -> int:
+        """train_batch_size = micro x accumulation x world size (DeepSpeed's own rule)."""
+        return self.micro_batch_per_gpu * self.gradient_accumulation_steps * world_size
+
+
+class JobCheckpoint(_Model):
+    """Where a job checkpoints and how often (docs/training-jobs.md, Young/Daly)."""
+
+    #: Mount the team's RWX checkpoint PVC (`<team>-checkpoints`) and write under `path`.
+    volume: bool = True
+    #: Directory inside the PVC; defaults to the job name.
+    path: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._/-]*$")] | None = None
+    #: Also replicate to `s3://<checkpoints bucket>/<team>/<s3Prefix>`; null = PVC only.
+    s3_prefix: S3Prefix | None = None
+    #: Time one synchronous save takes (measured: trainer_checkpoint_save_duration_seconds);
+    #: the SIGTERM path must finish one within the grace period.
+    save_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    #: Time a periodic save blocks the loop (async saves: far below saveSeconds); Young/Daly's
+    #: delta. Defaults to saveSeconds.
+    blocking_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
+    #: Mean time between *ungraceful* failures of the whole job (hardware, OOM, lost nodes).
+    mtbf_seconds: Annotated[float, Field(gt=0)] = 21600.0
+    #: Time a restart costs: rescheduling, image pull, resume.
+    restart_seconds: Annotated[float, Field(ge=0)] = 300.0
+    #: Override of the Young/Daly interval (seconds of compute between periodic saves).
+    interval_seconds: Annotated[int, Field(ge=1)] | None = None
+    every_steps: Annotated[int, Field(ge=0)] = 0
+    keep_last: Annotated[int, Field(ge=1, le=100)] = 3
+
+    @property
+    def blocking(self) -> float:
+        return self.blocking_seconds if self.blocking_seconds is not None else self.save_seconds
+
+    @property
+    def has_storage(self) -> bool:
+        return self.volume or self.s3_prefix is not None
+
+
+class SecretEnv(_Model):
+    """An environment variable read from a key of a Secret in the team's namespace."""
+
+    name: EnvName
+    secret_name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$")]
+
+
+HyperValue = str | int | float | bool
+
+
+class TrainingJobConfig(_Model):
+    """One `trainingJobs[]` entry: a multi-node DDP or DeepSpeed run under torchrun."""
+
+    name: Name
+    team: str
+    mode: Literal["ddp", "deepspeed"] = "ddp"
+    #: native = Indexed Job + headless Service; kubeflow = TrainJob (Trainer v2); volcano =
+    #: Volcano Job.
+    launcher: Literal["native", "kubeflow", "volcano"] = "native"
+    scheduler: Literal["kueue", "volcano"] = "kueue"
+    priority: Literal["production", "research", "dev"] = "research"
+    image: ImageRef | None = None
+    #: PID 1 (exec form): a torchrun-compatible launcher (`torch.distributed.run` CLI).
+    entrypoint: Annotated[list[str], Field(min_length=1)] = [
+        "python",
+        "-m",
+        "gpt_trainer.launch",
+    ]
+    #: The per-rank worker: a module (`-m`) or a script path; exactly one.
+    module: str | None = "gpt_trainer.train"
+    script: str | None = None
+    args: list[str] = []
+    #: Rendered as `--<key> <value>` worker flags (true: `--<key>`; false: omitted).
+    hyperparameters: dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")], HyperValue
+    ] = {}
+    nodes: Annotated[int, Field(ge=1, le=256)] = 1
+    #: Defaults to the GPU class's GPUs per node; when given it must equal them.
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = None
+    gpu_class: str
+    capacity: Literal["spot", "on-demand", "either"] = "on-demand"
+    checkpoint: JobCheckpoint = Field(default_factory=JobCheckpoint)
+    deepspeed: DeepSpeedSettings | None = None
+    #: Per-pod CPU cores / memory; defaults derive from the smallest instance of the class.
+    cpu: Annotated[float, Field(gt=0)] | None = None
+    memory_gib: Annotated[int, Field(ge=1)] | None = None
+    shm_gib: Annotated[int, Field(ge=1)] | None = None
+    #: EFA: null = on when the instance type has EFA devices and the job spans nodes.
+    efa: bool | None = None
+    nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
+    env: dict[EnvName, str] = {}
+    secret_env: list[SecretEnv] = []
+    max_runtime_seconds: Annotated[int, Field(ge=60)] | None = None
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0)] = 86400
+    #: Ungraceful failures tolerated per node before the job fails (preemptions never count).
+    max_failures_per_node: Annotated[int, Field(ge=0, le=100)] = 3
+    #: Provenance: the training code's commit (recorded as GIT_SHA).
+    git_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")] | None = None
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = {"RUN_ID", "GIT_SHA", "IMAGE_DIGEST", "CONFIG_HASH", "TEAM"}
+        clash = sorted(reserved & set(value))
+        if clash:
+            raise ValueError(f"{', '.join(clash)} are set by the platform (run metadata)")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingJobConfig:
+        problems: list[Problem] = []
+        if (self.module is None) == (self.script is None):
+            problems.append(("module", self.module, "exactly one of module and script"))
+        if self.mode == "deepspeed" and self.deepspeed is None:
+            problems.append(("deepspeed", None, "a deepspeed section (mode is deepspeed)"))
+        if self.mode == "ddp" and self.deepspeed is not None:
+            problems.append(("deepspeed", "...", "only for mode: deepspeed"))
+        if self.launcher == "volcano" and self.scheduler != "volcano":
+            problems.append(
+                ("scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)")
+            )
+        if self.launcher != "volcano" and self.scheduler == "volcano":
+            problems.append(
+                (
+                    "launcher",
+                    self.launcher,
+                    "volcano when scheduler is volcano (native and kubeflow jobs queue in Kueue)",
+                )
+            )
+        if self.capacity != "on-demand" and not self.checkpoint.has_storage:
+            problems.append(
+                (
+                    "checkpoint",
+                    {"volume": False, "s3Prefix": None},
+                    "a spot job needs checkpoint storage (volume: true and/or s3Prefix)",
+                )
+            )
+        if self.capacity != "on-demand":
+            grace = job_grace_seconds(self.checkpoint)
+            if grace.termination > SPOT_NOTICE_SECONDS:
+                problems.append(
+                    (
+                        "checkpoint.saveSeconds",
+                        self.checkpoint.save_seconds,
+                        f"a save that fits the {SPOT_NOTICE_SECONDS} s spot interruption notice "
+                        f"(needs a {grace.termination} s grace period); save faster or use "
+                        "on-demand",
+                    )
+                )
+        if problems:
+            raise _problems(problems)
+        return self
+
+    @property
+    def capacity_types(self) -> tuple[catalog.CapacityType, ...]:
+        if self.capacity == "either":
+            return ("spot", "on-demand")
+        return (self.capacity,)
+
+
+class GraceSeconds:
+    """The nested shutdown budget: worker --grace-s < torchrun --shutdown-timeout < pod
+    terminationGracePeriodSeconds, all above the checkpoint's save time."""
+
+    def __init__(self, save_seconds: float) -> None:
+        #: One step to reach a boundary plus the synchronous save, with a margin.
+        self.worker = math.ceil(save_seconds) + 20
+        self.shutdown_timeout = self.worker + 10
+        # At least the spot notice: that time is there anyway, and a slow save gets all of it.
+        self.termination = max(self.shutdown_timeout + 10, SPOT_NOTICE_SECONDS)
+
+
+def job_grace_seconds(checkpoint: JobCheckpoint) -> GraceSeconds:
+    return GraceSeconds(checkpoint.save_seconds)
+
+
+def gpus_of_class(gpu_class: str) -> int | None:
+    """GPUs per node a GPU class (`a10g-x4`) stands for, None if it does not parse."""
+    match = GPU_CLASS_PATTERN.match(gpu_class)
+    return int(match["gpus"]) if match else None
+
+
+def job_instance_types(cfg: StackConfig, job: TrainingJobConfig) -> list[str]:
+    """Instance types the pools can launch for a job's GPU class and capacity types."""
+    found: set[str] = set()
+    for group in cfg.node_groups.gpu:
+        if group.gpu_class == job.gpu_class and group.capacity_type in job.capacity_types:
+            found.update(group.instance_types)
+    for pool in cfg.karpenter.pools:
+        if (
+            pool.is_gpu
+            and pool.resolved_gpu_class == job.gpu_class
+            and pool.capacity_type in job.capacity_types
+        ):
+            found.update(pool.resolved_instance_types)
+    return sorted(found)
+
+
+def smallest_instance_type(names: Sequence[str]) -> str:
+    """The instance every pod must fit on (a managed group may launch any of its types)."""
+    return min(names, key=lambda n: (catalog.instance(n).vcpu, catalog.instance(n).memory_gib, n))
+
+
+def _job_quota_problems(
+    cfg: StackConfig, index: int, job: TrainingJobConfig, team: TeamConfig
+) -> list[Problem]:
+    """Nodes x GPUs (and CPU/memory) within the team's quota for one of the job's flavors
+    (nominal + borrowing limit; unbounded borrowing = the pools' capacity), the namespace's
+    ResourceQuota, and the pools' capacity. A Kueue podset runs on one flavor, so `either`
+    needs one flavor that fits the whole job."""
+    # Local import: the pure resource arithmetic lives with the builders.
+    from components import training
+
+    key = f"trainingJobs[{index}]"
+    capacity = gpu_capacity(cfg)
+    gpus = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+    requests = training.job_resources(cfg, job)
+    problems: list[Problem] = []
+    pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
+    if gpus > max(pools):
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"nodes x GPUs = {gpus} is over the {max(pools)} GPUs the "
+                f"{job.gpu_class} {'/'.join(job.capacity_types)} pools provide",
+            )
+        )
+    fits: list[str] = []
+    quota_text: list[str] = []
+    for capacity_type in job.capacity_types:
+        entry = next(
+            (
+                q
+                for q in team.quota
+                if q.gpu_class == job.gpu_class and q.capacity_type == capacity_type
+            ),
+            None,
+        )
+        if entry is None:
+            quota_text.append(
+                f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}"
+            )
+            continue
+        pool = capacity.get((job.gpu_class, capacity_type), 0)
+        gpu_cap = (
+            entry.gpus + entry.borrowing_limit_gpus
+            if entry.borrowing_limit_gpus is not None
+            else max(pool, entry.gpus)
+        )
+        scale = gpu_cap / entry.gpus if entry.gpus else 0.0
+        cpu_cap, mem_cap = entry.cpu * scale, entry.memory_gib * scale
+        quota_text.append(
+            f"{entry.flavor}: {gpu_cap} GPUs, {cpu_cap:g} CPU, {mem_cap:g} GiB with borrowing"
+        )
+        if (
+            gpus <= gpu_cap
+            and requests.cpu * job.nodes <= cpu_cap
+            and requests.memory_gib * job.nodes <= mem_cap
+        ):
+            fits.append(entry.flavor)
+    if not fits:
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"the job ({gpus} GPUs, {requests.cpu * job.nodes:g} CPU, "
+                f"{requests.memory_gib * job.nodes} GiB) fits no quota of team {team.name} "
+                f"({'; '.join(quota_text)})",
+            )
+        )
+    if gpus > team.limits.gpus:
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"nodes x GPUs = {gpus} is over team {team.name}'s namespace limit "
+                f"({team.limits.gpus} GPUs)",
+            )
+        )
+    return problems
+
+
+def check_training_jobs(cfg: StackConfig) -> list[Problem]:
+    """Cross-section rules of `trainingJobs`: known team and GPU class, GPUs per node, quota and
+    pool capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
+    problems: list[Problem] = []
+    teams = {team.name: team for team in cfg.teams}
+    capacity = gpu_capacity(cfg)
+    classes = sorted({gpu_class for gpu_class, _ in capacity})
+    seen: dict[tuple[str, str], int] = {}
+    for index, job in enumerate(cfg.training_jobs):
+        key = f"trainingJobs[{index}]"
+        team = teams.get(job.team)
+        if team is None:
+            problems.append((f"{key}.team", job.team, f"a team ({', '.join(sorted(teams))})"))
+        else:
+            where = (team.namespace, job.name)
+            if where in seen:
+                problems.append(
+                    (
+                        f"{key}.name",
+                        job.name,
+                        f"a unique name in {team.namespace} (trainingJobs[{seen[where]}])",
+                    )
+                )
+            seen.setdefault(where, index)
+        image = job.image or cfg.training.default_image
+        if cfg.training.require_image_digest and "@sha256:" not in image:
+            problems.append(
+                (
+                    f"{key}.image",
+                    image,
+                    "an image pinned by digest (repo[:tag]@sha256:...); "
+                    "training.requireImageDigest is on",
+                )
+            )
+        if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
+            per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
+            world = job.nodes * per_node
+            want = job.deepspeed.effective_batch(world)
+            if job.deepspeed.train_batch_size != want:
+                problems.append(
+                    (
+                        f"{key}.deepspeed.trainBatchSize",
+                        job.deepspeed.train_batch_size,
+                        f"micro {job.deepspeed.micro_batch_per_gpu} x accumulation "
+                        f"{job.deepspeed.gradient_accumulation_steps} x world size {world} = "
+                        f"{want} (or leave it out)",
+                    )
+                )
+        if job.gpu_class not in classes:
+            problems.append(
+                (
+                    f"{key}.gpuClass",
+                    job.gpu_class,
+                    f"a GPU class the pools provide ({', '.join(classes)})",
+                )
+            )
+            continue
+        missing = [c for c in job.capacity_types if (job.gpu_class, c) not in capacity]
+        if len(missing) == len(job.capacity_types):
+            problems.append(
+                (
+                    f"{key}.capacity",
+                    job.capacity,
+                    f"no {job.capacity} pool provides {job.gpu_class}",
+                )
+            )
+            continue
+        class_gpus = gpus_of_class(job.gpu_class)
+        if job.gpus_per_node is not None and job.gpus_per_node != class_gpus:
+            problems.append(
+                (
+                    f"{key}.gpusPerNode",
+                    job.gpus_per_node,
+                    f"{class_gpus}: the GPUs of a {job.gpu_class} instance (whole nodes only)",
+                )
+            )
+            continue
+        if team is not None:
+            problems.extend(_job_quota_problems(cfg, index, job, team))
+    return problems
+
+
+# The training section is declared after StackConfig; resolve its forward references now.
+StackConfig.model_rebuild()

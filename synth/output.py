@@ -657,3 +657,101 @@ def _storage(result: SynthResult) -> str:
 
 
 REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
+
+
+# --- training jobs ------------------------------------------------------------------------------
+
+#: Launcher objects of training jobs (components/training.py).
+TRAINING_JOB_TYPES = frozenset(
+    {
+        "kubernetes:batch/v1:Job",
+        "kubernetes:batch.volcano.sh/v1alpha1:Job",
+        "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    }
+)
+
+
+def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
+    """One row per training job, from the plan annotations on its launcher object."""
+    from components import checkpointing
+
+    prefix = f"{catalog.LABEL_DOMAIN}/"
+    rows = []
+    for resource in result.resources:
+        if resource.type not in TRAINING_JOB_TYPES:
+            continue
+        metadata = resource.inputs.get("metadata") or {}
+        notes = {
+            key.removeprefix(prefix): value
+            for key, value in (metadata.get("annotations") or {}).items()
+            if key.startswith(prefix)
+        }
+        if "launcher" not in notes:
+            continue
+        nodes = int(notes["nodes"])
+        instance = notes["instance-type"]
+        interval = float(notes["checkpoint-interval-s"])
+        blocking, mtbf = float(notes["checkpoint-blocking-s"]), float(notes["mtbf-s"])
+        rows.append(
+            {
+                "job": f"{metadata.get('namespace')}/{metadata.get('name')}",
+                "mode": notes["mode"],
+                "launcher": notes["launcher"],
+                "scheduler": notes["scheduler"],
+                "placement": f"{nodes} x {instance} ({notes['gpu-class']}, {notes['capacity']})",
+                "world_size": int(notes["world-size"]),
+                "effective_batch": notes.get("effective-batch", "-"),
+                "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
+                "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
+                "interval_s": interval,
+                "waste": checkpointing.wasted_fraction(
+                    interval, blocking, mtbf, float(notes["restart-s"])
+                ),
+            }
+        )
+    return sorted(rows, key=lambda row: str(row["job"]))
+
+
+def _training_jobs(result: SynthResult) -> str:
+    rows = training_job_rows(result)
+    if not rows:
+        return "No training jobs declared (`gpu-platform:trainingJobs`)."
+    table = _table(
+        [
+            "job",
+            "mode",
+            "launcher / scheduler",
+            "placement",
+            "world size",
+            "effective batch",
+            "$/h spot",
+            "$/h on-demand",
+            "checkpoint every",
+            "time lost",
+        ],
+        [
+            [
+                f"`{row['job']}`",
+                row["mode"],
+                f"{row['launcher']} / {row['scheduler']}",
+                row["placement"],
+                row["world_size"],
+                row["effective_batch"],
+                f"{row['spot_usd_h']:.2f}",
+                f"{row['on_demand_usd_h']:.2f}",
+                f"{row['interval_s'] / 60:.1f} min",
+                f"{row['waste']:.1%}",
+            ]
+            for row in rows
+        ],
+    )
+    return (
+        table + "\n\nWorld size = nodes x GPUs per node; effective batch (DeepSpeed) = micro x "
+        "accumulation x world size. $/h = nodes x the catalog's planning price of the smallest "
+        "instance type the pools launch for the class. Checkpoint interval: Young/Daly from the "
+        "job's save-blocking time and MTBF unless overridden; time lost = saving plus expected "
+        "rework and restarts after ungraceful failures (docs/training-jobs.md)."
+    )
+
+
+REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Training jobs", _training_jobs))

@@ -18,7 +18,10 @@ JOB = "kubernetes:batch/v1:Job"
 
 
 def _jobs(result: SynthResult) -> list[Any]:
-    return result.of_type(JOB)
+    """The validation Jobs (training jobs are batch Jobs too, in team namespaces)."""
+    return [
+        j for j in result.of_type(JOB) if j.inputs["metadata"].get("namespace") == "gpu-validation"
+    ]
 
 
 def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> None:

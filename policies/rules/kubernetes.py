@@ -58,7 +58,11 @@ TEMPLATE_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("spec", "replicatedJobs", "*", "template", "spec", "template"),
     ),
 }
-WORKLOAD_TYPES = (POD, *TEMPLATE_PATHS)
+#: Kubeflow Trainer v2: pods come from the runtime, the TrainJob's `trainer` fields and its
+#: runtime patches; `pod_templates` assembles them (see `_train_job_templates`).
+TRAIN_JOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
+TRAINER_CONTAINER = "node"
+WORKLOAD_TYPES = (POD, *TEMPLATE_PATHS, TRAIN_JOB)
 
 #: Namespaces of the platform's own controllers and daemons (not team namespaces).
 PLATFORM_NAMESPACES = [
@@ -117,6 +121,8 @@ def pod_templates(resource: Resource) -> list[PodTemplate]:
     namespace = str(dig(props, "metadata", "namespace") or "default")
     if resource.type == POD:
         return [PodTemplate("pod", namespace, props.get("metadata") or {}, props.get("spec") or {})]
+    if resource.type == TRAIN_JOB:
+        return _train_job_templates(props, namespace)
     out = []
     for path in TEMPLATE_PATHS.get(resource.type, ()):
         for where, template in _walk(props, path, ""):
@@ -129,6 +135,40 @@ def pod_templates(resource: Resource) -> list[PodTemplate]:
                         template.get("spec") or {},
                     )
                 )
+    return out
+
+
+def _train_job_templates(props: Mapping[str, Any], namespace: str) -> list[PodTemplate]:
+    """A TrainJob's trainer pods: each runtime patch of a replicated job, with the trainer
+    container (`node`) completed from `spec.trainer` (image, command, args, env, resources) the
+    way Trainer v2 does; without patches, a template of the trainer container alone."""
+    trainer = dig(props, "spec", "trainer") or {}
+    container: dict[str, Any] = {"name": TRAINER_CONTAINER}
+    for key, target in (
+        ("image", "image"),
+        ("command", "command"),
+        ("args", "args"),
+        ("env", "env"),
+        ("resourcesPerNode", "resources"),
+    ):
+        if key in trainer:
+            container[target] = trainer[key]
+    path = ("spec", "runtimePatches", "*", "trainingRuntimeSpec", "template", "spec")
+    out = []
+    for where, spec in _walk(
+        props, (*path, "replicatedJobs", "*", "template", "spec", "template"), ""
+    ):
+        if not is_map(spec):
+            continue
+        pod = dict(spec.get("spec") or {})
+        patched = [c for c in as_list(pod.get("containers")) if is_map(c)]
+        merged = [{**container, **c} if dig(c, "name") == TRAINER_CONTAINER else c for c in patched]
+        if not any(dig(c, "name") == TRAINER_CONTAINER for c in merged):
+            merged.append(container)
+        pod["containers"] = merged
+        out.append(PodTemplate(where, namespace, spec.get("metadata") or {}, pod))
+    if not out:
+        out.append(PodTemplate("spec.trainer", namespace, {}, {"containers": [container]}))
     return out
 
 

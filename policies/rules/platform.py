@@ -36,6 +36,7 @@ from policies.rules.common import (
 from policies.rules.kubernetes import (
     GPU_RESOURCE,
     TEMPLATE_PATHS,
+    TRAIN_JOB,
     PodTemplate,
     gpu_limit,
     pod_templates,
@@ -64,7 +65,7 @@ VOLCANO_JOB = "kubernetes:batch.volcano.sh/v1alpha1:Job"
 PYTORCH_JOB = "kubernetes:kubeflow.org/v1:PyTorchJob"
 MPI_JOBS = ("kubernetes:kubeflow.org/v1:MPIJob", "kubernetes:kubeflow.org/v2beta1:MPIJob")
 JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-TRAINING_TYPES = (BATCH_JOB, VOLCANO_JOB, PYTORCH_JOB, *MPI_JOBS, JOBSET)
+TRAINING_TYPES = (BATCH_JOB, VOLCANO_JOB, PYTORCH_JOB, *MPI_JOBS, JOBSET, TRAIN_JOB)
 
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
@@ -306,6 +307,8 @@ def _replicas(resource: Resource) -> int:
         return int(quantity(spec.get("parallelism")) or 1)
     if resource.type == VOLCANO_JOB:
         return sum(int(quantity(dig(t, "replicas")) or 1) for t in as_list(spec.get("tasks")))
+    if resource.type == TRAIN_JOB:
+        return int(quantity(dig(spec, "trainer", "numNodes")) or 1)
     replica_specs = spec.get("pytorchReplicaSpecs") or spec.get("mpiReplicaSpecs") or {}
     if replica_specs:
         return sum(int(quantity(dig(s, "replicas")) or 1) for s in replica_specs.values())
@@ -455,7 +458,7 @@ def _check_deepspeed(
 ) -> Iterator[tuple[str, str | None]]:
     users: dict[tuple[str, str], list[int]] = defaultdict(list)
     for r in resources:
-        if r.resource_type not in TEMPLATE_PATHS:
+        if r.resource_type not in TEMPLATE_PATHS and r.resource_type != TRAIN_JOB:
             continue
         resource = Resource(r.resource_type, r.name, r.urn, r.props)
         for template in pod_templates(resource):
