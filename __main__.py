@@ -5,11 +5,11 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 """
 
 import pulumi
-import pulumi_aws as aws
 
 from components import config as stack_config
 from components.cluster import Cluster, ClusterArgs
 from components.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
+from components.iam import AwsAccount
 from components.karpenter import Karpenter, KarpenterArgs
 from components.network import Network, NetworkArgs
 from components.observability import Observability, ObservabilityArgs
@@ -27,9 +27,13 @@ from components.validation import (
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = stack_config.load()
 tags = {"gpu-platform:environment": cfg.environment, "managed-by": "pulumi", **cfg.tags}
+aws_account = AwsAccount.lookup()
 
 network = Network(
-    "network", NetworkArgs(config=cfg.network, cluster_name=cfg.cluster.name, tags=tags)
+    "network",
+    NetworkArgs(
+        config=cfg.network, cluster_name=cfg.cluster.name, tags=tags, aws_account=aws_account
+    ),
 )
 cluster = Cluster(
     "cluster",
@@ -40,12 +44,19 @@ cluster = Cluster(
         private_subnet_ids=network.private_subnet_ids,
         public_subnet_ids=network.public_subnet_ids,
         tags=tags,
+        aws_account=aws_account,
         extra_gpu_labels=time_slicing_node_labels(cfg.gpu_operator),
     ),
 )
 karpenter = Karpenter(
     "karpenter",
-    KarpenterArgs(config=cfg.karpenter, cluster_name=cfg.cluster.name, cluster=cluster, tags=tags),
+    KarpenterArgs(
+        config=cfg.karpenter,
+        cluster_name=cfg.cluster.name,
+        cluster=cluster,
+        tags=tags,
+        aws_account=aws_account,
+    ),
 )
 storage = Storage(
     "storage",
@@ -59,6 +70,7 @@ storage = Storage(
         k8s_provider=cluster.k8s_provider,
         system_node_group=cluster.system_node_group,
         tags=tags,
+        aws_account=aws_account,
     ),
 )
 observability = Observability(
@@ -84,7 +96,7 @@ scheduling = Scheduling(
         config=cfg, k8s_provider=cluster.k8s_provider, system_nodes=cluster.system_node_group
     ),
 )
-account_id = aws.get_caller_identity().account_id
+account_id = aws_account.account_id
 teams = [
     Team(
         f"team-{team.name}",

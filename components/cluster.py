@@ -19,6 +19,7 @@ import pulumi_kubernetes as k8s
 
 from components import catalog, iam
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
+from components.iam import AwsAccount
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 NODE_MANAGED_POLICIES = (
@@ -86,6 +87,9 @@ def eks_gpu_taint() -> dict[str, str]:
 class ClusterArgs:
     """Inputs of the Cluster component."""
 
+    #: Account, region and partition of the deployment (looked up once).
+    aws_account: AwsAccount
+
     config: ClusterConfig
     node_groups: NodeGroupsConfig
     vpc_id: pulumi.Input[str]
@@ -116,7 +120,7 @@ class Cluster(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config = args.config
         tags = args.tags
-        account_id = aws.get_caller_identity().account_id
+        account_id = args.aws_account.account_id
 
         secrets_key = aws.kms.Key(
             f"{name}-secrets",

@@ -6,9 +6,32 @@ shape. Documents are plain dicts; components serialize them with `json.dumps`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
+import pulumi_aws as aws
+
 AWS_MANAGED: Final = "arn:aws:iam::aws:policy"
+
+
+@dataclass(frozen=True)
+class AwsAccount:
+    """Where the stack deploys: looked up once by the composition root and handed to every
+    component (each lookup is an AWS API call under `pulumi up`)."""
+
+    account_id: str
+    region: str
+    partition: str
+
+    @classmethod
+    def lookup(cls) -> AwsAccount:
+        return cls(
+            account_id=aws.get_caller_identity().account_id,
+            region=aws.get_region().region,
+            partition=aws.get_partition().partition,
+        )
+
+
 POD_IDENTITY_PRINCIPAL: Final = "pods.eks.amazonaws.com"
 
 

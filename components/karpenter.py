@@ -25,6 +25,7 @@ import pulumi_kubernetes as k8s
 from components import catalog, iam
 from components.cluster import NODE_MANAGED_POLICIES, Cluster
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
+from components.iam import AwsAccount
 
 CHART_REGISTRY: Final = "oci://public.ecr.aws/karpenter"
 CONTROLLER_CHART: Final = f"{CHART_REGISTRY}/karpenter"
@@ -423,6 +424,9 @@ def helm_values(
 class KarpenterArgs:
     """Inputs of the Karpenter component."""
 
+    #: Account, region and partition of the deployment (looked up once).
+    aws_account: AwsAccount
+
     config: KarpenterConfig
     #: Physical EKS cluster name (plain: it goes into names, tags and IAM conditions).
     cluster_name: str
@@ -450,9 +454,9 @@ class Karpenter(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         config, cluster, tags = args.config, args.cluster, args.tags
         cluster_name = args.cluster_name
-        account_id = aws.get_caller_identity().account_id
-        region = aws.get_region().region
-        partition = aws.get_partition().partition
+        account_id = args.aws_account.account_id
+        region = args.aws_account.region
+        partition = args.aws_account.partition
 
         # --- nodes: role, instance profile, access entry, security-group discovery tag ---
         self.node_role = aws.iam.Role(

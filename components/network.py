@@ -14,6 +14,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import NetworkConfig
+from components.iam import AwsAccount
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,9 @@ def discovery_tags(cluster_name: str, *, private: bool) -> dict[str, str]:
 @dataclass(frozen=True)
 class NetworkArgs:
     """Inputs of the Network component."""
+
+    #: Account, region and partition of the deployment (looked up once).
+    aws_account: AwsAccount
 
     config: NetworkConfig
     #: Physical EKS cluster name, needed for the subnet discovery tags.
@@ -209,7 +213,7 @@ class Network(pulumi.ComponentResource):
             private_route_tables.append(route_table)
         # Datasets and checkpoints move through S3: a gateway endpoint keeps that traffic off NAT
         # (no per-GB charge) and inside the AWS network.
-        region = aws.get_region().region
+        region = args.aws_account.region
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,

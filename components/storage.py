@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 
 from components import catalog, iam
 from components.config import BucketLifecycle, StorageConfig
+from components.iam import AwsAccount
 
 BUCKET_ROLES: Final = catalog.DATA_BUCKET_PURPOSES
 LOG_BUCKET_ROLE: Final = "access-logs"
@@ -440,6 +441,9 @@ def team_volume_specs(
 class StorageArgs:
     """Inputs of the Storage component."""
 
+    #: Account, region and partition of the deployment (looked up once).
+    aws_account: AwsAccount
+
     config: StorageConfig
     #: `{prefix}-{role}-{account id}` bucket names (config: storage.bucketPrefix or cluster name).
     bucket_prefix: str
@@ -479,9 +483,8 @@ class Storage(pulumi.ComponentResource):
         keep = pulumi.ResourceOptions(
             parent=self, protect=config.protect_data, retain_on_delete=config.protect_data
         )
-        identity = aws.get_caller_identity()
-        account_id = identity.account_id
-        region = aws.get_region().region
+        account_id = args.aws_account.account_id
+        region = args.aws_account.region
         self.rwx_type = config.rwx.type
 
         key = aws.kms.Key(
@@ -661,7 +664,7 @@ class Storage(pulumi.ComponentResource):
         """An IAM role for one CSI controller service account, handed out by Pod Identity."""
         name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self)
-        account_id = aws.get_caller_identity().account_id
+        account_id = self._args.aws_account.account_id
         role = aws.iam.Role(
             f"{name}-{driver}-csi",
             assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,10 @@ SHARED = PROJECT_ROOT.parent / "shared"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The suite synthesizes stacks dozens of times in one process: collect as synth does.
+    from synth.__main__ import GC_THRESHOLD
+
+    gc.set_threshold(GC_THRESHOLD, 30, 30)
     config.addinivalue_line("markers", "slow: multi-process trainer tests, run serially in CI")
 
 

@@ -59,6 +59,16 @@ def test_synth_is_deterministic(tmp_path: Path) -> None:
         assert (first / name).read_bytes() == (second / name).read_bytes(), name
 
 
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_output_does_not_depend_on_echoing_nested_inputs(stack: str, tmp_path: Path) -> None:
+    # The mocks echo only scalar inputs as outputs (harness.CapturingMonitor): the program must
+    # read nothing else back, or synth would differ from `pulumi up`, where everything echoes.
+    output.write(run_program(stack), tmp_path / "scalar")
+    output.write(run_program(stack, echo_nested=True), tmp_path / "full")
+    for name in ("resources.json", "manifests.yaml", "helm-releases.yaml", "report.md"):
+        assert (tmp_path / "scalar" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
+
+
 def test_report_lists_node_groups_with_gpu_capacity(prod: SynthResult) -> None:
     text = output.report(prod)
     assert "| h100-od | h100-x8 | on-demand | p5.48xlarge | 0/4 | 8 | 32 |" in text
