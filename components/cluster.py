@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import pulumi_aws as aws
@@ -20,6 +20,11 @@ import pulumi_kubernetes as k8s
 from components import catalog, iam
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
 from components.iam import AwsAccount
+
+if TYPE_CHECKING:
+    from components.config import StackConfig
+    from components.network import Network
+
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 NODE_MANAGED_POLICIES = (
@@ -98,6 +103,27 @@ class ClusterArgs:
     tags: dict[str, str]
     #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
     extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        cfg: StackConfig,
+        network: Network,
+        aws_account: AwsAccount,
+        tags: dict[str, str],
+        extra_gpu_labels: dict[str, dict[str, str]],
+    ) -> ClusterArgs:
+        """This component's slice of the stack config and the network it runs in."""
+        return cls(
+            aws_account=aws_account,
+            config=cfg.cluster,
+            node_groups=cfg.node_groups,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            public_subnet_ids=network.public_subnet_ids,
+            tags=tags,
+            extra_gpu_labels=extra_gpu_labels,
+        )
 
 
 class Cluster(pulumi.ComponentResource):

@@ -11,7 +11,7 @@ AL2023 NVIDIA AMI and stay off unless config turns them on (custom AMIs).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -19,6 +19,11 @@ import yaml
 
 from components import catalog
 from components.config import GpuOperatorConfig
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.config import StackConfig
+
 
 CHART: Final = "gpu-operator"
 REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
@@ -177,6 +182,17 @@ class GpuStackArgs:
     system_node_group: pulumi.Resource
     #: The release that installs the prometheus-operator CRDs (ServiceMonitor waits for it).
     monitoring_release: pulumi.Resource
+
+    @classmethod
+    def of(cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource) -> GpuStackArgs:
+        """This component's slice of the stack config, the cluster and the monitoring release
+        (its CRDs come before the DCGM ServiceMonitor)."""
+        return cls(
+            config=cfg.gpu_operator,
+            k8s_provider=cluster.k8s_provider,
+            system_node_group=cluster.system_node_group,
+            monitoring_release=monitoring,
+        )
 
 
 class GpuStack(pulumi.ComponentResource):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_aws as aws
@@ -26,6 +26,10 @@ from components import catalog, iam
 from components.cluster import NODE_MANAGED_POLICIES, Cluster
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
 from components.iam import AwsAccount
+
+if TYPE_CHECKING:
+    from components.config import StackConfig
+
 
 CHART_REGISTRY: Final = "oci://public.ecr.aws/karpenter"
 CONTROLLER_CHART: Final = f"{CHART_REGISTRY}/karpenter"
@@ -434,6 +438,19 @@ class KarpenterArgs:
     cluster: Cluster
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
+
+    @classmethod
+    def of(
+        cls, cfg: StackConfig, cluster: Cluster, aws_account: AwsAccount, tags: dict[str, str]
+    ) -> KarpenterArgs:
+        """This component's slice of the stack config and the cluster it scales."""
+        return cls(
+            aws_account=aws_account,
+            config=cfg.karpenter,
+            cluster_name=cfg.cluster.name,
+            cluster=cluster,
+            tags=tags,
+        )
 
 
 class Karpenter(pulumi.ComponentResource):

@@ -9,12 +9,16 @@ from __future__ import annotations
 import ipaddress
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pulumi
 import pulumi_aws as aws
 
 from components.config import NetworkConfig
 from components.iam import AwsAccount
+
+if TYPE_CHECKING:
+    from components.config import StackConfig
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,13 @@ class NetworkArgs:
     cluster_name: str
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
+
+    @classmethod
+    def of(cls, cfg: StackConfig, aws_account: AwsAccount, tags: dict[str, str]) -> NetworkArgs:
+        """This component's slice of the stack config."""
+        return cls(
+            aws_account=aws_account, config=cfg.network, cluster_name=cfg.cluster.name, tags=tags
+        )
 
 
 class Network(pulumi.ComponentResource):

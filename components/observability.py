@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import alerts, catalog
 from components.config import ObservabilityConfig
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.config import StackConfig
+
 
 CHART = "kube-prometheus-stack"
 REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
@@ -297,6 +302,15 @@ class ObservabilityArgs:
     k8s_provider: k8s.Provider
     #: The system node group: the controllers need a node to start on.
     system_node_group: pulumi.Resource
+
+    @classmethod
+    def of(cls, cfg: StackConfig, cluster: Cluster) -> ObservabilityArgs:
+        """This component's slice of the stack config and the cluster it runs on."""
+        return cls(
+            config=cfg.observability,
+            k8s_provider=cluster.k8s_provider,
+            system_node_group=cluster.system_node_group,
+        )
 
 
 class Observability(pulumi.ComponentResource):

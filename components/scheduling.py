@@ -16,7 +16,7 @@ happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -24,6 +24,10 @@ import yaml
 
 from components import catalog
 from components.config import SchedulingConfig, StackConfig, gpu_capacity
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+
 
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
@@ -262,6 +266,13 @@ class SchedulingArgs:
     k8s_provider: k8s.Provider
     #: Controllers wait for the system nodes they are pinned to.
     system_nodes: pulumi.Resource
+
+    @classmethod
+    def of(cls, cfg: StackConfig, cluster: Cluster) -> SchedulingArgs:
+        """The stack config (flavors come from every pool) and the cluster."""
+        return cls(
+            config=cfg, k8s_provider=cluster.k8s_provider, system_nodes=cluster.system_node_group
+        )
 
 
 class Scheduling(pulumi.ComponentResource):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import TYPE_CHECKING, Any, Final, Literal, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -21,6 +21,12 @@ import pulumi_kubernetes as k8s
 from components import catalog, iam
 from components.config import BucketLifecycle, StorageConfig
 from components.iam import AwsAccount
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.config import StackConfig
+    from components.network import Network
+
 
 BUCKET_ROLES: Final = catalog.DATA_BUCKET_PURPOSES
 LOG_BUCKET_ROLE: Final = "access-logs"
@@ -458,6 +464,29 @@ class StorageArgs:
     system_node_group: pulumi.Resource
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
+
+    @classmethod
+    def of(
+        cls,
+        cfg: StackConfig,
+        network: Network,
+        cluster: Cluster,
+        aws_account: AwsAccount,
+        tags: dict[str, str],
+    ) -> StorageArgs:
+        """This component's slice of the stack config, the network and the cluster."""
+        return cls(
+            aws_account=aws_account,
+            config=cfg.storage,
+            bucket_prefix=cfg.bucket_prefix,
+            vpc_id=network.vpc_id,
+            private_subnet_ids=network.private_subnet_ids,
+            cluster_name=cluster.name,
+            node_security_group_id=cluster.node_security_group_id,
+            k8s_provider=cluster.k8s_provider,
+            system_node_group=cluster.system_node_group,
+            tags=tags,
+        )
 
 
 class Storage(pulumi.ComponentResource):

@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -29,6 +29,13 @@ from components.scheduling import (
     VOLCANO_SCHEDULER,
     Flavor,
 )
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.iam import AwsAccount
+    from components.scheduling import Scheduling
+    from components.storage import Storage
+
 
 TRAINER_SERVICE_ACCOUNT: Final = "trainer"
 #: Resources every team ClusterQueue covers, in the order each flavor must list them.
@@ -343,6 +350,32 @@ class TeamArgs:
     tags: dict[str, str]
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        team: TeamConfig,
+        *,
+        scheduling: Scheduling,
+        storage: Storage,
+        cluster: Cluster,
+        aws_account: AwsAccount,
+        tags: dict[str, str],
+    ) -> TeamArgs:
+        """One team's config with the queues, buckets and cluster it lives in."""
+        return cls(
+            config=team,
+            flavors=scheduling.flavors,
+            cohort=scheduling.cohort,
+            buckets={role: bucket.bucket for role, bucket in storage.buckets.items()},
+            kms_key_arn=storage.kms_key_arn,
+            cluster_name=cluster.name,
+            account_id=aws_account.account_id,
+            k8s_provider=cluster.k8s_provider,
+            kueue_release=scheduling.kueue,
+            volcano_release=scheduling.volcano,
+            tags=tags,
+        )
 
 
 class Team(pulumi.ComponentResource):

@@ -28,7 +28,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -47,6 +47,12 @@ from components.config import (
 )
 from components.scheduling import KUEUE_QUEUE_LABEL, VOLCANO_SCHEDULER
 from components.teams import TRAINER_SERVICE_ACCOUNT
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.iam import AwsAccount
+    from components.scheduling import Scheduling
+
 
 #: Trainer v2's torch runtime addresses the trainer container by this name; the native and
 #: Volcano launchers use it too so one podFailurePolicy and one set of tests fit all three.
@@ -949,6 +955,26 @@ class TrainingJobsArgs:
     kueue_release: pulumi.Resource
     volcano_release: pulumi.Resource
     trainer_release: pulumi.Resource
+
+    @classmethod
+    def of(
+        cls,
+        cfg: StackConfig,
+        cluster: Cluster,
+        scheduling: Scheduling,
+        aws_account: AwsAccount,
+        team_resources: Mapping[str, Sequence[pulumi.Resource]],
+    ) -> TrainingJobsArgs:
+        """The stack config, the schedulers the jobs use, and each team's objects."""
+        return cls(
+            config=cfg,
+            account_id=aws_account.account_id,
+            k8s_provider=cluster.k8s_provider,
+            team_resources=team_resources,
+            kueue_release=scheduling.kueue,
+            volcano_release=scheduling.volcano,
+            trainer_release=scheduling.trainer,
+        )
 
 
 class TrainingJobs(pulumi.ComponentResource):

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
+
+if TYPE_CHECKING:
+    from components.cluster import Cluster
+    from components.config import StackConfig
+    from components.gpu import GpuStack
+
 
 NCCL_PORT: Final = 29400
 
@@ -345,6 +351,21 @@ class ValidationArgs:
     k8s_provider: k8s.Provider
     #: The GPU Operator release: GPUs are only schedulable once its device plugin runs.
     gpu_operator: pulumi.Resource
+
+    @classmethod
+    def of(cls, cfg: StackConfig, cluster: Cluster, gpu: GpuStack) -> ValidationArgs:
+        """The validation config and every GPU pool: managed groups and Karpenter pools."""
+        pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
+            cfg.karpenter.pools
+        )
+        nccl_name = cfg.nccl_pool().name
+        return cls(
+            config=cfg.validation,
+            pools=pools,
+            nccl_pool=next(pool for pool in pools if pool.name == nccl_name),
+            k8s_provider=cluster.k8s_provider,
+            gpu_operator=gpu.release,
+        )
 
 
 _KINDS: Final = {
