@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -73,17 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     except Exception:  # noqa: BLE001 - anything else is a bug; Python's own exit 1 would lie
         traceback.print_exc()
         return EXIT_INTERNAL
-    print(f"synthesized {args.stack}: {len(result.resources)} resources -> {out_dir}")
-    for path in paths:
-        print(f"  {path.name}")
     mandatory = [v for v in violations if policy.is_mandatory(v)]
-    for v in violations:
-        stream = sys.stderr if policy.is_mandatory(v) else sys.stdout
-        print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
-    if mandatory:
-        print(f"{len(mandatory)} mandatory policy violation(s)", file=sys.stderr)
-        return EXIT_POLICY
-    return EXIT_OK
+    try:
+        print(f"synthesized {args.stack}: {len(result.resources)} resources -> {out_dir}")
+        for path in paths:
+            print(f"  {path.name}")
+        for v in violations:
+            stream = sys.stderr if policy.is_mandatory(v) else sys.stdout
+            print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
+        if mandatory:
+            print(f"{len(mandatory)} mandatory policy violation(s)", file=sys.stderr)
+    except BrokenPipeError:
+        # `python -m synth ... | head`: the reader left. The files are written and the exit
+        # code still says what synth found; Python must not complain when flushing at exit.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives until the process exits
+    return EXIT_POLICY if mandatory else EXIT_OK
 
 
 if __name__ == "__main__":
