@@ -105,7 +105,10 @@ def test_config_can_change_enforcement_level() -> None:
     assert runner.evaluate(synthetic(case[2]), POLICIES, {"all": "disabled"}) == []
 
 
-# --- the four violations the issue names, at rule level (end-to-end once the areas exist) --------
+# --- the four violations the issue names, at rule level. End to end (synth exits 1) below: the
+# trainer role with s3:* on * and the unpinned prod image. A public bucket cannot be configured
+# (no such key, by design) and a GPU pool without a limit is refused by the config model first
+# (exit 2, tests/test_karpenter.py): for those two the pack is the second line of defence. ---
 
 
 @pytest.mark.parametrize(
@@ -361,6 +364,16 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
                 extraIamStatements=[{"Sid": "Everything", "Action": ["s3:*"], "Resource": ["*"]}]
             ),
             "gpu-platform-iam-no-wildcard-permissions",
+        ),
+        (
+            "prod relaxes its own digest check and ships a job image by tag",
+            lambda c: (
+                c.update({"gpu-platform:training": {"requireImageDigest": False}}),
+                c["gpu-platform:trainingJobs"][0].update(
+                    image="ghcr.io/gpu-platform/trainer:0.1.0"
+                ),
+            ),
+            "gpu-platform-k8s-image-pinned",
         ),
         (
             "H100 group able to grow to 800 GPUs",

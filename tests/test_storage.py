@@ -581,3 +581,34 @@ def test_invalid_storage_config_exits_2_naming_the_key_path(
     lines = [line for line in err.splitlines() if line.startswith(f"{path}:")]
     assert lines, f"no line names {path}:\n{err}"
     assert any(allowed in line for line in lines), err
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_team_has_an_rwx_checkpoint_claim_in_its_namespace(
+    stack: str, dev: SynthResult, prod: SynthResult
+) -> None:
+    result = {"dev": dev, "prod": prod}[stack]
+    namespaces = {
+        r.inputs["metadata"]["name"]
+        for r in result.resources
+        if r.type == "kubernetes:core/v1:Namespace" and r.name.startswith("team-")
+    }
+    assert len(namespaces) >= 2
+    claims = {
+        (c.inputs["metadata"]["namespace"], c.inputs["metadata"]["name"]): c
+        for c in result.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    }
+    for namespace in namespaces:
+        checkpoint = [
+            c for (ns, name), c in claims.items() if ns == namespace and "checkpoints" in name
+        ]
+        assert len(checkpoint) == 1, namespace
+        assert checkpoint[0].inputs["spec"]["accessModes"] == ["ReadWriteMany"]
+        # Created only once the team's namespace exists.
+        (ns_resource,) = [
+            r
+            for r in result.resources
+            if r.type == "kubernetes:core/v1:Namespace"
+            and r.inputs["metadata"]["name"] == namespace
+        ]
+        assert ns_resource.urn in checkpoint[0].dependencies
