@@ -640,6 +640,8 @@ class ValidationConfig(_Model):
     enabled: bool = False
     namespace: Name = "gpu-validation"
     #: One CUDA + PyTorch image for both tests (nvidia-smi, torch matmul, torch.distributed).
+    #: The digest was taken from public material and could not be resolved offline: confirm it
+    #: with `crane digest nvcr.io/nvidia/pytorch:25.01-py3` before the first deploy.
     image: DigestImage = (
         "nvcr.io/nvidia/pytorch:25.01-py3"
         "@sha256:96990c82825613c3bdeebb66675c7c91b0123f64a5895623316dc5b824e0d7a9"
@@ -1489,7 +1491,10 @@ ImageRef = Annotated[
     StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
 ]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
-#: The reference trainer (workloads/trainer) as built and pushed by its Dockerfile.
+#: The reference trainer (workloads/trainer) as its Dockerfile builds it. No release has been
+#: pushed yet, so this digest identifies no published image: set `training.defaultImage` (or
+#: each job's `image`) to the digest your registry returns after the first push
+#: (`crane digest ghcr.io/<org>/trainer:0.1.0`). docs/training-jobs.md says the same.
 REFERENCE_TRAINER_IMAGE: Final = (
     "ghcr.io/gpu-platform/trainer:0.1.0"
     "@sha256:3b1f0c6f1d0e2a4c5b7d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
