@@ -22,22 +22,28 @@ def upstream(chart: str) -> tuple[dict[str, Any], str]:
     return yaml.safe_load(text), text
 
 
-def key_paths(values: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
+def key_paths(
+    values: dict[str, Any], prefix: tuple[str, ...] = (), open_keys: frozenset[str] = OPEN_KEYS
+) -> Iterator[tuple[str, ...]]:
     for key, value in values.items():
         path = (*prefix, key)
         yield path
-        if isinstance(value, dict) and key not in OPEN_KEYS and value:
-            yield from key_paths(value, path)
+        if isinstance(value, dict) and key not in open_keys and value:
+            yield from key_paths(value, path, open_keys)
 
 
 def missing_keys(
-    chart: str, values: dict[str, Any], documented: frozenset[tuple[str, ...]] = frozenset()
+    chart: str,
+    values: dict[str, Any],
+    documented: frozenset[tuple[str, ...]] = frozenset(),
+    open_keys: frozenset[str] = frozenset(),
 ) -> list[str]:
     """Key paths of `values` absent upstream. `documented`: keys the chart documents only in a
-    commented-out example (their last name must appear as `# <name>:` in values.yaml)."""
+    commented-out example (their last name must appear as `# <name>:` in values.yaml).
+    `open_keys`: further free-form maps of this chart (below them, keys are the user's)."""
     tree, text = upstream(chart)
     missing = []
-    for path in key_paths(values):
+    for path in key_paths(values, open_keys=OPEN_KEYS | open_keys):
         if _has_key(tree, path) or _under_open_map(tree, path):
             continue
         if path in documented and re.search(rf"^\s*#\s*{re.escape(path[-1])}:", text, re.M):

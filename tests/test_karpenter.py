@@ -21,6 +21,7 @@ from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
 from synth import output
 from synth.harness import Registration, SynthResult
 from tests.conftest import SHARED, stack_values
+from tests.helm_values import missing_keys
 
 CHART_VALUES = SHARED / "schemas/charts/karpenter/values.yaml"
 VALIDATOR = SHARED / "tools/validate_manifests.py"
@@ -236,36 +237,19 @@ def test_four_interruption_event_patterns() -> None:
 
 # --- chart values -------------------------------------------------------------------------------
 
-#: Maps the chart leaves open (free-form), so keys below them are ours to choose.
-OPEN_MAPS = {"nodeSelector", "podAnnotations", "podLabels", "additionalLabels"}
-
-
-def _missing_keys(ours: Any, upstream: Any, path: str = "") -> list[str]:
-    if not isinstance(ours, dict):
-        return []
-    missing = []
-    for key, value in ours.items():
-        here = f"{path}.{key}" if path else key
-        if not isinstance(upstream, dict) or key not in upstream:
-            missing.append(here)
-            continue
-        below = upstream[key]
-        # An empty map, a list or an open map upstream: the chart takes what it is given.
-        if here in OPEN_MAPS or below == {} or isinstance(below, list):
-            continue
-        missing += _missing_keys(value, below, here)
-    return missing
+#: Free-form maps of the karpenter chart (keys below them are ours to choose).
+KARPENTER_OPEN = frozenset({"podAnnotations", "podLabels", "additionalLabels"})
 
 
 def test_every_helm_values_key_exists_in_the_pinned_chart(dev: SynthResult) -> None:
     if not CHART_VALUES.exists():
         pytest.skip("shared chart schemas not present")
-    upstream = yaml.safe_load(CHART_VALUES.read_text())
     helper = kp.helm_values(cluster_name="c", queue_name="q", region="r", replicas=2)
-    assert _missing_keys(helper, upstream) == []
+    assert missing_keys("karpenter", helper, open_keys=KARPENTER_OPEN) == []
     (controller,) = [r for r in dev.of_type(RELEASE) if r.inputs["name"] == "karpenter"]
-    assert _missing_keys(controller.inputs["values"], upstream) == []
-    assert _missing_keys({"settings": {"nope": 1}}, upstream) == ["settings.nope"]
+    values = controller.inputs["values"]
+    assert missing_keys("karpenter", values, open_keys=KARPENTER_OPEN) == []
+    assert missing_keys("karpenter", {"settings": {"nope": 1}}) == ["settings.nope"]
 
 
 def test_controller_region_is_explicit_because_pods_cannot_reach_imds(dev: SynthResult) -> None:

@@ -26,6 +26,7 @@ from components.scheduling import (
 )
 from synth.harness import SynthResult
 from tests.conftest import SHARED, stack_values
+from tests.helm_values import missing_keys
 
 CHARTS = SHARED / "schemas" / "charts"
 CRDS = SHARED / "schemas" / "crds"
@@ -36,29 +37,13 @@ LOCAL_QUEUE = f"kubernetes:{KUEUE_API}:LocalQueue"
 WPC = f"kubernetes:{KUEUE_API}:WorkloadPriorityClass"
 VOLCANO_QUEUE = "kubernetes:scheduling.volcano.sh/v1beta1:Queue"
 PRIORITY_CLASS = "kubernetes:scheduling.k8s.io/v1:PriorityClass"
-#: Maps the chart leaves open (free-form): keys below them are the user's, not the chart's.
-OPEN_MAPS = {"nodeSelector", "tolerations", "default_ns", "podAnnotations", "resources"}
+#: Free-form maps of these charts (keys below them are the user's, not the chart's).
+SCHEDULING_OPEN = frozenset({"default_ns", "podAnnotations", "resources"})
 
 
 def _config(stack: str) -> stack_config.StackConfig:
     raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values(stack).items()}
     return stack_config.parse(stack_config.namespace_values(raw))
-
-
-def _missing_keys(values: dict[str, Any], upstream: Any, path: str = "") -> list[str]:
-    """Key paths of `values` that the chart's values.yaml does not have."""
-    missing: list[str] = []
-    for key, value in values.items():
-        here = f"{path}.{key}" if path else key
-        if not isinstance(upstream, dict) or key not in upstream:
-            missing.append(here)
-            continue
-        below = upstream[key]
-        if isinstance(value, dict) and key not in OPEN_MAPS and isinstance(below, dict) and below:
-            missing += _missing_keys(value, below, here)
-        elif isinstance(value, dict) and below not in (None, {}) and key not in OPEN_MAPS:
-            missing.append(f"{here} (the chart has a {type(below).__name__} here)")
-    return missing
 
 
 # --- pure builders ------------------------------------------------------------------------------
@@ -161,15 +146,15 @@ def test_volcano_scheduler_runs_gang_priority_predicates_and_binpack() -> None:
 def test_every_helm_value_key_exists_in_the_charts_values_yaml(
     chart: str, values: dict[str, Any]
 ) -> None:
-    upstream = yaml.safe_load((CHARTS / chart / "values.yaml").read_text())
     assert values
-    assert _missing_keys(values, upstream) == []
+    assert missing_keys(chart, values, open_keys=SCHEDULING_OPEN) == []
 
 
 def test_the_values_key_check_catches_an_unknown_key() -> None:
-    upstream = yaml.safe_load((CHARTS / "kueue" / "values.yaml").read_text())
-    assert _missing_keys({"controllerManager": {"manager": {"imagee": {}}}}, upstream) == [
-        "controllerManager.manager.imagee"
+    unknown = {"controllerManager": {"manager": {"imagee": {"tag": "x"}}}}
+    assert missing_keys("kueue", unknown) == [
+        "controllerManager.manager.imagee",
+        "controllerManager.manager.imagee.tag",
     ]
 
 

@@ -21,6 +21,7 @@ from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult
 from tests.conftest import SHARED, stack_values
+from tests.helm_values import missing_keys
 
 SCHEMAS = SHARED / "schemas"
 SC_RULES = yaml.safe_load((SCHEMAS / "storageclass-parameters.yaml").read_text())["provisioners"]
@@ -210,16 +211,8 @@ def test_fsx_team_volumes_are_static_pvs_with_distinct_handles_and_readonly_data
         )
 
 
-def _key_paths(values: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    if isinstance(values, dict) and values:
-        paths: list[tuple[str, ...]] = []
-        for key, value in values.items():
-            paths += _key_paths(value, (*prefix, key))
-        return paths
-    return [prefix]
-
-
-OPEN_MAPS = {"nodeSelector", "tolerations", "podAnnotations", "podLabels", "tags"}
+#: Free-form maps of the CSI driver charts (keys below them are ours).
+CSI_OPEN = frozenset({"podAnnotations", "podLabels", "tags"})
 
 
 @pytest.mark.parametrize(
@@ -232,16 +225,8 @@ OPEN_MAPS = {"nodeSelector", "tolerations", "podAnnotations", "podLabels", "tags
 def test_every_helm_value_key_exists_in_the_pinned_chart(
     chart: str, values: dict[str, Any]
 ) -> None:
-    upstream = yaml.safe_load((SCHEMAS / "charts" / chart / "values.yaml").read_text())
-    paths = _key_paths(values)
-    assert paths
-    for path in paths:
-        node: Any = upstream
-        for part in path:
-            assert isinstance(node, dict) and part in node, f"{chart}: {'.'.join(path)}"
-            if part in OPEN_MAPS:
-                break
-            node = node[part]
+    assert values
+    assert missing_keys(chart, values, open_keys=CSI_OPEN) == []
 
 
 def test_chart_versions_match_the_pinned_schemas() -> None:
