@@ -7,21 +7,22 @@ each `XxxArgs.of(...)` takes its component's slice of the config.
 
 import pulumi
 
+from components import analysis
 from components import config as stack_config
-from components.cluster import Cluster, ClusterArgs
-from components.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
-from components.iam import AwsAccount
-from components.karpenter import Karpenter, KarpenterArgs
-from components.network import Network, NetworkArgs
-from components.observability import Observability, ObservabilityArgs
-from components.scheduling import Scheduling, SchedulingArgs
-from components.storage import Storage, StorageArgs
-from components.teams import Team, TeamArgs
-from components.training import TrainingJobs, TrainingJobsArgs
-from components.validation import Validation, ValidationArgs
+from components.platform.cluster import Cluster, ClusterArgs
+from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
+from components.platform.iam import AwsAccount
+from components.platform.karpenter import Karpenter, KarpenterArgs
+from components.platform.network import Network, NetworkArgs
+from components.platform.observability import Observability, ObservabilityArgs
+from components.platform.scheduling import Scheduling, SchedulingArgs
+from components.platform.storage import Storage, StorageArgs
+from components.platform.teams import Team, TeamArgs
+from components.platform.validation import Validation, ValidationArgs
+from components.workloads.training import TrainingJobs, TrainingJobsArgs
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
-cfg = stack_config.load()
+cfg = analysis.check(stack_config.load())
 tags = {"gpu-platform:environment": cfg.environment, "managed-by": "pulumi", **cfg.tags}
 account = AwsAccount.lookup()
 

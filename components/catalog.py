@@ -228,3 +228,11 @@ def gpu_node_selector() -> dict[str, str]:
 def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType) -> dict[str, str]:
     """Labels of a general-purpose CPU node launched by Karpenter (same keys as GPU nodes)."""
     return {LABEL_CAPACITY_TYPE: capacity_type, LABEL_WORKLOAD_TYPE: workload_type}
+
+
+#: Kueue's queue-name label: a job carrying it is suspended until its LocalQueue admits it.
+KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+#: The schedulerName of pods Volcano places (its gang and queue plugins).
+VOLCANO_SCHEDULER: Final = "volcano"
+#: The service account every team namespace has for its training pods (Pod Identity IAM).
+TRAINER_SERVICE_ACCOUNT: Final = "trainer"

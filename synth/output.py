@@ -673,7 +673,7 @@ TRAINING_JOB_TYPES = frozenset(
 
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
     """One row per training job, from the plan annotations on its launcher object."""
-    from components import checkpointing
+    from components.analysis import checkpoint as checkpointing
 
     prefix = f"{catalog.LABEL_DOMAIN}/"
     rows = []

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components import catalog, iam
+from components import catalog
+from components.platform import iam
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
 Case = tuple[str, str, list[Res], dict[str, Any], bool]

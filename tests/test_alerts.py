@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import yaml
 
-from components import alerts, gpu, observability
 from components.config import AlertThresholds
+from components.platform import alerts, gpu, observability
 from synth.harness import PROJECT_ROOT, SynthResult
 from tests.promtool_cases import CASES, promtool_tests
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from components import catalog
-from components.cluster import (
+from components.config import LOG_TYPES, GpuNodeGroup
+from components.platform.cluster import (
     CLUSTER_ADMIN_POLICY,
     eks_gpu_taint,
     gpu_group_labels,
     launch_template_spec,
 )
-from components.config import LOG_TYPES, GpuNodeGroup
 from synth.harness import SynthResult
 
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components import catalog, gpu
+from components import catalog
 from components.config import GpuOperatorConfig
+from components.platform import gpu
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult
 from tests.conftest import stack_values

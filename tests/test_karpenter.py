@@ -15,9 +15,9 @@ import pytest
 import yaml
 
 from components import catalog
-from components import karpenter as kp
-from components.cluster import gpu_group_labels
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
+from components.platform import karpenter as kp
+from components.platform.cluster import gpu_group_labels
 from synth import output
 from synth.harness import Registration, SynthResult
 from tests.conftest import SHARED, stack_values

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from components import catalog, observability
+from components import catalog
 from components.config import ObservabilityConfig
+from components.platform import observability
 from synth.harness import SynthResult
 from tests.helm_values import missing_keys
 

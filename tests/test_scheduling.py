@@ -11,9 +11,10 @@ import yaml
 
 from components import catalog
 from components import config as stack_config
-from components.cluster import gpu_group_labels
-from components.karpenter import pool_labels
-from components.scheduling import (
+from components.analysis.capacity import gpu_capacity
+from components.platform.cluster import gpu_group_labels
+from components.platform.karpenter import pool_labels
+from components.platform.scheduling import (
     KUEUE_API,
     PRIORITY_CLASSES,
     VOLCANO_SCHEDULER_CONF,
@@ -61,7 +62,7 @@ def test_gpu_capacity_sums_managed_groups_and_karpenter_limits_per_flavor() -> N
             pools[key] = pools.get(key, 0) + (pool.limits.gpus or 0)
     assert managed and pools
     expected = {k: managed.get(k, 0) + pools.get(k, 0) for k in {*managed, *pools}}
-    assert stack_config.gpu_capacity(prod) == expected
+    assert gpu_capacity(prod) == expected
     # prod: 4 x p5 (8 GPUs) on demand; L4 from the managed groups plus the NodePools' limits.
     assert expected[("h100-x8", "on-demand")] == 32
     assert expected[("l4-x1", "spot")] == 16 + pools[("l4-x1", "spot")]

@@ -15,8 +15,8 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
-from components import storage
 from components.config import BucketLifecycle
+from components.platform import storage
 from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult

@@ -12,8 +12,9 @@ import pytest
 
 from components import catalog
 from components import config as stack_config
-from components.scheduling import flavors
-from components.teams import (
+from components.analysis.capacity import gpu_capacity
+from components.platform.scheduling import flavors
+from components.platform.teams import (
     TRAINER_SERVICE_ACCOUNT,
     cluster_queue_spec,
     data_buckets,
@@ -270,7 +271,7 @@ def test_pod_identity_roles_trust_only_the_pod_identity_service(prod: SynthResul
 def test_cluster_queue_quota_never_exceeds_pool_capacity(prod: SynthResult) -> None:
     capacity = {
         catalog.gpu_flavor_name(c, t): gpus
-        for (c, t), gpus in stack_config.gpu_capacity(_config("prod")).items()
+        for (c, t), gpus in gpu_capacity(_config("prod")).items()
     }
     totals: dict[str, int] = {}
     for queue in prod.of_type(CLUSTER_QUEUE):
@@ -380,7 +381,7 @@ def test_invalid_teams_config_exits_2_with_the_key_path(
 
 def test_quota_exactly_at_capacity_is_accepted() -> None:
     cfg = _config("prod")
-    capacity = stack_config.gpu_capacity(cfg)
+    capacity = gpu_capacity(cfg)
     totals: dict[tuple[str, str], int] = {}
     for team in cfg.teams:
         for entry in team.quota:
@@ -392,7 +393,7 @@ def test_quota_exactly_at_capacity_is_accepted() -> None:
 
 
 def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
-    from components.teams import trainer_policy
+    from components.platform.teams import trainer_policy
 
     team = (
         _config("prod")

@@ -17,7 +17,10 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from components import catalog, checkpointing, training
+from components import catalog
+from components.analysis import checkpoint as checkpointing
+from components.workloads import manifests
+from components.workloads import plan as job_plan
 from components import config as stack_config
 from components.config import DeepSpeedSettings, StackConfig
 from synth import __main__ as synth_cli
@@ -40,10 +43,10 @@ def _parse(stack: str) -> StackConfig:
     )
 
 
-def _plan(stack: str, name: str) -> training.JobPlan:
+def _plan(stack: str, name: str) -> job_plan.JobPlan:
     cfg = _parse(stack)
     job = next(j for j in cfg.training_jobs if j.name == name)
-    return training.plan_job(cfg, job, "123456789012")
+    return job_plan.plan_job(cfg, job, "123456789012")
 
 
 def _launcher(result: SynthResult, token: str, name: str) -> dict[str, Any]:
@@ -172,7 +175,7 @@ def test_tolerations_and_affinity_match_the_pools(dev: SynthResult, token: str, 
 
 def test_either_capacity_allows_both_types_and_prefers_spot() -> None:
     plan = _plan("dev", "ddp-trainjob")
-    affinity = training.node_affinity(plan)
+    affinity = manifests.node_affinity(plan)
     expressions = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][
         0
     ]["matchExpressions"]
@@ -253,10 +256,10 @@ def test_spot_safety_chain(name: str) -> None:
     grace = plan.grace
     assert plan.job.checkpoint.save_seconds < grace.worker < grace.shutdown_timeout
     assert grace.shutdown_timeout < grace.termination
-    spec = training.pod_spec(plan)
+    spec = manifests.pod_spec(plan)
     assert spec["terminationGracePeriodSeconds"] == grace.termination
-    assert training.pod_metadata(plan)["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
-    args = training.launch_args(plan)
+    assert manifests.pod_metadata(plan)["annotations"]["karpenter.sh/do-not-disrupt"] == "true"
+    args = manifests.launch_args(plan)
     assert int(_arg(args, "--shutdown-timeout")) == grace.shutdown_timeout
     assert int(_arg(args, "--grace-s")) == grace.worker
 
@@ -276,12 +279,12 @@ def test_checkpoint_interval_defaults_to_young_daly_and_is_overridable() -> None
     plan = _plan("dev", "ds-zero2")
     expected = checkpointing.young_daly_interval_s(5.0, 21600.0)
     assert plan.interval_s == pytest.approx(expected)
-    assert int(_arg(training.worker_args(plan), "--checkpoint-interval-s")) == round(expected)
+    assert int(_arg(manifests.worker_args(plan), "--checkpoint-interval-s")) == round(expected)
     job = plan.job.model_copy(
         update={"checkpoint": plan.job.checkpoint.model_copy(update={"interval_seconds": 900})}
     )
     cfg = _parse("dev")
-    assert training.plan_job(cfg, job, "123456789012").interval_s == 900
+    assert job_plan.plan_job(cfg, job, "123456789012").interval_s == 900
 
 
 def test_run_metadata_on_pods_and_env(dev: SynthResult) -> None:
@@ -300,9 +303,9 @@ def test_config_hash_is_deterministic_and_semantic() -> None:
     assert plan.config_hash == again.config_hash
     cfg = _parse("dev")
     moved = plan.job.model_copy(update={"capacity": "on-demand", "priority": "research"})
-    assert training.plan_job(cfg, moved, "1").config_hash == plan.config_hash
+    assert job_plan.plan_job(cfg, moved, "1").config_hash == plan.config_hash
     changed = plan.job.model_copy(update={"hyperparameters": {"max-steps": 10}})
-    assert training.plan_job(cfg, changed, "1").config_hash != plan.config_hash
+    assert job_plan.plan_job(cfg, changed, "1").config_hash != plan.config_hash
 
 
 def test_prod_job_is_pinned_uses_efa_in_one_zone(prod: SynthResult) -> None:
@@ -310,7 +313,7 @@ def test_prod_job_is_pinned_uses_efa_in_one_zone(prod: SynthResult) -> None:
     _, spec = _pod(job)
     container = spec["containers"][0]
     assert "@sha256:" in container["image"]
-    assert container["resources"]["limits"][training.EFA_RESOURCE] == str(
+    assert container["resources"]["limits"][job_plan.EFA_RESOURCE] == str(
         catalog.instance("p5.48xlarge").efa_devices
     )
     assert container["resources"]["limits"][catalog.GPU_RESOURCE] == "8"
@@ -362,7 +365,7 @@ def test_ds_config_accepted_by_deepspeed_for_the_world_size(stack: str, name: st
     from deepspeed.runtime.config import DeepSpeedConfig
 
     plan = _plan(stack, name)
-    config = training.ds_config(plan.job, plan.world_size)
+    config = job_plan.ds_config(plan.job, plan.world_size)
     # DeepSpeedConfig asks deepspeed.comm for the world size; unpatched it assumes 1.
     with (
         mock.patch.object(deepspeed.comm, "get_world_size", return_value=plan.world_size),
@@ -395,7 +398,7 @@ def test_batch_arithmetic(micro: int, accumulation: int, nodes: int, gpus: int) 
     )
     plan = _plan("dev", "ds-zero2")
     job = plan.job.model_copy(update={"deepspeed": settings_, "nodes": nodes})
-    config = training.ds_config(job, nodes * gpus)
+    config = job_plan.ds_config(job, nodes * gpus)
     assert config["train_batch_size"] == micro * accumulation * nodes * gpus
     assert config["train_batch_size"] % (micro * accumulation) == 0
     from policies.rules.platform import ds_config_problems

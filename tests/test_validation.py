@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from components import catalog, validation
+from components import catalog
 from components.config import ValidationConfig
+from components.platform import validation
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult
 from tests.conftest import stack_values

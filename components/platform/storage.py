@@ -18,14 +18,15 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog, iam
+from components import catalog
 from components.config import BucketLifecycle, StorageConfig
-from components.iam import AwsAccount
+from components.platform import iam
+from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
     from components.config import StackConfig
-    from components.network import Network
+    from components.platform.cluster import Cluster
+    from components.platform.network import Network
 
 
 BUCKET_ROLES: Final = catalog.DATA_BUCKET_PURPOSES

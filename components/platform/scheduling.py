@@ -23,10 +23,11 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import catalog
-from components.config import SchedulingConfig, StackConfig, gpu_capacity
+from components.analysis.capacity import gpu_capacity
+from components.config import SchedulingConfig, StackConfig
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
+    from components.platform.cluster import Cluster
 
 
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
@@ -40,8 +41,6 @@ KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 VOLCANO_QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
 #: The job kinds Kueue admits: plain (Indexed) Jobs, TrainJobs and the JobSets they run as.
 KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
-KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
-VOLCANO_SCHEDULER: Final = "volcano"
 
 #: Kubernetes PriorityClasses: (name, value, preemptionPolicy, description). Production may
 #: evict research and dev pods; research may evict dev; dev never preempts anyone, it only

@@ -17,13 +17,14 @@ import pulumi_aws as aws
 import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
-from components import catalog, iam
+from components import catalog
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
-from components.iam import AwsAccount
+from components.platform import iam
+from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.network import Network
+    from components.platform.network import Network
 
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"

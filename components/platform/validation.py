@@ -20,9 +20,9 @@ from components import catalog
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
     from components.config import StackConfig
-    from components.gpu import GpuStack
+    from components.platform.cluster import Cluster
+    from components.platform.gpu import GpuStack
 
 
 NCCL_PORT: Final = 29400

@@ -20,24 +20,23 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog, iam
+from components import catalog
+from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import FlavorQuota, TeamConfig
-from components.scheduling import (
+from components.platform import iam
+from components.platform.scheduling import (
     KUEUE_API,
-    KUEUE_QUEUE_LABEL,
     VOLCANO_QUEUE_API,
-    VOLCANO_SCHEDULER,
     Flavor,
 )
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
-    from components.iam import AwsAccount
-    from components.scheduling import Scheduling
-    from components.storage import Storage
+    from components.platform.cluster import Cluster
+    from components.platform.iam import AwsAccount
+    from components.platform.scheduling import Scheduling
+    from components.platform.storage import Storage
 
 
-TRAINER_SERVICE_ACCOUNT: Final = "trainer"
 #: Resources every team ClusterQueue covers, in the order each flavor must list them.
 COVERED_RESOURCES: Final = ("cpu", "memory", catalog.GPU_RESOURCE)
 #: The EKS Pod Identity agent listens on this link-local address on every node; pods with a

@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import alerts, catalog
+from components import catalog
 from components.config import ObservabilityConfig
+from components.platform import alerts
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
     from components.config import StackConfig
+    from components.platform.cluster import Cluster
 
 
 CHART = "kube-prometheus-stack"

@@ -15,7 +15,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import NetworkConfig
-from components.iam import AwsAccount
+from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig

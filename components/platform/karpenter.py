@@ -22,10 +22,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog, iam
-from components.cluster import NODE_MANAGED_POLICIES, Cluster
+from components import catalog
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
-from components.iam import AwsAccount
+from components.platform import iam
+from components.platform.cluster import NODE_MANAGED_POLICIES, Cluster
+from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig

@@ -21,8 +21,8 @@ from components import catalog
 from components.config import GpuOperatorConfig
 
 if TYPE_CHECKING:
-    from components.cluster import Cluster
     from components.config import StackConfig
+    from components.platform.cluster import Cluster
 
 
 CHART: Final = "gpu-operator"

@@ -1,0 +1,29 @@
+"""Pure analysis of a validated stack config: the cross-area facts (capacity per flavor, job
+resources, admission against quota, checkpoint planning, costs) computed once, here, and the
+rules built on them. Config validators, components, the report and the policies ask this package
+instead of recomputing. It imports the config model and the catalog, never a Pulumi resource.
+
+`check(cfg)` runs every cross-area rule right after the model is built and before any resource
+is registered; its problems come out in the config-error format (one line per problem naming the
+key path), as `ConfigError`.
+"""
+
+from __future__ import annotations
+
+from components.analysis.jobs import check_training_jobs
+from components.analysis.quota import check_teams
+from components.config import ConfigError, Problem, StackConfig
+from components.config.errors import problem_lines
+
+
+def problems(cfg: StackConfig) -> list[Problem]:
+    """Every cross-area problem of `cfg` (key paths from the config namespace's root)."""
+    return [*check_teams(cfg), *check_training_jobs(cfg)]
+
+
+def check(cfg: StackConfig) -> StackConfig:
+    """`cfg` unchanged when every cross-area rule holds; `ConfigError` otherwise."""
+    found = problems(cfg)
+    if found:
+        raise ConfigError(problem_lines(found))
+    return cfg

@@ -1,0 +1,90 @@
+"""Cross-area rules of `trainingJobs`: known team and GPU class, GPUs per node, quota and pool
+capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
+
+from __future__ import annotations
+
+from components.analysis.capacity import gpu_capacity
+from components.analysis.quota import job_quota_problems
+from components.config import Problem, StackConfig, gpus_of_class
+
+
+def check_training_jobs(cfg: StackConfig) -> list[Problem]:
+    """Cross-section rules of `trainingJobs`: known team and GPU class, GPUs per node, quota and
+    pool capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
+    problems: list[Problem] = []
+    teams = {team.name: team for team in cfg.teams}
+    capacity = gpu_capacity(cfg)
+    classes = sorted({gpu_class for gpu_class, _ in capacity})
+    seen: dict[tuple[str, str], int] = {}
+    for index, job in enumerate(cfg.training_jobs):
+        key = f"trainingJobs[{index}]"
+        team = teams.get(job.team)
+        if team is None:
+            problems.append((f"{key}.team", job.team, f"a team ({', '.join(sorted(teams))})"))
+        else:
+            where = (team.namespace, job.name)
+            if where in seen:
+                problems.append(
+                    (
+                        f"{key}.name",
+                        job.name,
+                        f"a unique name in {team.namespace} (trainingJobs[{seen[where]}])",
+                    )
+                )
+            seen.setdefault(where, index)
+        image = job.image or cfg.training.default_image
+        if cfg.training.require_image_digest and "@sha256:" not in image:
+            problems.append(
+                (
+                    f"{key}.image",
+                    image,
+                    "an image pinned by digest (repo[:tag]@sha256:...); "
+                    "training.requireImageDigest is on",
+                )
+            )
+        if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
+            per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
+            world = job.nodes * per_node
+            want = job.deepspeed.effective_batch(world)
+            if job.deepspeed.train_batch_size != want:
+                problems.append(
+                    (
+                        f"{key}.deepspeed.trainBatchSize",
+                        job.deepspeed.train_batch_size,
+                        f"micro {job.deepspeed.micro_batch_per_gpu} x accumulation "
+                        f"{job.deepspeed.gradient_accumulation_steps} x world size {world} = "
+                        f"{want} (or leave it out)",
+                    )
+                )
+        if job.gpu_class not in classes:
+            problems.append(
+                (
+                    f"{key}.gpuClass",
+                    job.gpu_class,
+                    f"a GPU class the pools provide ({', '.join(classes)})",
+                )
+            )
+            continue
+        missing = [c for c in job.capacity_types if (job.gpu_class, c) not in capacity]
+        if len(missing) == len(job.capacity_types):
+            problems.append(
+                (
+                    f"{key}.capacity",
+                    job.capacity,
+                    f"no {job.capacity} pool provides {job.gpu_class}",
+                )
+            )
+            continue
+        class_gpus = gpus_of_class(job.gpu_class)
+        if job.gpus_per_node is not None and job.gpus_per_node != class_gpus:
+            problems.append(
+                (
+                    f"{key}.gpusPerNode",
+                    job.gpus_per_node,
+                    f"{class_gpus}: the GPUs of a {job.gpu_class} instance (whole nodes only)",
+                )
+            )
+            continue
+        if team is not None:
+            problems.extend(job_quota_problems(cfg, index, job, team))
+    return problems

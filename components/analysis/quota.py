@@ -1,0 +1,144 @@
+"""Admission against quota: team quotas within the pools' capacity, and each job within its
+team's quota (nominal + borrowing), namespace limits and the pools' capacity."""
+
+from __future__ import annotations
+
+from components import catalog
+from components.analysis.capacity import gpu_capacity
+from components.analysis.resources import job_resources
+from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig, gpus_of_class
+
+
+def check_teams(cfg: StackConfig) -> list[Problem]:
+    """Cross-section rules of `teams`: unique names and namespaces, known flavors, and the sum of
+    nominal GPU quotas per flavor within what the pools provide (`gpu_capacity`)."""
+    problems: list[Problem] = []
+    capacity = gpu_capacity(cfg)
+    classes = sorted({gpu_class for gpu_class, _ in capacity})
+    names: dict[str, int] = {}
+    namespaces: dict[str, int] = {}
+    totals: dict[tuple[str, catalog.CapacityType], int] = {}
+    for index, team in enumerate(cfg.teams):
+        for field, seen, value in (
+            ("name", names, team.name),
+            ("namespace", namespaces, team.namespace),
+        ):
+            if value in seen:
+                problems.append(
+                    (
+                        f"teams[{index}].{field}",
+                        value,
+                        f"a unique {field} (teams[{seen[value]}] already uses it)",
+                    )
+                )
+            seen.setdefault(value, index)
+        for entry_index, entry in enumerate(team.quota):
+            path = f"teams[{index}].quota[{entry_index}]"
+            if entry.gpu_class not in classes:
+                problems.append(
+                    (
+                        f"{path}.gpuClass",
+                        entry.gpu_class,
+                        f"a GPU class the pools provide ({', '.join(classes)})",
+                    )
+                )
+                continue
+            key = (entry.gpu_class, entry.capacity_type)
+            if key not in capacity:
+                problems.append(
+                    (
+                        f"{path}.capacityType",
+                        entry.capacity_type,
+                        f"no {entry.capacity_type} pool provides {entry.gpu_class}",
+                    )
+                )
+                continue
+            before = totals.get(key, 0)
+            totals[key] = before + entry.gpus
+            if before <= capacity[key] < totals[key]:
+                problems.append(
+                    (
+                        f"{path}.gpus",
+                        entry.gpus,
+                        f"the nominal GPU quotas of flavor {entry.flavor} add up to "
+                        f"{totals[key]} here, over the {capacity[key]} GPUs its pools provide",
+                    )
+                )
+    return problems
+
+
+def job_quota_problems(
+    cfg: StackConfig, index: int, job: TrainingJobConfig, team: TeamConfig
+) -> list[Problem]:
+    """Nodes x GPUs (and CPU/memory) within the team's quota for one of the job's flavors
+    (nominal + borrowing limit; unbounded borrowing = the pools' capacity), the namespace's
+    ResourceQuota, and the pools' capacity. A Kueue podset runs on one flavor, so `either`
+    needs one flavor that fits the whole job."""
+    key = f"trainingJobs[{index}]"
+    capacity = gpu_capacity(cfg)
+    gpus = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+    requests = job_resources(cfg, job)
+    problems: list[Problem] = []
+    pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
+    if gpus > max(pools):
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"nodes x GPUs = {gpus} is over the {max(pools)} GPUs the "
+                f"{job.gpu_class} {'/'.join(job.capacity_types)} pools provide",
+            )
+        )
+    fits: list[str] = []
+    quota_text: list[str] = []
+    for capacity_type in job.capacity_types:
+        entry = next(
+            (
+                q
+                for q in team.quota
+                if q.gpu_class == job.gpu_class and q.capacity_type == capacity_type
+            ),
+            None,
+        )
+        if entry is None:
+            quota_text.append(
+                f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}"
+            )
+            continue
+        pool = capacity.get((job.gpu_class, capacity_type), 0)
+        gpu_cap = (
+            entry.gpus + entry.borrowing_limit_gpus
+            if entry.borrowing_limit_gpus is not None
+            else max(pool, entry.gpus)
+        )
+        scale = gpu_cap / entry.gpus if entry.gpus else 0.0
+        cpu_cap, mem_cap = entry.cpu * scale, entry.memory_gib * scale
+        quota_text.append(
+            f"{entry.flavor}: {gpu_cap} GPUs, {cpu_cap:g} CPU, {mem_cap:g} GiB with borrowing"
+        )
+        if (
+            gpus <= gpu_cap
+            and requests.cpu * job.nodes <= cpu_cap
+            and requests.memory_gib * job.nodes <= mem_cap
+        ):
+            fits.append(entry.flavor)
+    if not fits:
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"the job ({gpus} GPUs, {requests.cpu * job.nodes:g} CPU, "
+                f"{requests.memory_gib * job.nodes} GiB) fits no quota of team {team.name} "
+                f"({'; '.join(quota_text)})",
+            )
+        )
+    if gpus > team.limits.gpus:
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"nodes x GPUs = {gpus} is over team {team.name}'s namespace limit "
+                f"({team.limits.gpus} GPUs)",
+            )
+        )
+    return problems

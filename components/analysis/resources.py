@@ -1,0 +1,58 @@
+"""Per-pod resources of a training job: CPU, memory, /dev/shm and EFA devices, derived from the
+smallest instance type its pools can launch (every pod must fit on it) minus node headroom."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Final
+
+from components import catalog
+from components.analysis.capacity import job_instance_types, smallest_instance_type
+from components.config import StackConfig, TrainingJobConfig, gpu_class_instance_types
+
+#: Memory held back per node for kubelet, eviction threshold and daemons (GPU operator, CNI,
+#: CSI, exporters): 10 % plus 2 GiB; CPU: 4 % plus one core.
+MEMORY_HEADROOM_FRACTION: Final = 0.10
+MEMORY_HEADROOM_GIB: Final = 2
+CPU_HEADROOM_FRACTION: Final = 0.04
+CPU_HEADROOM_CORES: Final = 1
+
+
+@dataclass(frozen=True)
+class JobResources:
+    """Per-pod resources, derived from the instance type unless the job overrides them."""
+
+    instance_type: str
+    cpu: float
+    memory_gib: int
+    shm_gib: int
+    efa_devices: int
+
+
+def default_cpu(vcpu: int) -> float:
+    return float(max(1, math.floor(vcpu * (1 - CPU_HEADROOM_FRACTION)) - CPU_HEADROOM_CORES))
+
+
+def default_memory_gib(memory_gib: int) -> int:
+    return max(1, math.floor(memory_gib * (1 - MEMORY_HEADROOM_FRACTION)) - MEMORY_HEADROOM_GIB)
+
+
+def job_resources(cfg: StackConfig, job: TrainingJobConfig) -> JobResources:
+    """CPU, memory, /dev/shm and EFA devices of one pod of `job`."""
+    types = job_instance_types(cfg, job) or gpu_class_instance_types(job.gpu_class)
+    if not types:
+        return JobResources("", job.cpu or 1.0, job.memory_gib or 1, job.shm_gib or 1, 0)
+    name = smallest_instance_type(types)
+    row = catalog.instance(name)
+    memory = job.memory_gib or default_memory_gib(row.memory_gib)
+    # /dev/shm is charged to the pod's memory: a quarter of it (NCCL and data loaders).
+    shm = job.shm_gib or max(1, min(64, memory // 4))
+    efa_on = job.efa if job.efa is not None else (row.efa_devices > 0 and job.nodes > 1)
+    return JobResources(
+        instance_type=name,
+        cpu=job.cpu or default_cpu(row.vcpu),
+        memory_gib=memory,
+        shm_gib=shm,
+        efa_devices=row.efa_devices if efa_on else 0,
+    )

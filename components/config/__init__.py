@@ -1,0 +1,208 @@
+"""The stack configuration: one frozen pydantic model, split into a module per area.
+
+Keys live in the `gpu-platform:` namespace of `Pulumi.<stack>.yaml` and are camelCase. Each
+area's slice (`network`, `cluster`, `node_groups`, `karpenter`, `gpu`, `observability`,
+`validation`, `scheduling`, `storage`, `teams`, `training`) is a frozen model with
+`extra="forbid"` and its own validators; `stack.StackConfig` composes them; `load` reads and
+validates a stack's values and `errors` formats every problem as one line. Defaults are the
+production-safe choice; the dev stack relaxes explicitly. Rules that need facts from several
+areas (capacity, quotas, whether a job can run) live in `components.analysis`.
+
+This module re-exports the public names so callers write `from components.config import X`.
+"""
+
+from __future__ import annotations
+
+from components.config.base import (
+    GPU_CLASS_PATTERN,
+    NAMESPACE,
+    ConfigError,
+    DigestImage,
+    Duration,
+    GoDuration,
+    Model,
+    Name,
+    Problem,
+    S3Prefix,
+    ScrapeInterval,
+    problems_error,
+)
+from components.config.cluster import (
+    LOG_TYPES,
+    SUPPORTED_KUBERNETES_VERSIONS,
+    AddonVersion,
+    AddonVersions,
+    ClusterConfig,
+    LogType,
+    RoleArn,
+)
+from components.config.errors import (
+    format_errors,
+    problem_lines,
+    split_path,
+)
+from components.config.gpu import (
+    GpuOperatorConfig,
+    TimeSlicingConfig,
+)
+from components.config.karpenter import (
+    DEFAULT_POOL_WEIGHT,
+    AmiAlias,
+    KarpenterConfig,
+    KarpenterDisruption,
+    KarpenterLimits,
+    KarpenterNodeClass,
+    KarpenterPool,
+    gpu_class_instance_types,
+)
+from components.config.load import (
+    load,
+    namespace_values,
+    parse,
+)
+from components.config.network import (
+    ExistingVpc,
+    NetworkConfig,
+    SubnetId,
+)
+from components.config.node_groups import (
+    GpuNodeGroup,
+    NodeGroupsConfig,
+    SystemNodeGroup,
+)
+from components.config.observability import (
+    AlertThresholds,
+    ObservabilityConfig,
+)
+from components.config.scheduling import (
+    SchedulingConfig,
+    WaitForPodsReady,
+)
+from components.config.stack import (
+    StackConfig,
+    default_nccl_pool,
+)
+from components.config.storage import (
+    BUCKET_PREFIX_MAX,
+    FSX_CAPACITY_INCREMENT_GIB,
+    FSX_MIN_CAPACITY_GIB,
+    FSX_THROUGHPUT_TIERS,
+    BucketLifecycle,
+    LustreEvent,
+    RwxConfig,
+    StorageConfig,
+)
+from components.config.teams import (
+    DNS_LABEL,
+    RESERVED_NAMESPACES,
+    ContainerDefaults,
+    FlavorQuota,
+    IamStatement,
+    NamespaceLimits,
+    Quantity,
+    TeamConfig,
+    TeamEgress,
+    VolcanoQueue,
+)
+from components.config.training import (
+    REFERENCE_TRAINER_IMAGE,
+    SPOT_NOTICE_SECONDS,
+    DeepSpeedSettings,
+    EnvName,
+    GraceSeconds,
+    HyperValue,
+    ImageRef,
+    JobCheckpoint,
+    SecretEnv,
+    TrainingConfig,
+    TrainingJobConfig,
+    gpus_of_class,
+    job_grace_seconds,
+)
+from components.config.validation import (
+    NcclTestConfig,
+    ValidationConfig,
+)
+
+__all__ = [
+    "BUCKET_PREFIX_MAX",
+    "DEFAULT_POOL_WEIGHT",
+    "DNS_LABEL",
+    "FSX_CAPACITY_INCREMENT_GIB",
+    "FSX_MIN_CAPACITY_GIB",
+    "FSX_THROUGHPUT_TIERS",
+    "GPU_CLASS_PATTERN",
+    "LOG_TYPES",
+    "NAMESPACE",
+    "REFERENCE_TRAINER_IMAGE",
+    "RESERVED_NAMESPACES",
+    "SPOT_NOTICE_SECONDS",
+    "SUPPORTED_KUBERNETES_VERSIONS",
+    "AddonVersion",
+    "AddonVersions",
+    "AlertThresholds",
+    "AmiAlias",
+    "BucketLifecycle",
+    "ClusterConfig",
+    "ConfigError",
+    "ContainerDefaults",
+    "DeepSpeedSettings",
+    "DigestImage",
+    "Duration",
+    "EnvName",
+    "ExistingVpc",
+    "FlavorQuota",
+    "GoDuration",
+    "GpuNodeGroup",
+    "GpuOperatorConfig",
+    "GraceSeconds",
+    "HyperValue",
+    "IamStatement",
+    "ImageRef",
+    "JobCheckpoint",
+    "KarpenterConfig",
+    "KarpenterDisruption",
+    "KarpenterLimits",
+    "KarpenterNodeClass",
+    "KarpenterPool",
+    "LogType",
+    "LustreEvent",
+    "Model",
+    "Name",
+    "NamespaceLimits",
+    "NcclTestConfig",
+    "NetworkConfig",
+    "NodeGroupsConfig",
+    "ObservabilityConfig",
+    "Problem",
+    "Quantity",
+    "RoleArn",
+    "RwxConfig",
+    "S3Prefix",
+    "SchedulingConfig",
+    "ScrapeInterval",
+    "SecretEnv",
+    "StackConfig",
+    "StorageConfig",
+    "SubnetId",
+    "SystemNodeGroup",
+    "TeamConfig",
+    "TeamEgress",
+    "TimeSlicingConfig",
+    "TrainingConfig",
+    "TrainingJobConfig",
+    "ValidationConfig",
+    "VolcanoQueue",
+    "WaitForPodsReady",
+    "default_nccl_pool",
+    "format_errors",
+    "gpu_class_instance_types",
+    "gpus_of_class",
+    "job_grace_seconds",
+    "load",
+    "namespace_values",
+    "parse",
+    "problem_lines",
+    "problems_error",
+    "split_path",
+]

@@ -1,0 +1,39 @@
+"""Scheduling slice: Kueue, Volcano, Kubeflow Trainer and the cohort."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from components.config.base import (
+    GoDuration,
+    Model,
+    Name,
+)
+
+
+class WaitForPodsReady(Model):
+    """Kueue's all-or-nothing start: a workload whose pods are not all ready in time is evicted,
+    releases its quota and is requeued with exponential backoff."""
+
+    #: Multi-GB training images on a fresh GPU node take minutes to pull.
+    timeout: GoDuration = "10m"
+    #: A running workload that loses a pod (spot reclaim) gets this long to recover.
+    recovery_timeout: GoDuration = "5m"
+    backoff_base_seconds: Annotated[int, Field(ge=1, le=3600)] = 60
+    backoff_max_seconds: Annotated[int, Field(ge=60, le=86400)] = 3600
+    #: Requeues before Kueue deactivates the workload; a job that never fits stops retrying.
+    backoff_limit_count: Annotated[int, Field(ge=1, le=100)] = 10
+
+
+class SchedulingConfig(Model):
+    """Kueue (quota and admission), Volcano (the alternative gang scheduler) and Kubeflow
+    Trainer v2 (TrainJob through JobSet). Chart versions match ../shared/schemas/SOURCES.md."""
+
+    kueue_chart_version: str = "0.19.2"
+    volcano_chart_version: str = "1.15.1"
+    trainer_chart_version: str = "2.3.0"
+    #: The Kueue cohort every team ClusterQueue joins: unused quota is lent within it.
+    cohort: Name = "gpu-platform"
+    wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)

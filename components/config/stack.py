@@ -1,0 +1,163 @@
+"""`StackConfig`: the slices composed into one model, and the rules between slices that are
+about structure (names that must refer to, or differ from, names in another slice).
+
+Rules about capacity, quotas and whether a workload can run need facts computed from several
+slices; they live in `components.analysis`, which runs right after this model is built and
+reports in the same key-path format. This package imports neither `analysis` nor a component.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from components import catalog
+from components.config.base import Model, Problem, problems_error
+from components.config.cluster import ClusterConfig
+from components.config.gpu import GpuOperatorConfig
+from components.config.karpenter import KarpenterConfig
+from components.config.network import NetworkConfig
+from components.config.node_groups import GpuNodeGroup, NodeGroupsConfig
+from components.config.observability import ObservabilityConfig
+from components.config.scheduling import SchedulingConfig
+from components.config.storage import BUCKET_PREFIX_MAX, StorageConfig
+from components.config.teams import TeamConfig
+from components.config.training import TrainingConfig, TrainingJobConfig
+from components.config.validation import ValidationConfig
+
+
+class StackConfig(Model):
+    """Everything under the `gpu-platform:` config namespace of a stack."""
+
+    environment: Literal["dev", "staging", "prod"]
+    #: Cost-allocation tags put on every AWS resource that takes tags.
+    tags: dict[
+        Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_ .:/=+@-]+$", max_length=128)],
+        Annotated[str, StringConstraints(max_length=256)],
+    ] = {}
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    cluster: ClusterConfig
+    node_groups: NodeGroupsConfig
+    karpenter: KarpenterConfig
+    storage: StorageConfig = Field(default_factory=StorageConfig)
+    gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
+    observability: ObservabilityConfig = Field(default_factory=ObservabilityConfig)
+    validation: ValidationConfig = Field(default_factory=ValidationConfig)
+    scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
+    teams: list[TeamConfig] = []
+    training: TrainingConfig = Field(default_factory=TrainingConfig)
+    training_jobs: list[TrainingJobConfig] = []
+
+    @model_validator(mode="after")
+    def _storage_fits(self) -> StackConfig:
+        problems: list[Problem] = []
+        # Without a prefix, bucket names start with the cluster name: it must fit S3's limit.
+        if self.storage.bucket_prefix is None and len(self.cluster.name) > BUCKET_PREFIX_MAX:
+            problems.append(
+                (
+                    "storage.bucketPrefix",
+                    None,
+                    f"set a prefix of at most {BUCKET_PREFIX_MAX} characters: the cluster "
+                    "name is too long for S3 bucket names",
+                )
+            )
+        existing = self.network.existing_vpc
+        subnets = len(existing.private_subnet_ids) if existing else self.network.az_count
+        index = self.storage.rwx.subnet_index
+        if index is not None and index >= subnets:
+            problems.append(
+                (
+                    "storage.rwx.subnetIndex",
+                    index,
+                    f"an index of one of the {subnets} private subnets (0-{subnets - 1})",
+                )
+            )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _gpu_sections(self) -> StackConfig:
+        problems: list[Problem] = []
+        groups = {group.name: group for group in self.node_groups.gpu}
+        for index, pool in enumerate(self.gpu_operator.time_slicing.pools):
+            key = f"gpuOperator.timeSlicing.pools[{index}]"
+            group = groups.get(pool)
+            if group is None:
+                problems.append((key, pool, f"a GPU node group ({', '.join(sorted(groups))})"))
+            elif group.workload_type == "training":
+                problems.append(
+                    (
+                        key,
+                        pool,
+                        "a pool whose workloadType is not training (time-sliced GPUs share "
+                        "memory and break training throughput and isolation)",
+                    )
+                )
+        if self.gpu_operator.mig_strategy != "none" and not any(
+            group.gpu_model in catalog.MIG_CAPABLE_GPU_MODELS for group in groups.values()
+        ):
+            problems.append(
+                (
+                    "gpuOperator.migStrategy",
+                    self.gpu_operator.mig_strategy,
+                    "'none' unless a GPU group has a MIG-capable GPU "
+                    f"({', '.join(sorted(catalog.MIG_CAPABLE_GPU_MODELS))})",
+                )
+            )
+        nccl = self.validation.nccl
+        if self.validation.enabled and self.validation.nccl_test:
+            if nccl.pool is not None and nccl.pool not in groups:
+                problems.append(
+                    ("validation.nccl.pool", nccl.pool, f"one of {', '.join(sorted(groups))}")
+                )
+            target = groups.get(nccl.pool) if nccl.pool else default_nccl_pool(self.node_groups)
+            if target is not None and target.max_size < nccl.nodes:
+                problems.append(
+                    (
+                        "validation.nccl.nodes",
+                        nccl.nodes,
+                        f"at most the pool's maxSize ({target.name}: {target.max_size})",
+                    )
+                )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _karpenter_pool_names(self) -> StackConfig:
+        # Pools and managed groups share the gpu-platform.io/node-pool label: names must differ.
+        groups = {"system", *(group.name for group in self.node_groups.gpu)}
+        problems: list[Problem] = [
+            (
+                f"karpenter.pools[{index}].name",
+                pool.name,
+                "a name no managed node group uses (both set the gpu-platform.io/node-pool label)",
+            )
+            for index, pool in enumerate(self.karpenter.pools)
+            if pool.name in groups
+        ]
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @property
+    def bucket_prefix(self) -> str:
+        return (self.storage.bucket_prefix or self.cluster.name).lower()
+
+    def nccl_pool(self) -> GpuNodeGroup:
+        """The GPU node group the NCCL test runs on (named, or the default)."""
+        named = self.validation.nccl.pool
+        for group in self.node_groups.gpu:
+            if group.name == named:
+                return group
+        return default_nccl_pool(self.node_groups)
+
+
+def default_nccl_pool(node_groups: NodeGroupsConfig) -> GpuNodeGroup:
+    """The NCCL test's pool when none is named: the first on-demand GPU group (no preemption)."""
+    for group in node_groups.gpu:
+        if group.capacity_type == "on-demand":
+            return group
+    return node_groups.gpu[0]

@@ -1,0 +1,183 @@
+"""Teams slice: namespaces, quotas per flavor, limits, IAM extras, egress, Volcano queues."""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+from components import catalog
+from components.config.base import (
+    Model,
+    Name,
+    Problem,
+    S3Prefix,
+    problems_error,
+)
+
+DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")]
+#: Namespaces the platform's own controllers use; a team must not land in one of them.
+RESERVED_NAMESPACES: Final = frozenset(
+    {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "kueue-system",
+        "volcano-system",
+        "kubeflow-system",
+        "karpenter",
+        "gpu-operator",
+        "monitoring",
+    }
+)
+
+
+class FlavorQuota(Model):
+    """A team's nominal share of one ResourceFlavor (GPU class x capacity type) in Kueue."""
+
+    gpu_class: str
+    capacity_type: catalog.CapacityType
+    gpus: Annotated[int, Field(ge=0)]
+    #: CPU cores and memory that go with those GPUs (data loaders, host-side optimizer state).
+    cpu: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[int, Field(ge=1)]
+    #: GPUs this team may borrow from the cohort on top of `gpus`; unset = no bound.
+    borrowing_limit_gpus: Annotated[int, Field(ge=0)] | None = None
+    #: GPUs of `gpus` other teams may borrow while idle; unset = all of them.
+    lending_limit_gpus: Annotated[int, Field(ge=0)] | None = None
+
+    @property
+    def flavor(self) -> str:
+        return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
+
+    @model_validator(mode="after")
+    def _check(self) -> FlavorQuota:
+        if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.gpus:
+            raise problems_error(
+                [("lendingLimitGpus", self.lending_limit_gpus, f"at most gpus ({self.gpus})")]
+            )
+        return self
+
+
+class NamespaceLimits(Model):
+    """The namespace ResourceQuota: a hard ceiling whatever Kueue admits (borrowing included)."""
+
+    gpus: Annotated[int, Field(ge=0)]
+    cpu: Annotated[int, Field(ge=1)]
+    memory_gib: Annotated[int, Field(ge=1)]
+    persistent_volume_claims: Annotated[int, Field(ge=0)] = 20
+    storage_gib: Annotated[int, Field(ge=0)] = 2048
+
+
+class ContainerDefaults(Model):
+    """LimitRange defaults for containers that declare nothing: a training pod without a CPU
+    request is scheduled as if it needed none and starves next to its neighbours."""
+
+    cpu_request: Quantity = "1"
+    memory_request: Quantity = "4Gi"
+    #: Memory is not compressible: an unbounded container can take the node down.
+    memory_limit: Quantity = "16Gi"
+
+
+class IamStatement(Model):
+    """An extra IAM statement for a team's `trainer` role (e.g. pull from another account's ECR,
+    read a shared model registry). Structure only is checked here; what it grants is judged by
+    the policy pack (no `*` actions or resources on workload roles)."""
+
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=None, populate_by_name=True
+    )
+
+    Sid: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9]+$")]
+    Effect: Literal["Allow", "Deny"] = "Allow"
+    Action: Annotated[list[str], Field(min_length=1)]
+    Resource: Annotated[list[str], Field(min_length=1)]
+    Condition: dict[str, dict[str, Any]] | None = None
+
+
+class TeamEgress(Model):
+    """Egress beyond the namespace and DNS: HTTPS (443) only, to these CIDRs."""
+
+    https_cidrs: list[str] = []
+    #: Allow 443 to anywhere (0.0.0.0/0); only when the stack says so explicitly.
+    allow_all_https: bool = False
+
+    @field_validator("https_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.IPv4Network(cidr, strict=True)
+            except ValueError:
+                raise ValueError(f"{cidr!r} is not an IPv4 CIDR") from None
+        return value
+
+
+class VolcanoQueue(Model):
+    """The team's Volcano Queue: share of the cluster by weight (capability = namespace limits)."""
+
+    weight: Annotated[int, Field(ge=1, le=1000)] = 1
+
+
+class TeamConfig(Model):
+    """One tenant: namespace, queues, quotas, identity and network boundaries."""
+
+    name: Name
+    namespace: str
+    #: The Kubernetes group (from the IAM access entry / OIDC) whose members run the team's jobs.
+    group: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    #: Read-only prefix in the datasets bucket; checkpoints and artifacts live under `<name>/`.
+    dataset_prefix: S3Prefix
+    quota: Annotated[list[FlavorQuota], Field(min_length=1)]
+    limits: NamespaceLimits
+    container_defaults: ContainerDefaults = Field(default_factory=ContainerDefaults)
+    egress: TeamEgress = Field(default_factory=TeamEgress)
+    volcano: VolcanoQueue = Field(default_factory=VolcanoQueue)
+    #: Appended to the `trainer` role's policy after the platform's own statements.
+    extra_iam_statements: list[IamStatement] = []
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if len(value) > 63 or not DNS_LABEL.match(value):
+            raise ValueError(
+                "must be a DNS label: at most 63 lowercase letters, digits or '-', "
+                "starting and ending with a letter or digit"
+            )
+        if value in RESERVED_NAMESPACES:
+            raise ValueError(
+                f"must not be a platform namespace ({', '.join(sorted(RESERVED_NAMESPACES))})"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> TeamConfig:
+        problems: list[Problem] = []
+        seen: dict[str, int] = {}
+        for index, entry in enumerate(self.quota):
+            if entry.flavor in seen:
+                problems.append(
+                    (
+                        f"quota[{index}]",
+                        entry.flavor,
+                        f"one entry per GPU class and capacity type (quota[{seen[entry.flavor]}])",
+                    )
+                )
+            seen.setdefault(entry.flavor, index)
+        nominal = sum(entry.gpus for entry in self.quota)
+        if self.limits.gpus < nominal:
+            problems.append(
+                (
+                    "limits.gpus",
+                    self.limits.gpus,
+                    f"at least the nominal GPU quota ({nominal}), or Kueue admits pods the "
+                    "ResourceQuota then rejects",
+                )
+            )
+        if problems:
+            raise problems_error(problems)
+        return self

@@ -1,0 +1,262 @@
+"""Training slice: stack-wide training settings and `trainingJobs[]` entries."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Final, Literal
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
+
+from components import catalog
+from components.config.base import (
+    GPU_CLASS_PATTERN,
+    Model,
+    Name,
+    Problem,
+    S3Prefix,
+    problems_error,
+)
+
+#: An image reference, by tag and/or digest (`repo[:tag][@sha256:<64 hex>]`).
+ImageRef = Annotated[
+    str,
+    StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
+]
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
+#: The reference trainer (workloads/trainer) as its Dockerfile builds it. No release has been
+#: pushed yet, so this digest identifies no published image: set `training.defaultImage` (or
+#: each job's `image`) to the digest your registry returns after the first push
+#: (`crane digest ghcr.io/<org>/trainer:0.1.0`). docs/training-jobs.md says the same.
+REFERENCE_TRAINER_IMAGE: Final = (
+    "ghcr.io/gpu-platform/trainer:0.1.0"
+    "@sha256:3b1f0c6f1d0e2a4c5b7d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
+)
+#: Seconds between the spot interruption notice and the instance's reclaim (EC2 user guide).
+SPOT_NOTICE_SECONDS: Final = 120
+
+
+class TrainingConfig(Model):
+    """Stack-wide settings of the training-job layer (docs/training-jobs.md)."""
+
+    #: Jobs must reference their image by digest (`@sha256:`): what ran is then known exactly.
+    #: The prod-safe default; dev relaxes it to iterate on tags.
+    require_image_digest: bool = True
+    #: Image of jobs that name none: the reference trainer.
+    default_image: ImageRef = REFERENCE_TRAINER_IMAGE
+    #: torchrun's c10d rendezvous port on node 0.
+    rendezvous_port: Annotated[int, Field(ge=1024, le=65535)] = 29400
+
+
+class DeepSpeedSettings(Model):
+    """The typed model a job's `ds_config.json` is generated from (never hand-written JSON)."""
+
+    zero_stage: Annotated[int, Field(ge=0, le=3)] = 2
+    #: Optimizer state (ZeRO >= 1) and parameters (ZeRO-3 only) offloaded to host memory.
+    offload_optimizer: Literal["none", "cpu"] = "none"
+    offload_param: Literal["none", "cpu"] = "none"
+    bf16: bool = True
+    fp16: bool = False
+    micro_batch_per_gpu: Annotated[int, Field(ge=1, le=4096)]
+    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=4096)] = 1
+    #: Optional: when given it must equal micro x accumulation x world size (else derived).
+    train_batch_size: Annotated[int, Field(ge=1)] | None = None
+    gradient_clipping: Annotated[float, Field(ge=0)] = 1.0
+    reduce_bucket_size: Annotated[int, Field(ge=1)] = 500_000_000
+    allgather_bucket_size: Annotated[int, Field(ge=1)] = 500_000_000
+
+    @model_validator(mode="after")
+    def _check(self) -> DeepSpeedSettings:
+        problems: list[Problem] = []
+        if self.fp16 and self.bf16:
+            problems.append(("fp16", True, "fp16 and bf16 are exclusive: turn one off"))
+        if self.offload_param != "none" and self.zero_stage != 3:
+            problems.append(
+                ("offloadParam", self.offload_param, "parameter offload needs zeroStage 3")
+            )
+        if self.offload_optimizer != "none" and self.zero_stage == 0:
+            problems.append(
+                ("offloadOptimizer", self.offload_optimizer, "optimizer offload needs ZeRO >= 1")
+            )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def effective_batch(self, world_size: int) -> int:
+        """train_batch_size = micro x accumulation x world size (DeepSpeed's own rule)."""
+        return self.micro_batch_per_gpu * self.gradient_accumulation_steps * world_size
+
+
+class JobCheckpoint(Model):
+    """Where a job checkpoints and how often (docs/training-jobs.md, Young/Daly)."""
+
+    #: Mount the team's RWX checkpoint PVC (`<team>-checkpoints`) and write under `path`.
+    volume: bool = True
+    #: Directory inside the PVC; defaults to the job name.
+    path: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._/-]*$")] | None = None
+    #: Also replicate to `s3://<checkpoints bucket>/<team>/<s3Prefix>`; null = PVC only.
+    s3_prefix: S3Prefix | None = None
+    #: Time one synchronous save takes (measured: trainer_checkpoint_save_duration_seconds);
+    #: the SIGTERM path must finish one within the grace period.
+    save_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    #: Time a periodic save blocks the loop (async saves: far below saveSeconds); Young/Daly's
+    #: delta. Defaults to saveSeconds.
+    blocking_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
+    #: Mean time between *ungraceful* failures of the whole job (hardware, OOM, lost nodes).
+    mtbf_seconds: Annotated[float, Field(gt=0)] = 21600.0
+    #: Time a restart costs: rescheduling, image pull, resume.
+    restart_seconds: Annotated[float, Field(ge=0)] = 300.0
+    #: Override of the Young/Daly interval (seconds of compute between periodic saves).
+    interval_seconds: Annotated[int, Field(ge=1)] | None = None
+    every_steps: Annotated[int, Field(ge=0)] = 0
+    keep_last: Annotated[int, Field(ge=1, le=100)] = 3
+
+    @property
+    def blocking(self) -> float:
+        return self.blocking_seconds if self.blocking_seconds is not None else self.save_seconds
+
+    @property
+    def has_storage(self) -> bool:
+        return self.volume or self.s3_prefix is not None
+
+
+class SecretEnv(Model):
+    """An environment variable read from a key of a Secret in the team's namespace."""
+
+    name: EnvName
+    secret_name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+    key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$")]
+
+
+HyperValue = str | int | float | bool
+
+
+class TrainingJobConfig(Model):
+    """One `trainingJobs[]` entry: a multi-node DDP or DeepSpeed run under torchrun."""
+
+    name: Name
+    team: str
+    mode: Literal["ddp", "deepspeed"] = "ddp"
+    #: native = Indexed Job + headless Service; kubeflow = TrainJob (Trainer v2); volcano =
+    #: Volcano Job.
+    launcher: Literal["native", "kubeflow", "volcano"] = "native"
+    scheduler: Literal["kueue", "volcano"] = "kueue"
+    priority: Literal["production", "research", "dev"] = "research"
+    image: ImageRef | None = None
+    #: PID 1 (exec form): a torchrun-compatible launcher (`torch.distributed.run` CLI).
+    entrypoint: Annotated[list[str], Field(min_length=1)] = [
+        "python",
+        "-m",
+        "gpt_trainer.launch",
+    ]
+    #: The per-rank worker: a module (`-m`) or a script path; exactly one.
+    module: str | None = "gpt_trainer.train"
+    script: str | None = None
+    args: list[str] = []
+    #: Rendered as `--<key> <value>` worker flags (true: `--<key>`; false: omitted).
+    hyperparameters: dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9-]*$")], HyperValue
+    ] = {}
+    nodes: Annotated[int, Field(ge=1, le=256)] = 1
+    #: Defaults to the GPU class's GPUs per node; when given it must equal them.
+    gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = None
+    gpu_class: str
+    capacity: Literal["spot", "on-demand", "either"] = "on-demand"
+    checkpoint: JobCheckpoint = Field(default_factory=JobCheckpoint)
+    deepspeed: DeepSpeedSettings | None = None
+    #: Per-pod CPU cores / memory; defaults derive from the smallest instance of the class.
+    cpu: Annotated[float, Field(gt=0)] | None = None
+    memory_gib: Annotated[int, Field(ge=1)] | None = None
+    shm_gib: Annotated[int, Field(ge=1)] | None = None
+    #: EFA: null = on when the instance type has EFA devices and the job spans nodes.
+    efa: bool | None = None
+    nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
+    env: dict[EnvName, str] = {}
+    secret_env: list[SecretEnv] = []
+    max_runtime_seconds: Annotated[int, Field(ge=60)] | None = None
+    ttl_seconds_after_finished: Annotated[int, Field(ge=0)] = 86400
+    #: Ungraceful failures tolerated per node before the job fails (preemptions never count).
+    max_failures_per_node: Annotated[int, Field(ge=0, le=100)] = 3
+    #: Provenance: the training code's commit (recorded as GIT_SHA).
+    git_sha: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{7,40}$")] | None = None
+
+    @field_validator("env")
+    @classmethod
+    def _no_reserved_env(cls, value: dict[str, str]) -> dict[str, str]:
+        reserved = {"RUN_ID", "GIT_SHA", "IMAGE_DIGEST", "CONFIG_HASH", "TEAM"}
+        clash = sorted(reserved & set(value))
+        if clash:
+            raise ValueError(f"{', '.join(clash)} are set by the platform (run metadata)")
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainingJobConfig:
+        problems: list[Problem] = []
+        if (self.module is None) == (self.script is None):
+            problems.append(("module", self.module, "exactly one of module and script"))
+        if self.mode == "deepspeed" and self.deepspeed is None:
+            problems.append(("deepspeed", None, "a deepspeed section (mode is deepspeed)"))
+        if self.mode == "ddp" and self.deepspeed is not None:
+            problems.append(("deepspeed", "...", "only for mode: deepspeed"))
+        if self.launcher == "volcano" and self.scheduler != "volcano":
+            problems.append(
+                ("scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)")
+            )
+        if self.launcher != "volcano" and self.scheduler == "volcano":
+            problems.append(
+                (
+                    "launcher",
+                    self.launcher,
+                    "volcano when scheduler is volcano (native and kubeflow jobs queue in Kueue)",
+                )
+            )
+        if self.capacity != "on-demand" and not self.checkpoint.has_storage:
+            problems.append(
+                (
+                    "checkpoint",
+                    {"volume": False, "s3Prefix": None},
+                    "a spot job needs checkpoint storage (volume: true and/or s3Prefix)",
+                )
+            )
+        if self.capacity != "on-demand":
+            grace = job_grace_seconds(self.checkpoint)
+            if grace.termination > SPOT_NOTICE_SECONDS:
+                problems.append(
+                    (
+                        "checkpoint.saveSeconds",
+                        self.checkpoint.save_seconds,
+                        f"a save that fits the {SPOT_NOTICE_SECONDS} s spot interruption notice "
+                        f"(needs a {grace.termination} s grace period); save faster or use "
+                        "on-demand",
+                    )
+                )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @property
+    def capacity_types(self) -> tuple[catalog.CapacityType, ...]:
+        if self.capacity == "either":
+            return ("spot", "on-demand")
+        return (self.capacity,)
+
+
+class GraceSeconds:
+    """The nested shutdown budget: worker --grace-s < torchrun --shutdown-timeout < pod
+    terminationGracePeriodSeconds, all above the checkpoint's save time."""
+
+    def __init__(self, save_seconds: float) -> None:
+        #: One step to reach a boundary plus the synchronous save, with a margin.
+        self.worker = math.ceil(save_seconds) + 20
+        self.shutdown_timeout = self.worker + 10
+        # At least the spot notice: that time is there anyway, and a slow save gets all of it.
+        self.termination = max(self.shutdown_timeout + 10, SPOT_NOTICE_SECONDS)
+
+
+def job_grace_seconds(checkpoint: JobCheckpoint) -> GraceSeconds:
+    return GraceSeconds(checkpoint.save_seconds)
+
+
+def gpus_of_class(gpu_class: str) -> int | None:
+    """GPUs per node a GPU class (`a10g-x4`) stands for, None if it does not parse."""
+    match = GPU_CLASS_PATTERN.match(gpu_class)
+    return int(match["gpus"]) if match else None

@@ -1,0 +1,43 @@
+"""Validation slice: post-deploy GPU smoke tests and the NCCL all-reduce test."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from components.config.base import (
+    DigestImage,
+    Model,
+    Name,
+)
+
+
+class NcclTestConfig(Model):
+    """The multi-node NCCL all-reduce test."""
+
+    #: GPU node group to run on; empty = the first on-demand GPU group.
+    pool: Name | None = None
+    nodes: Annotated[int, Field(ge=2, le=64)] = 2
+    #: Minimum all-reduce bus bandwidth (GB/s) at the largest message size; below it, the Job fails.
+    min_bus_bandwidth_gbps: Annotated[float, Field(gt=0)] = 10
+    message_size_mib: Annotated[int, Field(ge=1, le=8192)] = 1024
+
+
+class ValidationConfig(Model):
+    """Post-deploy GPU smoke tests and the NCCL all-reduce test."""
+
+    enabled: bool = False
+    namespace: Name = "gpu-validation"
+    #: One CUDA + PyTorch image for both tests (nvidia-smi, torch matmul, torch.distributed).
+    #: The digest was taken from public material and could not be resolved offline: confirm it
+    #: with `crane digest nvcr.io/nvidia/pytorch:25.01-py3` before the first deploy.
+    image: DigestImage = (
+        "nvcr.io/nvidia/pytorch:25.01-py3"
+        "@sha256:96990c82825613c3bdeebb66675c7c91b0123f64a5895623316dc5b824e0d7a9"
+    )
+    smoke_test: bool = True
+    nccl_test: bool = True
+    nccl: NcclTestConfig = Field(default_factory=NcclTestConfig)
+    #: A test still running after this long is failed (a GPU node that never comes up).
+    deadline_seconds: Annotated[int, Field(ge=300, le=86400)] = 3600

@@ -1,0 +1,219 @@
+"""A training job's plan: everything its builders need, derived once from the stack config and
+the analysis (resources, checkpoint interval, grace periods, run metadata), plus the constants
+its pods share. Pure: no Pulumi resources."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from components import catalog
+from components.analysis import checkpoint as checkpointing
+from components.analysis.resources import JobResources, job_resources
+from components.config import (
+    GraceSeconds,
+    StackConfig,
+    TeamConfig,
+    TrainingJobConfig,
+    gpus_of_class,
+    job_grace_seconds,
+)
+
+#: Trainer v2's torch runtime addresses the trainer container by this name; the native and
+#: Volcano launchers use it too so one podFailurePolicy and one set of tests fit all three.
+TRAINER_CONTAINER: Final = "node"
+KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
+DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
+EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
+ZONE_KEY: Final = "topology.kubernetes.io/zone"
+JOB_LABEL: Final = f"{catalog.LABEL_DOMAIN}/training-job"
+TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"
+RUN_ID_LABEL: Final = f"{catalog.LABEL_DOMAIN}/run-id"
+#: The reference trainer's exit code for "preempted after a committed checkpoint".
+PREEMPTED_EXIT_CODE: Final = 75
+METRICS_PORT: Final = 9401
+SHM_MOUNT: Final = "/dev/shm"
+CHECKPOINT_MOUNT: Final = "/mnt/checkpoints"
+DS_CONFIG_MOUNT: Final = "/etc/deepspeed"
+DS_CONFIG_KEY: Final = "ds_config.json"
+TRAINER_API: Final = "trainer.kubeflow.org/v1alpha1"
+VOLCANO_JOB_API: Final = "batch.volcano.sh/v1alpha1"
+VOLCANO_TASK: Final = "worker"
+KUBEFLOW_REPLICATED_JOB: Final = "node"
+#: Pod PriorityClass per job priority (components/scheduling.py PRIORITY_CLASSES).
+POD_PRIORITY_CLASS: Final[dict[str, str]] = {
+    "production": "production-training",
+    "research": "research-training",
+    "dev": "dev",
+}
+#: GPUs with GPUDirect RDMA over EFA (p4d/p5/p6); other EFA instances use EFA without it.
+EFA_RDMA_GPU_MODELS: Final = frozenset({"a100", "h100", "h200", "b200"})
+
+
+def runtime_name(priority: str) -> str:
+    """ClusterTrainingRuntime of a priority (pod PriorityClass is per runtime in Trainer v2)."""
+    return f"gpu-platform-torch-{priority}"
+
+
+def image_digest(image: str) -> str:
+    """The `sha256:` digest of an image reference, or `unpinned` for a tag-only reference."""
+    return image.split("@", 1)[1] if "@" in image else "unpinned"
+
+
+def ds_config(job: TrainingJobConfig, world_size: int) -> dict[str, Any]:
+    """DeepSpeed JSON from the typed model; train_batch_size = micro x accumulation x world."""
+    ds = job.deepspeed
+    if ds is None:
+        raise ValueError(f"job {job.name} is not a DeepSpeed job")
+    zero: dict[str, Any] = {
+        "stage": ds.zero_stage,
+        "overlap_comm": True,
+        "contiguous_gradients": True,
+        "reduce_bucket_size": ds.reduce_bucket_size,
+    }
+    if ds.zero_stage in (1, 2):
+        zero["allgather_bucket_size"] = ds.allgather_bucket_size
+    if ds.offload_optimizer != "none":
+        zero["offload_optimizer"] = {"device": ds.offload_optimizer, "pin_memory": True}
+    if ds.offload_param != "none":
+        zero["offload_param"] = {"device": ds.offload_param, "pin_memory": True}
+    config: dict[str, Any] = {
+        "train_batch_size": ds.effective_batch(world_size),
+        "train_micro_batch_size_per_gpu": ds.micro_batch_per_gpu,
+        "gradient_accumulation_steps": ds.gradient_accumulation_steps,
+        "gradient_clipping": ds.gradient_clipping,
+        "bf16": {"enabled": ds.bf16},
+        "fp16": {"enabled": ds.fp16},
+        "zero_optimization": zero,
+        "steps_per_print": 100,
+        "wall_clock_breakdown": False,
+    }
+    if ds.fp16:
+        # Dynamic loss scaling (loss_scale 0), DeepSpeed's documented default for fp16.
+        config["fp16"].update({"loss_scale": 0, "initial_scale_power": 16})
+    return config
+
+
+def semantic_parameters(job: TrainingJobConfig, image: str, world_size: int) -> dict[str, Any]:
+    """What determines the trained result: code, data flags, topology, optimizer batch math,
+    checkpoint cadence. Placement, priority, launcher and TTLs are left out on purpose: moving a
+    run from spot to on-demand or from Kueue to Volcano must not change its config hash."""
+    return {
+        "mode": job.mode,
+        "image": image,
+        "entrypoint": job.entrypoint,
+        "module": job.module,
+        "script": job.script,
+        "args": job.args,
+        "hyperparameters": job.hyperparameters,
+        "nodes": job.nodes,
+        "worldSize": world_size,
+        "gpuClass": job.gpu_class,
+        "deepspeed": ds_config(job, world_size) if job.deepspeed else None,
+        "checkpointEverySteps": job.checkpoint.every_steps,
+    }
+
+
+def config_hash(parameters: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of `parameters` (sorted keys, no whitespace)."""
+    canonical = json.dumps(parameters, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything the builders need about one job, derived once from the stack config."""
+
+    job: TrainingJobConfig
+    team: TeamConfig
+    image: str
+    resources: JobResources
+    gpus_per_node: int
+    grace: GraceSeconds
+    interval_s: float
+    checkpoint_bucket: str
+    rendezvous_port: int
+    config_hash: str
+    gpu_model: str
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.job.name
+
+    @property
+    def namespace(self) -> str:
+        return self.team.namespace
+
+    @property
+    def world_size(self) -> int:
+        return self.job.nodes * self.gpus_per_node
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.job.name}-{self.config_hash[:10]}"
+
+    @property
+    def effective_batch(self) -> int | None:
+        ds = self.job.deepspeed
+        return ds.effective_batch(self.world_size) if ds else None
+
+    @property
+    def checkpoint_dir(self) -> str:
+        if self.job.checkpoint.volume:
+            return f"{CHECKPOINT_MOUNT}/{self.job.checkpoint.path or self.job.name}"
+        # S3 only: a node-local scratch dir the trainer replicates from (emptyDir below).
+        return f"{CHECKPOINT_MOUNT}/{self.job.name}"
+
+    @property
+    def s3_uri(self) -> str | None:
+        prefix = self.job.checkpoint.s3_prefix
+        if prefix is None:
+            return None
+        return f"s3://{self.checkpoint_bucket}/{self.team.name}/{prefix}"
+
+    @property
+    def ds_config_map(self) -> str:
+        return f"{self.job.name}-deepspeed"
+
+    @property
+    def uses_kueue(self) -> bool:
+        return self.job.scheduler == "kueue"
+
+
+def plan_job(cfg: StackConfig, job: TrainingJobConfig, account_id: str) -> JobPlan:
+    """Derive a job's plan; the config was validated, so the team and class exist."""
+    team = next(t for t in cfg.teams if t.name == job.team)
+    image = job.image or cfg.training.default_image
+    gpus = job.gpus_per_node or gpus_of_class(job.gpu_class) or 1
+    checkpoint = job.checkpoint
+    interval = (
+        float(checkpoint.interval_seconds)
+        if checkpoint.interval_seconds is not None
+        else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
+    )
+    resources = job_resources(cfg, job)
+    return JobPlan(
+        job=job,
+        team=team,
+        image=image,
+        resources=resources,
+        gpus_per_node=gpus,
+        grace=job_grace_seconds(checkpoint),
+        interval_s=interval,
+        checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
+        rendezvous_port=cfg.training.rendezvous_port,
+        config_hash=config_hash(semantic_parameters(job, image, job.nodes * gpus)),
+        gpu_model=job.gpu_class.rsplit("-x", 1)[0],
+    )
+
+
+def planned_waste(plan: JobPlan) -> float:
+    """Expected fraction of wall time lost to checkpoint saves and rework after failures."""
+    checkpoint = plan.job.checkpoint
+    return checkpointing.wasted_fraction(
+        plan.interval_s, checkpoint.blocking, checkpoint.mtbf_seconds, checkpoint.restart_seconds
+    )

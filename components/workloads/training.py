@@ -1,0 +1,192 @@
+"""Training jobs: multi-node DDP and DeepSpeed runs under torchrun, one per `trainingJobs[]` entry.
+
+Everything a job's pods need is derived here from the stack config, never hand-written per job:
+placement (GPU toleration + node affinity on the GPU-class and capacity-type labels of
+components/catalog.py, the labels managed node groups and Karpenter pools carry), GPU limits =
+GPUs per node, CPU/memory from the smallest instance type the pools can launch for the class
+(minus headroom for kubelet and daemons), a memory-backed /dev/shm, NCCL/EFA settings from the
+instance table, run metadata (run id, git sha, image digest, config hash, team) on the pods and
+in their env, the spot-safety chain (grace periods, do-not-disrupt, podFailurePolicy) and the
+DeepSpeed config (a ConfigMap generated from a typed model).
+
+Three launchers, one torchrun command line (`launch_args`):
+- native: Indexed Job (completions = parallelism = nodes) + headless Service named as the pods'
+  subdomain; rendezvous at `<job>-0.<service>:<port>`; node rank = completion index.
+- kubeflow: Kubeflow Trainer v2 TrainJob (this platform installs Trainer v2, which has no
+  PyTorchJob) on a platform ClusterTrainingRuntime; JobSet names pod 0 `<job>-node-0-0` in the
+  `<job>` subdomain.
+- volcano: Volcano Job (minAvailable = nodes) in the team's Volcano queue; the `svc` plugin makes
+  the headless Service `<job>` and pod 0 is `<job>-worker-0`.
+Kueue jobs (native, kubeflow) carry the LocalQueue and WorkloadPriorityClass labels and are
+created suspended; Kueue unsuspends them at admission. Volcano jobs never touch Kueue.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.config import StackConfig
+from components.workloads.manifests import (
+    cluster_training_runtime,
+    job_manifests,
+    rendezvous_endpoint,
+)
+from components.workloads.plan import POD_PRIORITY_CLASS, JobPlan, plan_job
+
+if TYPE_CHECKING:
+    from components.platform.cluster import Cluster
+    from components.platform.iam import AwsAccount
+    from components.platform.scheduling import Scheduling
+
+
+@dataclass(frozen=True)
+class TrainingJobArgs:
+    """Inputs of one TrainingJob."""
+
+    #: The job's derived plan (`plan_job`).
+    plan: JobPlan
+    k8s_provider: k8s.Provider
+    #: What must exist first: the team (namespace, queues, service account), its volumes, the
+    #: scheduler releases and, for TrainJobs, the runtimes.
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """One training run: its DeepSpeed ConfigMap, headless Service and launcher object."""
+
+    objects: list[pulumi.Resource]
+
+    def __init__(
+        self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:training:TrainingJob", name, None, opts)
+        plan = args.plan
+        self.objects = []
+        for manifest in job_manifests(plan):
+            kind = manifest["kind"]
+            child_opts = pulumi.ResourceOptions(
+                parent=self,
+                provider=args.k8s_provider,
+                depends_on=[*args.depends_on, *self.objects],
+            )
+            role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
+            child = f"{name}-{role}"
+            resource: pulumi.Resource
+            if kind == "ConfigMap":
+                resource = k8s.core.v1.ConfigMap(
+                    child, metadata=manifest["metadata"], data=manifest["data"], opts=child_opts
+                )
+            elif kind == "Service":
+                resource = k8s.core.v1.Service(
+                    child, metadata=manifest["metadata"], spec=manifest["spec"], opts=child_opts
+                )
+            elif manifest["apiVersion"] == "batch/v1":
+                resource = k8s.batch.v1.Job(
+                    child, metadata=manifest["metadata"], spec=manifest["spec"], opts=child_opts
+                )
+            else:
+                resource = k8s.apiextensions.CustomResource(
+                    child,
+                    api_version=manifest["apiVersion"],
+                    kind=kind,
+                    metadata=manifest["metadata"],
+                    spec=manifest["spec"],
+                    opts=child_opts,
+                )
+            self.objects.append(resource)
+        self.register_outputs(
+            {
+                "namespace": plan.namespace,
+                "runId": plan.run_id,
+                "configHash": plan.config_hash,
+                "worldSize": plan.world_size,
+                "rendezvousEndpoint": rendezvous_endpoint(plan),
+            }
+        )
+
+
+@dataclass(frozen=True)
+class TrainingJobsArgs:
+    """Inputs of the training layer: the stack config and what jobs depend on."""
+
+    config: StackConfig
+    account_id: str
+    k8s_provider: k8s.Provider
+    #: team name -> what its jobs need first (Team component, its PVCs).
+    team_resources: Mapping[str, Sequence[pulumi.Resource]]
+    kueue_release: pulumi.Resource
+    volcano_release: pulumi.Resource
+    trainer_release: pulumi.Resource
+
+    @classmethod
+    def of(
+        cls,
+        cfg: StackConfig,
+        cluster: Cluster,
+        scheduling: Scheduling,
+        aws_account: AwsAccount,
+        team_resources: Mapping[str, Sequence[pulumi.Resource]],
+    ) -> TrainingJobsArgs:
+        """The stack config, the schedulers the jobs use, and each team's objects."""
+        return cls(
+            config=cfg,
+            account_id=aws_account.account_id,
+            k8s_provider=cluster.k8s_provider,
+            team_resources=team_resources,
+            kueue_release=scheduling.kueue,
+            volcano_release=scheduling.volcano,
+            trainer_release=scheduling.trainer,
+        )
+
+
+class TrainingJobs(pulumi.ComponentResource):
+    """The platform's ClusterTrainingRuntimes and one TrainingJob per `trainingJobs[]` entry."""
+
+    jobs: dict[str, TrainingJob]
+
+    def __init__(
+        self, name: str, args: TrainingJobsArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
+        cfg = args.config
+        runtimes: list[pulumi.Resource] = []
+        if any(job.launcher == "kubeflow" for job in cfg.training_jobs):
+            for priority in POD_PRIORITY_CLASS:
+                manifest = cluster_training_runtime(priority, cfg.training.default_image)
+                runtimes.append(
+                    k8s.apiextensions.CustomResource(
+                        f"{name}-runtime-{priority}",
+                        api_version=manifest["apiVersion"],
+                        kind=manifest["kind"],
+                        metadata=manifest["metadata"],
+                        spec=manifest["spec"],
+                        opts=pulumi.ResourceOptions(
+                            parent=self,
+                            provider=args.k8s_provider,
+                            depends_on=[args.trainer_release],
+                        ),
+                    )
+                )
+        self.jobs = {}
+        for job in cfg.training_jobs:
+            plan = plan_job(cfg, job, args.account_id)
+            scheduler = {
+                "native": [args.kueue_release],
+                "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
+                "volcano": [args.volcano_release],
+            }[job.launcher]
+            self.jobs[f"{job.team}/{job.name}"] = TrainingJob(
+                f"{name}-{job.team}-{job.name}",
+                TrainingJobArgs(
+                    plan=plan,
+                    k8s_provider=args.k8s_provider,
+                    depends_on=[*args.team_resources.get(job.team, ()), *scheduler],
+                ),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+        self.register_outputs({"jobs": sorted(self.jobs)})
