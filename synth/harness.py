@@ -390,6 +390,10 @@ def run_program(
     region = config.get("aws:region", "us-east-1")
     mocks = PlatformMocks(region)
     monitor = CapturingMonitor(mocks, echo_nested=echo_nested)
+    # set_mocks builds a root Stack resource only when none exists: without this reset a second
+    # stack synthesized in the same process (the test session) parents its top-level components
+    # to the first stack's root (private SDK state; the SDK is pinned and a golden test covers it).
+    pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     _ensure_event_loop().set_default_executor(  # type: ignore[no-untyped-call]
         _InlineExecutor(max_workers=1)

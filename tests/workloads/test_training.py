@@ -18,14 +18,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from components import catalog
+from components import config as stack_config
 from components.analysis import checkpoint as checkpointing
+from components.config import DeepSpeedSettings, StackConfig
 from components.workloads import manifests
 from components.workloads import plan as job_plan
-from components import config as stack_config
-from components.config import DeepSpeedSettings, StackConfig
 from synth import __main__ as synth_cli
 from synth.harness import PROJECT_ROOT, SynthResult
-from synth.output import training_job_rows
+from synth.report import training_job_rows
 from tests.conftest import stack_values
 
 JOB = "kubernetes:batch/v1:Job"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from components.config import BucketLifecycle
-from components.platform import storage
+from components.platform import storage, storage_builders
 from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult
@@ -40,7 +40,7 @@ STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 
 
 def test_bucket_policy_denies_every_request_without_tls() -> None:
-    policy = storage.bucket_policy("arn:aws:s3:::b")
+    policy = storage_builders.bucket_policy("arn:aws:s3:::b")
     deny = [s for s in policy["Statement"] if s["Effect"] == "Deny"]
     tls = [s for s in deny if s["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}]
     assert tls, policy
@@ -50,7 +50,7 @@ def test_bucket_policy_denies_every_request_without_tls() -> None:
 
 
 def test_log_bucket_accepts_logs_only_from_our_buckets_and_account() -> None:
-    policy = storage.log_bucket_policy(
+    policy = storage_builders.log_bucket_policy(
         "arn:aws:s3:::logs", ["arn:aws:s3:::b", "arn:aws:s3:::a"], "1"
     )
     allow = [s for s in policy["Statement"] if s["Effect"] == "Allow"]
@@ -68,7 +68,7 @@ def test_lifecycle_aborts_uploads_expires_versions_and_moves_only_checkpoints() 
         checkpoint_transition_days=90,
         checkpoint_transition_class="GLACIER_IR",
     )
-    rules = {r["id"]: r for r in storage.lifecycle_rules(lifecycle, role="checkpoints")}
+    rules = {r["id"]: r for r in storage_builders.lifecycle_rules(lifecycle, role="checkpoints")}
     assert rules["abort-incomplete-multipart-uploads"]["abort_incomplete_multipart_upload"] == {
         "days_after_initiation": 3
     }
@@ -78,18 +78,18 @@ def test_lifecycle_aborts_uploads_expires_versions_and_moves_only_checkpoints() 
     assert rules["transition-old-checkpoints"]["transitions"] == [
         {"days": 90, "storage_class": "GLACIER_IR"}
     ]
-    datasets = {r["id"] for r in storage.lifecycle_rules(lifecycle, role="datasets")}
+    datasets = {r["id"] for r in storage_builders.lifecycle_rules(lifecycle, role="datasets")}
     assert "transition-old-checkpoints" not in datasets
     off = BucketLifecycle(checkpoint_transition_days=None)
     assert "transition-old-checkpoints" not in {
-        r["id"] for r in storage.lifecycle_rules(off, role="checkpoints")
+        r["id"] for r in storage_builders.lifecycle_rules(off, role="checkpoints")
     }
 
 
 def test_kms_key_policy_lets_only_the_fsx_s3_role_use_the_key_through_s3() -> None:
-    plain = storage.kms_key_policy("111122223333", "us-east-1", fsx_data_repository=False)
+    plain = storage_builders.kms_key_policy("111122223333", "us-east-1", fsx_data_repository=False)
     assert [s["Sid"] for s in plain["Statement"]] == ["AccountAdministersThroughIam"]
-    fsx = storage.kms_key_policy("111122223333", "us-east-1", fsx_data_repository=True)
+    fsx = storage_builders.kms_key_policy("111122223333", "us-east-1", fsx_data_repository=True)
     statement = fsx["Statement"][1]
     assert "kms:*" not in statement["Action"]
     assert statement["Condition"]["StringEquals"] == {
@@ -103,7 +103,7 @@ def test_kms_key_policy_lets_only_the_fsx_s3_role_use_the_key_through_s3() -> No
 
 def test_efs_csi_policy_is_scoped_to_one_file_system_and_tagged_access_points() -> None:
     arn = "arn:aws:elasticfilesystem:us-east-1:1:file-system/fs-1"
-    policy = storage.efs_csi_policy(arn, "us-east-1", "1")
+    policy = storage_builders.efs_csi_policy(arn, "us-east-1", "1")
     for statement in policy["Statement"]:
         resources = statement["Resource"]
         resources = resources if isinstance(resources, list) else [resources]
@@ -116,7 +116,7 @@ def test_efs_csi_policy_is_scoped_to_one_file_system_and_tagged_access_points() 
 
 
 def test_fsx_csi_policy_cannot_create_file_systems() -> None:
-    policy = storage.fsx_csi_policy("arn:aws:fsx:us-east-1:1:file-system/fs-1")
+    policy = storage_builders.fsx_csi_policy("arn:aws:fsx:us-east-1:1:file-system/fs-1")
     actions = {s["Action"] for s in policy["Statement"]}
     assert actions == {"fsx:DescribeFileSystems", "fsx:UpdateFileSystem"}
     update = next(s for s in policy["Statement"] if s["Action"] == "fsx:UpdateFileSystem")
@@ -144,7 +144,7 @@ def _check_parameters(provisioner: str, parameters: dict[str, str]) -> list[str]
 
 
 def test_efs_storage_class_provisions_an_access_point_per_pvc_with_700() -> None:
-    spec = storage.efs_storage_class("fs-0123abcd")
+    spec = storage_builders.efs_storage_class("fs-0123abcd")
     params = spec["parameters"]
     assert params["provisioningMode"] == "efs-ap"
     assert params["directoryPerms"] == "700"
@@ -162,7 +162,7 @@ def test_parameter_check_catches_a_typo() -> None:
 
 
 def test_efs_team_volumes_are_dynamic_rwx_claims() -> None:
-    objects = storage.team_volume_specs(
+    objects = storage_builders.team_volume_specs(
         team="nlp", namespace="team-nlp", rwx="efs", checkpoint_size="1Ti", datasets=True
     )
     assert [(o["kind"], o["metadata"]["name"]) for o in objects] == [
@@ -172,16 +172,16 @@ def test_efs_team_volumes_are_dynamic_rwx_claims() -> None:
     checkpoints = objects[0]
     assert checkpoints["metadata"]["namespace"] == "team-nlp"
     assert checkpoints["spec"]["accessModes"] == ["ReadWriteMany"]
-    assert checkpoints["spec"]["storageClassName"] == storage.EFS_STORAGE_CLASS
-    only = storage.team_volume_specs(
+    assert checkpoints["spec"]["storageClassName"] == storage_builders.EFS_STORAGE_CLASS
+    only = storage_builders.team_volume_specs(
         team="nlp", namespace="team-nlp", rwx="efs", checkpoint_size="1Ti", datasets=False
     )
     assert [o["metadata"]["name"] for o in only] == ["nlp-checkpoints"]
 
 
 def test_fsx_team_volumes_are_static_pvs_with_distinct_handles_and_readonly_datasets() -> None:
-    lustre = storage.LustreVolume("fs-1", "fs-1.fsx.example", "abcd1234", "/datasets")
-    objects = storage.team_volume_specs(
+    lustre = storage_builders.LustreVolume("fs-1", "fs-1.fsx.example", "abcd1234", "/datasets")
+    objects = storage_builders.team_volume_specs(
         team="nlp",
         namespace="team-nlp",
         rwx="fsx",
@@ -206,7 +206,7 @@ def test_fsx_team_volumes_are_static_pvs_with_distinct_handles_and_readonly_data
             "name": claim["metadata"]["name"],
         }
     with pytest.raises(ValueError):
-        storage.team_volume_specs(
+        storage_builders.team_volume_specs(
             team="a", namespace="b", rwx="fsx", checkpoint_size="1Ti", datasets=False
         )
 
@@ -218,8 +218,8 @@ CSI_OPEN = frozenset({"podAnnotations", "podLabels", "tags"})
 @pytest.mark.parametrize(
     ("chart", "values"),
     [
-        ("aws-efs-csi-driver", storage.efs_csi_values()),
-        ("aws-fsx-csi-driver", storage.fsx_csi_values("us-east-1")),
+        ("aws-efs-csi-driver", storage_builders.efs_csi_values()),
+        ("aws-fsx-csi-driver", storage_builders.fsx_csi_values("us-east-1")),
     ],
 )
 def test_every_helm_value_key_exists_in_the_pinned_chart(
@@ -252,7 +252,7 @@ def _data_buckets(result: SynthResult) -> list[harness.Registration]:
     return [
         b
         for b in result.of_type(BUCKET)
-        if b.inputs["tags"].get("gpu-platform.io/bucket-role") in storage.BUCKET_ROLES
+        if b.inputs["tags"].get("gpu-platform.io/bucket-role") in storage_builders.BUCKET_ROLES
     ]
 
 
@@ -358,13 +358,13 @@ def test_dev_efs_is_encrypted_with_a_mount_target_per_private_subnet_nfs_from_no
 def test_dev_efs_csi_driver_is_pinned_and_uses_pod_identity(dev: SynthResult) -> None:
     (release,) = [r for r in dev.of_type(RELEASE) if r.inputs["chart"] == "aws-efs-csi-driver"]
     assert release.inputs["version"] == "4.4.1"
-    assert release.inputs["repositoryOpts"]["repo"] == storage.EFS_CSI_REPO
+    assert release.inputs["repositoryOpts"]["repo"] == storage_builders.EFS_CSI_REPO
     (association,) = [
         r
         for r in dev.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
         if r.name.startswith("storage-")
     ]
-    assert association.inputs["serviceAccount"] == storage.EFS_CONTROLLER_SA
+    assert association.inputs["serviceAccount"] == storage_builders.EFS_CONTROLLER_SA
     assert association.urn in release.dependencies
     (policy,) = [
         r for r in dev.of_type("aws:iam/rolePolicy:RolePolicy") if r.name == "storage-efs-csi"
@@ -402,14 +402,14 @@ def test_prod_lustre_is_persistent_encrypted_linked_to_datasets_and_reachable_fr
     assert all("cidrIpv4" not in r.inputs for r in ingress)
     (release,) = [r for r in prod.of_type(RELEASE) if r.inputs["chart"] == "aws-fsx-csi-driver"]
     assert release.inputs["version"] == "1.17.0"
-    assert release.inputs["repositoryOpts"]["repo"] == storage.FSX_CSI_REPO
+    assert release.inputs["repositoryOpts"]["repo"] == storage_builders.FSX_CSI_REPO
     assert [r for r in prod.of_type(STORAGE_CLASS) if r.inputs["provisioner"] == "fsx.csi.aws.com"]
 
 
 def test_report_lists_buckets_file_system_and_cost(prod: SynthResult) -> None:
-    from synth import output
+    from synth import report
 
-    text = output.report(prod)
+    text = report.report(prod)
     section = text.split("## Storage", 1)[1].split("\n## ", 1)[0]
     assert "gpu-prod-checkpoints-123456789012" in section
     assert "protect + retainOnDelete" in section
@@ -431,7 +431,7 @@ def test_create_team_volumes_registers_claims_with_the_given_provider() -> None:
     def program() -> None:
         provider = k8s.Provider("k8s", kubeconfig="{}")
         lustre = pulumi.Output.from_input(
-            storage.LustreVolume("fs-0abc", "fs-0abc.fsx.example", "mnt12345", "/datasets")
+            storage_builders.LustreVolume("fs-0abc", "fs-0abc.fsx.example", "mnt12345", "/datasets")
         )
         storage.create_team_volumes(
             "storage-nlp",

@@ -15,10 +15,11 @@ import pytest
 import yaml
 
 from components import catalog
+from components.analysis import costs
 from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
-from components.platform import karpenter as kp
+from components.platform import karpenter_builders as kpb
 from components.platform.cluster import gpu_group_labels
-from synth import output
+from synth import report
 from synth.harness import Registration, SynthResult
 from tests.conftest import SHARED, stack_values
 from tests.helm_values import missing_keys
@@ -70,7 +71,7 @@ def _requirement(spec: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def test_gpu_pool_is_tainted_labelled_like_managed_groups_and_capped() -> None:
-    spec = kp.nodepool_spec(_spot_l4(), node_class="gpu")
+    spec = kpb.nodepool_spec(_spot_l4(), node_class="gpu")
     assert spec["template"]["spec"]["taints"] == [catalog.gpu_taint()]
     labels = spec["template"]["metadata"]["labels"]
     assert labels == {
@@ -89,7 +90,7 @@ def test_gpu_pool_is_tainted_labelled_like_managed_groups_and_capped() -> None:
 
 
 def test_gpu_pool_requires_capacity_type_family_types_and_gpu_count() -> None:
-    spec = kp.nodepool_spec(_spot_l4(), node_class="gpu")
+    spec = kpb.nodepool_spec(_spot_l4(), node_class="gpu")
     assert _requirement(spec, "karpenter.sh/capacity-type")["values"] == ["spot"]
     assert _requirement(spec, "karpenter.k8s.aws/instance-family")["values"] == ["g6"]
     assert _requirement(spec, "karpenter.k8s.aws/instance-gpu-count")["values"] == ["1"]
@@ -100,13 +101,13 @@ def test_gpu_pool_requires_capacity_type_family_types_and_gpu_count() -> None:
 
 
 def test_spot_pool_falls_back_to_on_demand_by_weight() -> None:
-    spot = kp.nodepool_spec(_spot_l4(), node_class="gpu")
-    on_demand = kp.nodepool_spec(_od_l4(), node_class="gpu")
+    spot = kpb.nodepool_spec(_spot_l4(), node_class="gpu")
+    on_demand = kpb.nodepool_spec(_od_l4(), node_class="gpu")
     assert spot["weight"] > on_demand["weight"]
 
 
 def test_gpu_pool_disruption_is_training_friendly_by_default() -> None:
-    spec = kp.nodepool_spec(_spot_l4(), node_class="gpu")
+    spec = kpb.nodepool_spec(_spot_l4(), node_class="gpu")
     assert spec["disruption"]["consolidationPolicy"] == "WhenEmpty"
     assert spec["disruption"]["budgets"] == [{"nodes": "10%"}]
     assert spec["template"]["spec"]["expireAfter"] == "720h"
@@ -121,22 +122,22 @@ def test_freeze_window_becomes_a_zero_node_budget() -> None:
         limits={"gpus": 4},
         disruption={"freezeSchedule": "0 6 * * 1-5", "freezeDuration": "12h"},
     )
-    budgets = kp.nodepool_spec(pool, node_class="gpu")["disruption"]["budgets"]
+    budgets = kpb.nodepool_spec(pool, node_class="gpu")["disruption"]["budgets"]
     assert {"nodes": "0", "schedule": "0 6 * * 1-5", "duration": "12h"} in budgets
 
 
 def test_cpu_pool_has_no_taint_no_gpu_requirement_and_a_cpu_limit() -> None:
-    spec = kp.nodepool_spec(_cpu(), node_class="cpu")
+    spec = kpb.nodepool_spec(_cpu(), node_class="cpu")
     assert "taints" not in spec["template"]["spec"]
     keys = {r["key"] for r in spec["template"]["spec"]["requirements"]}
     assert "karpenter.k8s.aws/instance-gpu-count" not in keys
     assert spec["limits"] == {"cpu": 16}
-    assert kp.pool_node_class(_cpu()) == "cpu"
+    assert kpb.pool_node_class(_cpu()) == "cpu"
 
 
 def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None:
     disk = KarpenterNodeClass(disk_size_gib=500, disk_throughput_mibps=1000, disk_iops=16000)
-    spec = kp.ec2nodeclass_spec(
+    spec = kpb.ec2nodeclass_spec(
         cluster_name="c",
         ami_alias="al2023@v20251020",
         instance_profile="c-karpenter-node",
@@ -160,7 +161,7 @@ def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None
     assert spec["instanceStorePolicy"] == "RAID0"
     assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "c"}}]
     assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "c"}}]
-    no_nvme = kp.ec2nodeclass_spec(
+    no_nvme = kpb.ec2nodeclass_spec(
         cluster_name="c",
         ami_alias="al2023@latest",
         instance_profile="p",
@@ -172,7 +173,7 @@ def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None
 
 
 def _policy() -> dict[str, Any]:
-    return kp.controller_policy(
+    return kpb.controller_policy(
         cluster_name="gpu-x",
         region="eu-west-1",
         account_id="123456789012",
@@ -217,7 +218,7 @@ def test_controller_ec2_writes_are_scoped_to_cluster_tags_and_reads_to_region() 
 
 def test_interruption_queue_accepts_only_eventbridge_rules() -> None:
     rules = ["arn:aws:events:eu-west-1:1:rule/a", "arn:aws:events:eu-west-1:1:rule/b"]
-    policy = kp.interruption_queue_policy("arn:aws:sqs:eu-west-1:1:q", rules)
+    policy = kpb.interruption_queue_policy("arn:aws:sqs:eu-west-1:1:q", rules)
     allows = [s for s in policy["Statement"] if s["Effect"] == "Allow"]
     assert len(allows) == 1
     assert allows[0]["Principal"] == {"Service": "events.amazonaws.com"}
@@ -226,7 +227,7 @@ def test_interruption_queue_accepts_only_eventbridge_rules() -> None:
 
 
 def test_four_interruption_event_patterns() -> None:
-    detail_types = {p["detail-type"][0] for p in kp.INTERRUPTION_EVENTS.values()}
+    detail_types = {p["detail-type"][0] for p in kpb.INTERRUPTION_EVENTS.values()}
     assert detail_types == {
         "EC2 Spot Instance Interruption Warning",
         "EC2 Instance Rebalance Recommendation",
@@ -244,7 +245,7 @@ KARPENTER_OPEN = frozenset({"podAnnotations", "podLabels", "additionalLabels"})
 def test_every_helm_values_key_exists_in_the_pinned_chart(dev: SynthResult) -> None:
     if not CHART_VALUES.exists():
         pytest.skip("shared chart schemas not present")
-    helper = kp.helm_values(cluster_name="c", queue_name="q", region="r", replicas=2)
+    helper = kpb.helm_values(cluster_name="c", queue_name="q", region="r", replicas=2)
     assert missing_keys("karpenter", helper, open_keys=KARPENTER_OPEN) == []
     (controller,) = [r for r in dev.of_type(RELEASE) if r.inputs["name"] == "karpenter"]
     values = controller.inputs["values"]
@@ -283,7 +284,7 @@ def test_interruption_queue_and_four_rules_target_it(stack: SynthResult) -> None
     rules = stack.of_type("aws:cloudwatch/eventRule:EventRule")
     assert len(rules) == 4
     patterns = {json.loads(r.inputs["eventPattern"])["detail-type"][0] for r in rules}
-    assert patterns == {p["detail-type"][0] for p in kp.INTERRUPTION_EVENTS.values()}
+    assert patterns == {p["detail-type"][0] for p in kpb.INTERRUPTION_EVENTS.values()}
     targets = stack.of_type("aws:cloudwatch/eventTarget:EventTarget")
     assert len(targets) == 4
     assert {t.inputs["arn"] for t in targets} == {
@@ -428,24 +429,24 @@ def test_every_kubernetes_resource_uses_the_cluster_provider(stack: SynthResult)
 
 
 def test_report_lists_every_pool_with_cost_and_the_idle_cost(stack: SynthResult) -> None:
-    text = output.report(stack)
+    text = report.report(stack)
     for pool in stack.of_type(NODEPOOL):
         assert f"| {pool.inputs['metadata']['name']} |" in text
     assert "## Idle cost" in text and "EKS control plane" in text and "NAT gateways" in text
 
 
 def test_max_cost_at_limit_uses_the_dearest_type_that_fits() -> None:
-    nodes, cost = output.nodepool_max_cost(
+    nodes, cost = costs.nodepool_max_cost(
         ["g6.xlarge", "g6.16xlarge"], "on-demand", {"nvidia.com/gpu": 4}
     )
     assert nodes == 4
     assert cost == pytest.approx(4 * catalog.instance("g6.16xlarge").on_demand_usd_per_hour)
-    nodes, cost = output.nodepool_max_cost(["m6i.xlarge"], "spot", {"cpu": 16, "memory": "32Gi"})
+    nodes, cost = costs.nodepool_max_cost(["m6i.xlarge"], "spot", {"cpu": 16, "memory": "32Gi"})
     assert (nodes, cost) == (2, pytest.approx(2 * catalog.instance("m6i.xlarge").spot_usd_per_hour))
 
 
 def test_idle_cost_counts_control_plane_system_nodes_and_nat(prod: SynthResult) -> None:
-    items = {item: (count, each) for item, count, each in output.idle_items(prod)}
+    items = {item: (count, each) for item, count, each in report.idle_items(prod)}
     assert items["EKS control plane"] == (1, catalog.EKS_CONTROL_PLANE_USD_PER_HOUR)
     assert items["NAT gateways"] == (3, catalog.NAT_GATEWAY_USD_PER_HOUR)
     system = [v for k, v in items.items() if k.startswith("node group system")]
@@ -602,7 +603,7 @@ def test_prod_config_defaults_forbid_latest() -> None:
 
 def test_managed_group_labels_and_pool_labels_share_one_definition() -> None:
     # Both go through catalog.gpu_node_labels, so a flavor selecting gpu-class matches both.
-    pool_labels = kp.pool_labels(_od_l4())
+    pool_labels = kpb.pool_labels(_od_l4())
     from components.config import GpuNodeGroup
 
     group = GpuNodeGroup(

@@ -13,7 +13,7 @@ from components import catalog
 from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
 from components.platform.cluster import gpu_group_labels
-from components.platform.karpenter import pool_labels
+from components.platform.karpenter_builders import pool_labels
 from components.platform.scheduling import (
     KUEUE_API,
     PRIORITY_CLASSES,
@@ -235,7 +235,7 @@ def test_controllers_run_on_system_nodes(prod: SynthResult) -> None:
 
 
 def test_report_shows_quota_against_capacity_per_flavor(prod: SynthResult) -> None:
-    from synth.output import report
+    from synth.report import report
 
     text = report(prod)
     assert "## Queues and quotas" in text

@@ -20,7 +20,7 @@ from synth import __main__ as synth_cli
 from synth import policy as runner
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from tests.conftest import stack_values
-from tests.policy_cases import CASES, Res
+from tests.policies.policy_cases import CASES, Res
 
 POLICIES = all_policies()
 BY_NAME = {p.name: p for p in POLICIES}

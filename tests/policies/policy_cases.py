@@ -1,5 +1,9 @@
 """Synthetic resources for the policy tests: for every rule, violating and compliant stacks.
 
+Why this module is long: it is a table, one entry per policy-pack rule (42 rules, each with
+at least one violating and one compliant case); splitting it would scatter the table a test
+checks for completeness.
+
 Each case is (policy name, description, resources, config for the pack, expect a violation).
 Resources are (type token, name, wire-format inputs, names of resources they depend on), shaped
 like the registrations synth captures (camelCase inputs, as the pulumi providers send them).

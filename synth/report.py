@@ -1,0 +1,619 @@
+"""`report.md`: what a reviewer reads — node groups and NodePools with GPU limits and $/h, idle
+cost, storage and its cost, queues and quotas against capacity, alerts, validation jobs, training
+jobs, the policy summary and resources by type. Built from the captured resources (what would be
+deployed); the cost arithmetic comes from `components.analysis.costs`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from components import catalog
+from components.analysis.costs import nodepool_max_cost
+from synth.harness import Registration, SynthResult
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _resources_by_type(result: SynthResult) -> str:
+    counts = Counter(r.type for r in result.resources)
+    rows = [[f"`{t}`", n] for t, n in sorted(counts.items())]
+    return _table(["type", "count"], rows) + f"\n\n{len(result.resources)} resources in all."
+
+
+def _node_groups(result: SynthResult) -> str:
+    rows = []
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        inputs = group.inputs
+        types = list(inputs.get("instanceTypes", []))
+        scaling = inputs.get("scalingConfig", {})
+        capacity: catalog.CapacityType = (
+            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
+        )
+        gpus = catalog.instance(types[0]).gpus if types else 0
+        max_size = int(scaling.get("maxSize", 0))
+        worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
+        rows.append(
+            [
+                inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name),
+                inputs.get("labels", {}).get(catalog.LABEL_GPU_CLASS, "cpu"),
+                capacity,
+                ", ".join(types),
+                f"{scaling.get('minSize', 0)}/{max_size}",
+                gpus,
+                gpus * max_size,
+                f"{worst * max_size:,.2f}",
+            ]
+        )
+    return _table(
+        [
+            "node group",
+            "GPU class",
+            "capacity",
+            "instance types",
+            "min/max",
+            "GPUs/node",
+            "max GPUs",
+            "max $/h",
+        ],
+        rows,
+    ) + (
+        "\n\nmax $/h: every node at the group's maximum on its dearest instance type "
+        "(prices: components/catalog.py)."
+    )
+
+
+#: Why an advisory violation on a stack is accepted: policy name → explanation for report.md.
+ADVISORY_EXPLANATIONS: dict[str, str] = {
+    "gpu-platform-k8s-resource-requests": "LimitRange defaults fill in requests in team "
+    "namespaces; the rule stays advisory so that charts' own pods do not block a deploy.",
+    "gpu-platform-training-deepspeed-batch": "DeepSpeed itself refuses an inconsistent config "
+    "at start-up; the rule reports it before the GPUs are paid for.",
+}
+
+
+def _policy_summary(result: SynthResult) -> str:
+    violations = result.policy_violations
+    if violations is None:
+        return "The policy pack was not run."
+    counts = Counter(v["enforcement"] for v in violations)
+    lines = [
+        _table(
+            ["enforcement", "violations"],
+            [[level, counts.get(level, 0)] for level in ("mandatory", "advisory")],
+        ),
+        "",
+        "Full list: `policy-report.json`; rules: `policies/rules/`.",
+    ]
+    mandatory = [v for v in violations if v["enforcement"] == "mandatory"]
+    if mandatory:
+        lines += ["", "### Mandatory violations (the deploy is blocked)", ""]
+        lines += [f"- `{v['policy']}` on `{v['urn']}`: {v['message']}" for v in mandatory]
+    advisory = [v for v in violations if v["enforcement"] == "advisory"]
+    if advisory:
+        lines += ["", "### Advisory violations", ""]
+        for v in advisory:
+            why = ADVISORY_EXPLANATIONS.get(v["policy"], "not yet explained: fix or explain it")
+            lines.append(f"- `{v['policy']}` on `{v['urn']}`: {v['message']} — {why}")
+    return "\n".join(lines)
+
+
+def _alerts(result: SynthResult) -> str:
+    rows = []
+    for rule_object in result.of_type("kubernetes:monitoring.coreos.com/v1:PrometheusRule"):
+        for group in rule_object.inputs.get("spec", {}).get("groups", []):
+            for rule in group.get("rules", []):
+                if "alert" not in rule:
+                    continue
+                expr = str(rule["expr"]).replace("|", "\\|")
+                rows.append(
+                    [rule["alert"], rule["labels"]["severity"], rule.get("for", "0m"), f"`{expr}`"]
+                )
+    if not rows:
+        return "No alert rules."
+    return _table(["alert", "severity", "for", "expression (thresholds from config)"], rows)
+
+
+def _validation_jobs(result: SynthResult) -> str:
+    rows = []
+    for job in result.of_type("kubernetes:batch/v1:Job"):
+        meta = job.inputs.get("metadata", {})
+        if meta.get("labels", {}).get("app.kubernetes.io/part-of") != "gpu-platform":
+            continue
+        spec = job.inputs["spec"]
+        pod = spec["template"]["spec"]
+        container = pod["containers"][0]
+        env = {e["name"]: e.get("value", "") for e in container.get("env", [])}
+        threshold = env.get("MIN_BUS_BANDWIDTH_GBPS")
+        rows.append(
+            [
+                f"{meta.get('namespace', '')}/{meta['name']}",
+                pod.get("nodeSelector", {}).get(catalog.LABEL_NODE_POOL, "?"),
+                spec.get("completions", 1),
+                container["resources"]["limits"].get(catalog.GPU_RESOURCE, 0),
+                f">= {threshold} GB/s bus bandwidth" if threshold else "nvidia-smi + matmul",
+                container["image"].split("@")[0],
+            ]
+        )
+    if not rows:
+        return "Validation jobs are off in this stack (`validation.enabled`)."
+    return _table(
+        ["job", "pool", "nodes", "GPUs/node", "pass criterion", "image (by digest)"], rows
+    )
+
+
+NODEPOOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def _requirement(spec: dict[str, Any], key: str) -> list[str]:
+    for item in spec.get("template", {}).get("spec", {}).get("requirements", []):
+        if item.get("key") == key and item.get("operator") == "In":
+            return [str(v) for v in item.get("values", [])]
+    return []
+
+
+def _karpenter_pools(result: SynthResult) -> str:
+    rows = []
+    for pool in result.of_type(NODEPOOL_TYPE):
+        spec = pool.inputs.get("spec", {})
+        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+        capacities = _requirement(spec, "karpenter.sh/capacity-type")
+        capacity: catalog.CapacityType = "spot" if capacities == ["spot"] else "on-demand"
+        types = _requirement(spec, "node.kubernetes.io/instance-type")
+        limits = spec.get("limits", {})
+        nodes, cost = nodepool_max_cost(types, capacity, limits)
+        rows.append(
+            [
+                pool.inputs.get("metadata", {}).get("name", pool.name),
+                labels.get(catalog.LABEL_GPU_CLASS, "cpu"),
+                ", ".join(capacities),
+                spec.get("weight", ""),
+                ", ".join(types),
+                limits.get(catalog.GPU_RESOURCE, "-"),
+                ", ".join(f"{k}={v}" for k, v in sorted(limits.items())),
+                nodes,
+                f"{cost:,.2f}",
+            ]
+        )
+    return _table(
+        [
+            "NodePool",
+            "GPU class",
+            "capacity",
+            "weight",
+            "instance types",
+            "GPU limit",
+            "limits",
+            "max nodes",
+            "max $/h at limit",
+        ],
+        rows,
+    ) + (
+        "\n\nmax $/h at limit: the pool filled up to its limits with its dearest instance type "
+        "(spot at the typical spot price; prices: components/catalog.py). Higher weight is "
+        "tried first: spot before the on-demand fallback."
+    )
+
+
+def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
+    """(item, count, $/h each) for everything that runs with no job: control plane, managed
+    node groups at their desired size, NAT gateways."""
+    items = [
+        (
+            "EKS control plane",
+            len(result.of_type("eks:index:Cluster")),
+            catalog.EKS_CONTROL_PLANE_USD_PER_HOUR,
+        )
+    ]
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        inputs = group.inputs
+        types = list(inputs.get("instanceTypes", []))
+        desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
+        if not types or desired == 0:
+            continue
+        capacity: catalog.CapacityType = (
+            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
+        )
+        pool = inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name)
+        # EKS fills on-demand groups in the order the types are listed.
+        items.append(
+            (
+                f"node group {pool} ({types[0]}, desired size)",
+                desired,
+                catalog.price_per_hour(types[0], capacity),
+            )
+        )
+    items.append(
+        (
+            "NAT gateways",
+            len(result.of_type("aws:ec2/natGateway:NatGateway")),
+            catalog.NAT_GATEWAY_USD_PER_HOUR,
+        )
+    )
+    return items
+
+
+def _idle_cost(result: SynthResult) -> str:
+    items = idle_items(result)
+    rows: list[list[Any]] = [
+        [item, count, f"{each:.3f}", f"{count * each:,.2f}"] for item, count, each in items
+    ]
+    total = sum(count * each for _, count, each in items)
+    rows.append(["**idle total**", "", "", f"**{total:,.2f}**"])
+    return _table(["item", "count", "$/h each", "$/h"], rows) + (
+        "\n\nKarpenter NodePools start empty and add nothing while idle; data transfer, "
+        "storage and NAT processing are usage-based and not included."
+    )
+
+
+_CLUSTER_QUEUE = "kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue"
+_RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+_NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
+
+
+def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
+    """GPUs the pools whose labels include `node_labels` can provide at most."""
+    total = 0
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        labels = group.inputs.get("labels", {})
+        types = list(group.inputs.get("instanceTypes", []))
+        if types and node_labels.items() <= labels.items():
+            max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
+            total += catalog.instance(types[0]).gpus * max_size
+    for pool in result.of_type(_NODE_POOL):
+        spec = pool.inputs.get("spec", {})
+        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
+        if node_labels.items() <= labels.items():
+            total += int(spec.get("limits", {}).get(catalog.GPU_RESOURCE, 0))
+    return total
+
+
+def _queues(result: SynthResult) -> str:
+    flavors = {
+        r.inputs["metadata"]["name"]: r.inputs.get("spec", {}).get("nodeLabels", {})
+        for r in result.of_type(_RESOURCE_FLAVOR)
+    }
+    rows: list[list[Any]] = []
+    nominal: Counter[str] = Counter()
+    for queue in sorted(result.of_type(_CLUSTER_QUEUE), key=lambda r: r.inputs["metadata"]["name"]):
+        spec = queue.inputs.get("spec", {})
+        for group in spec.get("resourceGroups", []):
+            for rank, flavor in enumerate(group.get("flavors", []), start=1):
+                by_name = {res["name"]: res for res in flavor.get("resources", [])}
+                gpu = by_name.get(catalog.GPU_RESOURCE, {})
+                nominal[flavor["name"]] += int(gpu.get("nominalQuota", 0))
+                rows.append(
+                    [
+                        queue.inputs["metadata"]["name"],
+                        spec.get("cohortName", ""),
+                        rank,
+                        flavor["name"],
+                        gpu.get("nominalQuota", 0),
+                        gpu.get("borrowingLimit", "unbounded"),
+                        gpu.get("lendingLimit", "all"),
+                        by_name.get("cpu", {}).get("nominalQuota", ""),
+                        by_name.get("memory", {}).get("nominalQuota", ""),
+                    ]
+                )
+    teams = _table(
+        [
+            "ClusterQueue",
+            "cohort",
+            "order",
+            "flavor",
+            "GPUs",
+            "borrow ≤",
+            "lend ≤",
+            "CPU",
+            "memory",
+        ],
+        rows,
+    )
+    capacity_rows = []
+    for name, labels in sorted(flavors.items()):
+        capacity = _flavor_capacity(result, labels)
+        used = nominal.get(name, 0)
+        share = f"{100 * used / capacity:.0f} %" if capacity else "n/a"
+        capacity_rows.append([name, used, capacity, share])
+    capacity_table = _table(
+        ["flavor", "nominal GPUs (all teams)", "pool GPUs at max", "committed"], capacity_rows
+    )
+    return (
+        f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
+        "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
+        "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
+    )
+
+
+#: (heading, renderer). Areas add their sections here.
+REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
+    ("Managed node groups", _node_groups),
+    ("Queues and quotas", _queues),
+    ("Karpenter NodePools", _karpenter_pools),
+    ("Idle cost", _idle_cost),
+    ("Resources by type", _resources_by_type),
+    ("Policy", _policy_summary),
+    ("Alerts", _alerts),
+    ("Validation jobs", _validation_jobs),
+]
+
+
+def report(result: SynthResult) -> str:
+    parts = [f"# gpu-platform — synthesized stack `{result.stack}`\n"]
+    parts.append(
+        "Generated offline by `python -m synth` from the same `__main__.py` and stack files "
+        "`pulumi up` uses.\n"
+    )
+    for heading, render in REPORT_SECTIONS:
+        parts.append(f"## {heading}\n\n{render(result)}\n")
+    return "\n".join(parts)
+
+
+def _deletion_guard(bucket: Registration) -> str:
+    options = [
+        label
+        for label, on in (("protect", bucket.protect), ("retainOnDelete", bucket.retain_on_delete))
+        if on
+    ]
+    if options:
+        return " + ".join(options)
+    return "none (forceDestroy)" if bucket.inputs.get("forceDestroy") else "none"
+
+
+def _storage(result: SynthResult) -> str:
+    """Buckets with their protections, the RWX file system, throughput and monthly cost."""
+
+    def for_bucket(token: str, bucket: str) -> list[Registration]:
+        return [r for r in result.of_type(token) if r.inputs.get("bucket") == bucket]
+
+    rows = []
+    for bucket in result.of_type("aws:s3/bucket:Bucket"):
+        name = str(bucket.inputs.get("bucket", bucket.name))
+        sse = for_bucket(
+            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+            name,
+        )
+        algorithm = (
+            sse[0].inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
+            if sse
+            else "none"
+        )
+        versioning = for_bucket("aws:s3/bucketVersioning:BucketVersioning", name)
+        public = for_bucket("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", name)
+        flags = (
+            "blockPublicAcls",
+            "blockPublicPolicy",
+            "ignorePublicAcls",
+            "restrictPublicBuckets",
+        )
+        lifecycle = for_bucket(
+            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", name
+        )
+        logging = for_bucket("aws:s3/bucketLogging:BucketLogging", name)
+        rows.append(
+            [
+                f"`{name}`",
+                algorithm,
+                versioning[0].inputs["versioningConfiguration"]["status"] if versioning else "off",
+                "all 4" if public and all(public[0].inputs.get(f) for f in flags) else "incomplete",
+                "TLS-only" if for_bucket("aws:s3/bucketPolicy:BucketPolicy", name) else "none",
+                ", ".join(rule["id"] for rule in lifecycle[0].inputs["rules"])
+                if lifecycle
+                else "none",
+                "yes" if logging else "no",
+                _deletion_guard(bucket),
+            ]
+        )
+    parts = [
+        _table(
+            [
+                "bucket",
+                "encryption",
+                "versioning",
+                "public blocks",
+                "policy",
+                "lifecycle",
+                "access log",
+                "deletion guard",
+            ],
+            rows,
+        )
+    ]
+    s3 = catalog.S3_USD_PER_GB_MONTH
+    keys = len(result.of_type("aws:kms/key:Key"))
+    cost_rows = [
+        [
+            "S3 STANDARD",
+            "per GB stored",
+            f"{s3['STANDARD']:.4f}/GB",
+            f"{s3['STANDARD'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "S3 STANDARD_IA (old checkpoints)",
+            "per GB stored",
+            f"{s3['STANDARD_IA']:.4f}/GB",
+            f"{s3['STANDARD_IA'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "KMS customer keys (all areas)",
+            f"{keys} keys",
+            f"{catalog.KMS_KEY_USD_PER_MONTH:.2f}/key",
+            f"{keys * catalog.KMS_KEY_USD_PER_MONTH:,.2f}",
+        ],
+    ]
+    fixed = keys * catalog.KMS_KEY_USD_PER_MONTH
+    for fs in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):
+        inputs = fs.inputs
+        capacity = int(inputs["storageCapacity"])
+        tier = int(inputs["perUnitStorageThroughput"])
+        deployment = str(inputs["deploymentType"])
+        price = catalog.FSX_LUSTRE_USD_PER_GB_MONTH[(deployment, tier)]
+        throughput = capacity / 1024 * tier
+        parts.append(
+            f"RWX file system: FSx for Lustre `{deployment}`, {capacity:,} GiB SSD, "
+            f"{tier} MB/s/TiB → {throughput:,.0f} MB/s aggregate, compression "
+            f"{inputs.get('dataCompressionType', 'NONE')}, KMS-encrypted: "
+            f"{'yes' if inputs.get('kmsKeyId') else 'no'}, subnet `{inputs.get('subnetIds')}`."
+        )
+        cost_rows.append(
+            [
+                f"FSx for Lustre {deployment}/{tier}",
+                f"{capacity:,} GiB provisioned",
+                f"{price:.3f}/GB",
+                f"{capacity * price:,.2f}",
+            ]
+        )
+        fixed += capacity * price
+    for fs in result.of_type("aws:efs/fileSystem:FileSystem"):
+        inputs = fs.inputs
+        targets = [
+            m for m in result.of_type("aws:efs/mountTarget:MountTarget") if m.parent == fs.parent
+        ]
+        mode = inputs.get("throughputMode", "bursting")
+        parts.append(
+            f"RWX file system: EFS `{inputs.get('performanceMode')}`, throughput mode `{mode}`"
+            + (
+                f" ({inputs.get('provisionedThroughputInMibps')} MiB/s)"
+                if mode == "provisioned"
+                else ""
+            )
+            + f", encrypted: {'yes' if inputs.get('encrypted') else 'no'}, "
+            f"{len(targets)} mount targets (one per private subnet)."
+        )
+        cost_rows.append(
+            [
+                "EFS Standard",
+                "per GB stored",
+                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH:.2f}/GB",
+                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH * 1024:,.2f} per TiB",
+            ]
+        )
+        if mode == "provisioned":
+            mibps = float(inputs.get("provisionedThroughputInMibps", 0))
+            cost_rows.append(
+                [
+                    "EFS provisioned throughput",
+                    f"{mibps:g} MiB/s",
+                    f"{catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:.2f}/MiB/s",
+                    f"{mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:,.2f}",
+                ]
+            )
+            fixed += mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH
+    classes = [
+        r.inputs["metadata"]["name"]
+        for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    ]
+    parts.append(f"StorageClasses: {', '.join(f'`{c}`' for c in sorted(classes))}.")
+    parts.append(_table(["item", "basis", "USD/month unit", "USD/month"], cost_rows))
+    parts.append(
+        f"Fixed monthly storage cost (provisioned capacity and keys, before any data): "
+        f"**${fixed:,.2f}**; S3 and EFS add the per-GB figures above for what is stored. "
+        "Prices: components/catalog.py (us-east-1 list prices, date and source there)."
+    )
+    return "\n\n".join(parts)
+
+
+REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
+
+
+# --- training jobs ------------------------------------------------------------------------------
+
+#: Launcher objects of training jobs (components/training.py).
+TRAINING_JOB_TYPES = frozenset(
+    {
+        "kubernetes:batch/v1:Job",
+        "kubernetes:batch.volcano.sh/v1alpha1:Job",
+        "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    }
+)
+
+
+def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
+    """One row per training job, from the plan annotations on its launcher object."""
+    from components.analysis import checkpoint as checkpointing
+
+    prefix = f"{catalog.LABEL_DOMAIN}/"
+    rows = []
+    for resource in result.resources:
+        if resource.type not in TRAINING_JOB_TYPES:
+            continue
+        metadata = resource.inputs.get("metadata") or {}
+        notes = {
+            key.removeprefix(prefix): value
+            for key, value in (metadata.get("annotations") or {}).items()
+            if key.startswith(prefix)
+        }
+        if "launcher" not in notes:
+            continue
+        nodes = int(notes["nodes"])
+        instance = notes["instance-type"]
+        interval = float(notes["checkpoint-interval-s"])
+        blocking, mtbf = float(notes["checkpoint-blocking-s"]), float(notes["mtbf-s"])
+        rows.append(
+            {
+                "job": f"{metadata.get('namespace')}/{metadata.get('name')}",
+                "mode": notes["mode"],
+                "launcher": notes["launcher"],
+                "scheduler": notes["scheduler"],
+                "placement": f"{nodes} x {instance} ({notes['gpu-class']}, {notes['capacity']})",
+                "world_size": int(notes["world-size"]),
+                "effective_batch": notes.get("effective-batch", "-"),
+                "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
+                "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
+                "interval_s": interval,
+                "waste": checkpointing.wasted_fraction(
+                    interval, blocking, mtbf, float(notes["restart-s"])
+                ),
+            }
+        )
+    return sorted(rows, key=lambda row: str(row["job"]))
+
+
+def _training_jobs(result: SynthResult) -> str:
+    rows = training_job_rows(result)
+    if not rows:
+        return "No training jobs declared (`gpu-platform:trainingJobs`)."
+    table = _table(
+        [
+            "job",
+            "mode",
+            "launcher / scheduler",
+            "placement",
+            "world size",
+            "effective batch",
+            "$/h spot",
+            "$/h on-demand",
+            "checkpoint every",
+            "time lost",
+        ],
+        [
+            [
+                f"`{row['job']}`",
+                row["mode"],
+                f"{row['launcher']} / {row['scheduler']}",
+                row["placement"],
+                row["world_size"],
+                row["effective_batch"],
+                f"{row['spot_usd_h']:.2f}",
+                f"{row['on_demand_usd_h']:.2f}",
+                f"{row['interval_s'] / 60:.1f} min",
+                f"{row['waste']:.1%}",
+            ]
+            for row in rows
+        ],
+    )
+    return (
+        table + "\n\nWorld size = nodes x GPUs per node; effective batch (DeepSpeed) = micro x "
+        "accumulation x world size. $/h = nodes x the catalog's planning price of the smallest "
+        "instance type the pools launch for the class. Checkpoint interval: Young/Daly from the "
+        "job's save-blocking time and MTBF unless overridden; time lost = saving plus expected "
+        "rework and restarts after ungraceful failures (docs/training-jobs.md)."
+    )
+
+
+REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Training jobs", _training_jobs))

@@ -1,0 +1,195 @@
+"""The house layout holds: no import cycle among project modules, each layer imports only the
+layers below it, and no module grows past ~600 lines without a reason written at its top.
+
+The import graph is read from the source (AST), so a cycle hidden behind a lazy import inside a
+function counts too; imports under `if TYPE_CHECKING:` are type-only and never run, so they are
+left out of the runtime graph but still may not point up a layer.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from synth.harness import PROJECT_ROOT
+
+PACKAGES = ("components", "synth", "policies")
+MAX_LINES = 620
+LONG_REASON = "Why this module is long:"
+
+#: Layer of each package prefix; a module may import only its own layer or lower ones.
+LAYERS = {
+    "components.catalog": 0,
+    "components.config": 1,
+    "components.analysis": 2,
+    "components.platform": 3,
+    "components.workloads": 3,
+}
+#: Third-party modules that create cloud resources: never imported below the platform layer.
+RESOURCE_SDKS = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PROJECT_ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _project_files() -> dict[str, Path]:
+    files = {}
+    for package in PACKAGES:
+        for path in sorted((PROJECT_ROOT / package).rglob("*.py")):
+            files[_module_name(path)] = path
+    return files
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _imports(path: Path, known: set[str]) -> tuple[set[str], set[str], set[str]]:
+    """(runtime project imports, type-only project imports, third-party top-level names)."""
+    tree = ast.parse(path.read_text())
+    type_only_nodes: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            for child in node.body:
+                type_only_nodes.update(id(n) for n in ast.walk(child))
+    runtime: set[str] = set()
+    typed: set[str] = set()
+    external: set[str] = set()
+    for node in ast.walk(tree):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            # `from pkg import sub` imports the submodule when `pkg.sub` is a project module.
+            targets = [
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in known else node.module
+                for a in node.names
+            ]
+        for target in targets:
+            if target in known or any(target.startswith(f"{p}.") for p in PACKAGES):
+                (typed if id(node) in type_only_nodes else runtime).add(target)
+            else:
+                external.add(target.split(".")[0])
+    return runtime, typed, external
+
+
+@pytest.fixture(scope="module")
+def graph() -> dict[str, tuple[set[str], set[str], set[str]]]:
+    files = _project_files()
+    known = set(files)
+    return {name: _imports(path, known) for name, path in files.items()}
+
+
+def _layer(module: str) -> int | None:
+    for prefix, layer in LAYERS.items():
+        if module == prefix or module.startswith(f"{prefix}."):
+            return layer
+    return None
+
+
+def test_the_graph_sees_the_project(graph: dict[str, tuple[set[str], set[str], set[str]]]) -> None:
+    assert len(graph) > 40
+    assert "components.config.stack" in graph["components.config.errors"][0]
+    assert "components.analysis" in graph["__main__"][0] if "__main__" in graph else True
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every cycle a depth-first walk meets (a package's own submodules excepted)."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        state[module] = 1
+        stack.append(module)
+        for target in sorted(edges.get(module, set())):
+            # A package's __init__ importing its own submodules is not a cycle through them.
+            if target.startswith(f"{module}."):
+                continue
+            if state.get(target) == 1:
+                cycles.append([*stack[stack.index(target) :], target])
+            elif target in edges and state.get(target) is None:
+                visit(target)
+        stack.pop()
+        state[module] = 2
+
+    for module in sorted(edges):
+        if state.get(module) is None:
+            visit(module)
+    return cycles
+
+
+def test_no_import_cycle_among_project_modules(
+    graph: dict[str, tuple[set[str], set[str], set[str]]],
+) -> None:
+    cycles = find_cycles({module: runtime for module, (runtime, _, _) in graph.items()})
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # The check above must be able to fail: config -> training -> config, as it once was.
+    edges = {
+        "c.config": {"c.training"},
+        "c.training": {"c.config", "c.catalog"},
+        "c.catalog": set(),
+    }
+    assert find_cycles(edges) == [["c.config", "c.training", "c.config"]]
+    assert find_cycles({"c.a": {"c.b"}, "c.b": set()}) == []
+
+
+def test_each_layer_imports_only_layers_below(
+    graph: dict[str, tuple[set[str], set[str], set[str]]],
+) -> None:
+    upward = []
+    for module, (runtime, typed, _) in graph.items():
+        layer = _layer(module)
+        if layer is None:
+            continue
+        for target in runtime | typed:
+            target_layer = _layer(target)
+            if target_layer is None:
+                continue
+            same_family = module.split(".")[:2] == target.split(".")[:2]
+            if target_layer > layer or (target_layer == layer and not same_family and layer < 3):
+                upward.append(f"{module} -> {target}")
+            # Workloads sit beside the platform: they may name its types, never run its code.
+            if (
+                module.startswith("components.workloads")
+                and target.startswith("components.platform")
+                and target in runtime
+            ):
+                upward.append(f"{module} -> {target} (workloads must not run platform code)")
+    assert not upward, "\n".join(sorted(upward))
+
+
+def test_config_and_analysis_import_no_resource_sdk(
+    graph: dict[str, tuple[set[str], set[str], set[str]]],
+) -> None:
+    offenders = [
+        f"{module} imports {sdk}"
+        for module, (_, _, external) in graph.items()
+        if (_layer(module) or 0) <= 2 and module.startswith("components")
+        for sdk in RESOURCE_SDKS
+        if sdk in external
+    ]
+    assert not offenders, offenders
+
+
+def test_no_module_is_long_without_a_reason() -> None:
+    long = []
+    roots = [*(PROJECT_ROOT / p for p in PACKAGES), PROJECT_ROOT / "tests"]
+    for root in roots:
+        for path in root.rglob("*.py"):
+            text = path.read_text()
+            if text.count("\n") > MAX_LINES and LONG_REASON not in text[:3000]:
+                long.append(f"{path.relative_to(PROJECT_ROOT)}: {text.count(chr(10))} lines")
+    assert not long, long
