@@ -305,7 +305,7 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         # what a program reads back) plus the outputs the mocks compute (ids, ARNs, URLs).
         # Nested input structures are echoed only with `echo_nested`: translating them back
         # through the SDK's output types costs a third of a synth, the program reads none of
-        # them, and tests/test_stack.py proves the synthesized files are identical either way.
+        # them, and tests/synth/test_stack.py proves the synthesized files are identical either way.
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)

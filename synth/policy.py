@@ -6,8 +6,8 @@ stack policies get every resource once, with parents and dependencies resolved. 
 from pulumi-policy's public classes, with the pack's config from `policies/config.<stack>.json`
 (the file the CI preview passes as `policyPackConfigs`), schema defaults filled in as the CLI
 does. Stack policies see outputs under the real engine; here they see inputs, which is what the
-mocks return as outputs too. tests/test_policies.py checks this runner against the servicer the
-CLI talks to (`pulumi_policy.policy._PolicyAnalyzerServicer`).
+mocks return as outputs too. tests/policies/test_policies.py checks this runner against the
+servicer the CLI talks to (`pulumi_policy.policy._PolicyAnalyzerServicer`).
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def config_path(root: Path, stack: str) -> Path:
 def load_config(path: Path, policies: list[Policy]) -> dict[str, Any]:
     """Read a pack config file (`pulumi preview --policy-pack-config` format) and check it
     against the rules: known policy names, known properties of the right JSON type, valid
-    enforcement levels. tests/test_policies.py validates the full JSON schemas."""
+    enforcement levels. tests/policies/test_policies.py validates the full JSON schemas."""
     if not path.exists():
         return {}
     try:

@@ -523,7 +523,7 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 
 # --- training jobs ------------------------------------------------------------------------------
 
-#: Launcher objects of training jobs (components/training.py).
+#: Launcher objects of training jobs (components/workloads/training.py).
 TRAINING_JOB_TYPES = frozenset(
     {
         "kubernetes:batch/v1:Job",

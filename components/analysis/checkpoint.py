@@ -2,7 +2,7 @@
 
 The platform's own pure copy of the formulas in ../shared/design/TRAINER.md: the Pulumi program
 cannot import the trainer (it lives in the image, not on the program's path).
-tests/test_training.py checks with hypothesis that both implementations agree.
+tests/workloads/test_training.py checks with hypothesis that both implementations agree.
 
 delta = time the loop is blocked by one save, M = mean time between *ungraceful* failures
 (graceful spot preemptions checkpoint on SIGTERM and lose no work), R = restart cost.

@@ -47,7 +47,7 @@ def load() -> StackConfig:
 
     pulumi.Config only answers for keys we ask for by name; rejecting unknown keys needs the
     full set that was given, which the SDK keeps in `pulumi.runtime.config` (private API — the
-    SDK is pinned and tests/test_config.py covers this call).
+    SDK is pinned and tests/config/test_config.py covers this call).
     """
     from pulumi.runtime import config as runtime_config
 

@@ -1,7 +1,8 @@
 """The platform's alert rules and the metrics they may use — pure data, no Pulumi.
 
 `EXPORTER_METRICS` is the single list of metric names each exporter in this stack produces;
-every rule's PromQL may only name metrics from it (tests/test_alerts.py parses the expressions).
+every rule's PromQL may only name metrics from it (tests/platform/test_alerts.py parses
+the expressions).
 `rule_groups(thresholds, runbook_base_url)` turns the config thresholds into Prometheus rule
 groups — the same dicts go into the PrometheusRule object and into `promtool check rules`.
 """
@@ -14,7 +15,8 @@ from typing import Any, Final
 
 from components.config import AlertThresholds
 
-#: Metric names per exporter. DCGM names are the fields in the curated CSV (components/gpu.py);
+#: Metric names per exporter. DCGM names are the fields in the curated CSV
+#: (components/platform/gpu.py);
 #: kube-state-metrics v2, node-exporter, Kueue v0.19 (`kueue_*`), Karpenter v1.x
 #: (`karpenter_*`, docs "Metrics" page) and the reference trainer (docs/observability.md).
 EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {

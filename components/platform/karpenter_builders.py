@@ -384,7 +384,8 @@ def interruption_queue_policy(queue_arn: str, rule_arns: list[str]) -> dict[str,
 def helm_values(
     *, cluster_name: str, queue_name: str, region: str, replicas: int
 ) -> dict[str, Any]:
-    """Chart values (every key exists in the chart's values.yaml; tests/test_karpenter.py)."""
+    """Chart values (every key exists in the chart's values.yaml;
+    tests/platform/test_karpenter.py)."""
     return {
         "replicas": replicas,
         "serviceAccount": {"name": SERVICE_ACCOUNT},

@@ -5,8 +5,9 @@ Owns the controllers and the cluster-wide objects every team shares: the Resourc
 per GPU class x capacity type, labelled and tolerating exactly like the GPU nodes, from
 components/catalog.py), the Cohort team ClusterQueues join, Kueue's WorkloadPriorityClasses and
 the Kubernetes PriorityClasses. Per-team objects (ClusterQueue, LocalQueue, Volcano Queue) are
-built by components/teams.py on top of this. A job chooses Kueue (`kueue.x-k8s.io/queue-name`
-label) or Volcano (`schedulerName: volcano`), never both: Kueue manages only labelled jobs.
+built by components/platform/teams.py on top of this. A job chooses Kueue
+(`kueue.x-k8s.io/queue-name` label) or Volcano (`schedulerName: volcano`), never both: Kueue
+manages only labelled jobs.
 
 Kubeflow Trainer v2 installs no MPIJob CRD (MPI runs as a TrainJob runtime), so the
 `mpijobs.kubeflow.org` name clash between training-operator v1 and mpi-operator v2beta1 cannot

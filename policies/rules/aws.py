@@ -454,7 +454,7 @@ POLICIES = [
         check=_check_iam_trust,
         severity=CRITICAL,
         enforcement=MANDATORY,
-        remediation="Build trust documents with components/iam.py (irsa_trust_policy, "
+        remediation="Build trust documents with components/platform/iam.py (irsa_trust_policy, "
         "pod_identity_trust_policy).",
         config={
             "allowedServiceAccounts": {
@@ -537,7 +537,7 @@ POLICIES = [
         severity=HIGH,
         enforcement=MANDATORY,
         remediation="metadata_options: http_tokens='required', http_put_response_hop_limit=1 "
-        "(components/cluster.py launch_template_spec).",
+        "(components/platform/cluster.py launch_template_spec).",
         config={"maxHopLimit": {"type": "integer", "minimum": 1, "maximum": 64, "default": 1}},
     ),
     resource_rule(

@@ -494,7 +494,7 @@ POLICIES = [
         check=_check_node_group_taint,
         severity=HIGH,
         enforcement=MANDATORY,
-        remediation="Pass taints=[eks_gpu_taint()] (components/cluster.py).",
+        remediation="Pass taints=[eks_gpu_taint()] (components/platform/cluster.py).",
     ),
     resource_rule(
         name="gpu-platform-eks-gpu-node-group-bounded",

@@ -108,7 +108,8 @@ def test_config_can_change_enforcement_level() -> None:
 # --- the four violations the issue names, at rule level. End to end (synth exits 1) below: the
 # trainer role with s3:* on * and the unpinned prod image. A public bucket cannot be configured
 # (no such key, by design) and a GPU pool without a limit is refused by the config model first
-# (exit 2, tests/test_karpenter.py): for those two the pack is the second line of defence. ---
+# (exit 2, tests/platform/test_karpenter.py): for those two the pack is the second line of
+# defence. ---
 
 
 @pytest.mark.parametrize(
