@@ -13,6 +13,8 @@ import yaml
 
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
+#: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
+SCHEMAS = PROJECT_ROOT / "schemas"
 #: The workplace's shared folder beside the repository (upstream CRDs, chart values, validator).
 SHARED = PROJECT_ROOT.parent / "shared"
 
