@@ -15,8 +15,6 @@ from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_prog
 
 #: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
 SCHEMAS = PROJECT_ROOT / "schemas"
-#: The workplace's shared folder beside the repository (upstream CRDs, chart values, validator).
-SHARED = PROJECT_ROOT.parent / "shared"
 
 
 def pytest_configure(config: pytest.Config) -> None:
