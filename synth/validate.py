@@ -9,7 +9,9 @@ exit 1 when any object failed. What is checked, per object:
   (`schemas/crds/`), after the schema defaults are applied as the API server would. Unknown
   fields are errors: the API server prunes them silently, which for us means a typo that does
   nothing. x-kubernetes-int-or-string, -preserve-unknown-fields and -embedded-resource are
-  honoured, and list-type set/map entries must be unique.
+  honoured, list-type set/map entries must be unique, and the CEL rules
+  (x-kubernetes-validations) are evaluated with cel-python, except transition rules (`oldSelf`:
+  update only).
 - Built-in kinds: against the strict (no unknown fields) schemas that kubernetes-validate ships
   for Kubernetes 1.33, with resource quantities held to the Kubernetes quantity syntax.
 - Every object: metadata.name present and a valid DNS name, label keys and values valid.
@@ -17,8 +19,8 @@ exit 1 when any object failed. What is checked, per object:
   `schemas/storageclass-parameters.yaml` (the drivers ignore unknown keys without a word).
 - An object whose kind has no schema is an error: unvalidated is not valid.
 
-Not checked: CEL rules (x-kubernetes-validations), string formats, admission webhooks, anything
-that needs a live cluster. `.ci/run` also runs the workplace's fuller validator when
+Not checked: string formats, CEL cost limits, admission webhooks, anything that needs a live
+cluster. `.ci/run` also runs the workplace's fuller validator when
 `../shared` exists.
 """
 
@@ -35,8 +37,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import celpy
 import jsonschema
 import yaml
+from celpy import celtypes
+from celpy.adapter import json_to_cel
 from kubernetes_validate import utils as kv_utils
 from referencing import Registry, Resource
 
@@ -120,6 +125,10 @@ class Validator:
             instance = copy.deepcopy(obj)
             _apply_defaults(instance, schema)
             found = [*_schema_errors(validator, instance), *_list_type_errors(instance, schema)]
+            if not found:
+                # As the API server: CEL runs on a well-typed object only (rules assume the
+                # schema holds, so on a malformed one they fail with noise).
+                found = list(_cel_errors(instance, schema))
         elif group in _BUILTIN_GROUPS or group.endswith(".k8s.io"):
             validator = self._builtin_validator(api_version, kind)
             if validator is None:
@@ -344,34 +353,88 @@ def _apply_defaults(value: Any, s: dict[str, Any]) -> None:
             _apply_defaults(item, s["items"])
 
 
-def _list_type_errors(value: Any, s: dict[str, Any], path: str = "") -> Iterator[tuple[str, str]]:
-    """x-kubernetes-list-type set/map: the API server rejects duplicate items or keys."""
-    if isinstance(value, list):
-        list_type = s.get("x-kubernetes-list-type")
-        keys = s.get("x-kubernetes-list-map-keys", [])
-        seen: dict[str, int] = {}
+def _nodes(
+    value: Any, s: dict[str, Any], path: str = ""
+) -> Iterator[tuple[Any, dict[str, Any], str]]:
+    """Every value of the object with the schema node that governs it, top down."""
+    yield value, s, path
+    if isinstance(value, list) and isinstance(s.get("items"), dict):
         for i, item in enumerate(value):
+            yield from _nodes(item, s["items"], f"{path}[{i}]")
+    elif isinstance(value, dict):
+        props, extra = s.get("properties", {}), s.get("additionalProperties")
+        for key, item in value.items():
+            sub = props.get(key, extra if isinstance(extra, dict) else None)
+            if sub is not None:
+                yield from _nodes(item, sub, _join(path, key))
+
+
+def _list_type_errors(value: Any, s: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """x-kubernetes-list-type set/map: the API server rejects duplicate items or keys."""
+    for node, schema, path in _nodes(value, s):
+        list_type = schema.get("x-kubernetes-list-type")
+        if not isinstance(node, list) or list_type not in ("set", "map"):
+            continue
+        keys = schema.get("x-kubernetes-list-map-keys", [])
+        seen: dict[str, int] = {}
+        for i, item in enumerate(node):
             if list_type == "set":
                 ident = json.dumps(item, sort_keys=True)
-            elif list_type == "map" and isinstance(item, dict):
+            elif isinstance(item, dict):
                 ident = json.dumps([item.get(k) for k in keys])
             else:
-                ident = ""
-            if ident and ident in seen:
+                continue
+            if ident in seen:
                 what = "value" if list_type == "set" else f"key ({', '.join(keys)})"
                 yield (
                     f"{path}[{i}]",
                     f"duplicate {what} of item [{seen[ident]}] in a {list_type} list",
                 )
             seen.setdefault(ident, i)
-            if isinstance(s.get("items"), dict):
-                yield from _list_type_errors(item, s["items"], f"{path}[{i}]")
-    elif isinstance(value, dict):
-        props, extra = s.get("properties", {}), s.get("additionalProperties")
-        for key, item in value.items():
-            sub = props.get(key, extra if isinstance(extra, dict) else None)
-            if sub is not None:
-                yield from _list_type_errors(item, sub, _join(path, key))
+
+
+# --- CEL (x-kubernetes-validations) --------------------------------------------------------------
+
+
+def _cel_find(text: celtypes.StringType, pattern: celtypes.StringType) -> celtypes.StringType:
+    """Kubernetes' regex library: the first match of `pattern` in `text`, or ""."""
+    match = re.search(str(pattern), str(text))
+    return celtypes.StringType(match.group(0) if match else "")
+
+
+def _cel_split(text: celtypes.StringType, separator: celtypes.StringType) -> celtypes.ListType:
+    """Kubernetes' strings library (CEL string extensions): `text.split(separator)`."""
+    return celtypes.ListType([celtypes.StringType(part) for part in str(text).split(separator)])
+
+
+#: The Kubernetes CEL library functions the vendored CRDs' rules call beyond standard CEL. A rule
+#: that calls another one fails to evaluate and is reported: never skipped without a word.
+_CEL_FUNCTIONS: dict[str, Any] = {"find": _cel_find, "split": _cel_split}
+_TRANSITION = re.compile(r"\boldSelf\b")
+
+
+@functools.cache
+def _cel_program(rule: str) -> Any:
+    environment = celpy.Environment()
+    return environment.program(environment.compile(rule), functions=_CEL_FUNCTIONS)
+
+
+def _cel_errors(value: Any, s: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Evaluate every x-kubernetes-validations rule at the values it governs, as on create.
+    Transition rules (they compare with `oldSelf`) run only on update, so not here."""
+    for node, schema, path in _nodes(value, s):
+        for rule in schema.get("x-kubernetes-validations", []):
+            if _TRANSITION.search(rule["rule"]):
+                continue
+            try:
+                result = _cel_program(rule["rule"]).evaluate({"self": json_to_cel(node)})
+            except Exception as exc:  # noqa: BLE001 - celpy raises a variety of types
+                result = exc
+            if isinstance(result, Exception):
+                reason = str(result.args[0] if result.args else result).split(" (in activation")[0]
+                yield path, f"CEL rule could not be evaluated ({reason}): {rule['rule']}"
+            elif not bool(result):
+                yield path, rule.get("message") or f"failed CEL rule: {rule['rule']}"
 
 
 # --- reporting -----------------------------------------------------------------------------------

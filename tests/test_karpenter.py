@@ -461,6 +461,11 @@ def test_every_karpenter_object_passes_the_upstream_crds(
     pool["spec"]["disruption"]["consolidateAftr"] = "5m"
     (problem,) = default_validator().validate(pool)
     assert problem.path == "spec.disruption.consolidateAftr"
+    # ... and so are the CRD's CEL rules: the karpenter.sh label domain is reserved.
+    pool = copy.deepcopy(next(o for o in objects if o["kind"] == "NodePool"))
+    pool["spec"]["template"]["metadata"] = {"labels": {"karpenter.sh/nodepool": "x"}}
+    (problem,) = default_validator().validate(pool)
+    assert problem.message == 'label "karpenter.sh/nodepool" is restricted'
 
 
 # --- config errors ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """synth/validate.py: each check rejects a violating object and accepts a compliant one.
 
 Compliant objects are the program's own (dev stack), changed one field at a time; the
-x-kubernetes-* extensions the vendored CRDs do not use are exercised with a small test CRD.
+x-kubernetes-* extensions the vendored CRDs do not use, and CEL corner cases, are exercised with
+a small test CRD.
 Whole-stack validation is in test_stack.py."""
 
 from __future__ import annotations
@@ -299,11 +300,15 @@ spec:
           spec:
             type: object
             required: [size, mode]
+            x-kubernetes-validations:
+            - {rule: "!has(self.replicas) || self.replicas <= 10", message: at most 10 replicas}
+            - {rule: "self.mode == oldSelf.mode", message: mode is immutable}
             properties:
               size: {x-kubernetes-int-or-string: true, anyOf: [{type: integer}, {type: string}]}
               mode: {type: string, enum: [fast, slow], default: fast}
               replicas: {type: integer, minimum: 1}
               note: {type: string, nullable: true}
+              label: {type: string, x-kubernetes-validations: [{rule: "self.reverse() != ''"}]}
               extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
               template:
                 type: object
@@ -392,6 +397,36 @@ def test_two_crds_for_one_kind_or_a_pattern_python_cannot_read_are_errors(
     )
     with pytest.raises(ValueError, match="is not a Python regex"):
         Validator(tmp_path).validate(_widget(note="x"))
+
+
+def test_cel_rules_are_evaluated_on_create(widgets: Validator) -> None:
+    assert _problems(_widget(replicas=10), widgets) == []
+    assert _problems(_widget(replicas=11), widgets) == [("spec", "at most 10 replicas")]
+    # A function cel-python lacks is reported, never counted as passed.
+    assert _problems(_widget(label="n"), widgets) == [
+        (
+            "spec.label",
+            "CEL rule could not be evaluated (undeclared reference to 'reverse'): "
+            "self.reverse() != ''",
+        )
+    ]
+    # With a schema error, CEL does not run (as in the API server): one problem, not two.
+    assert _problems(_widget(replicas=11, size=1.5), widgets) == [
+        ("spec.size", "1.5 is not of type 'integer', 'string'")
+    ]
+
+
+def test_cel_rule_of_the_vendored_karpenter_crd(objects: list[dict[str, Any]]) -> None:
+    pool = _one(objects, "NodePool")
+    requirement = {"key": "karpenter.sh/nodepool", "operator": "In", "values": ["x"]}
+    pool["spec"]["template"]["spec"]["requirements"].append(requirement)
+    index = len(pool["spec"]["template"]["spec"]["requirements"]) - 1
+    assert _problems(pool) == [
+        (
+            f"spec.template.spec.requirements[{index}].key",
+            'label "karpenter.sh/nodepool" is restricted',
+        )
+    ]
 
 
 # --- the CLI -------------------------------------------------------------------------------------
