@@ -20,8 +20,8 @@ exit 1 when any object failed. What is checked, per object:
 - An object whose kind has no schema is an error: unvalidated is not valid.
 
 Not checked: string formats, CEL cost limits, admission webhooks, anything that needs a live
-cluster. `.ci/run` also runs the workplace's fuller validator when
-`../shared` exists.
+cluster. `.ci/run` also runs the workplace's validator (`../shared/tools`) as an extra check
+when that folder exists.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ _NAME_RULES: dict[str, tuple[re.Pattern[str], int, str]] = {
 
 @dataclass(frozen=True)
 class Problem:
+    """One reason the API server would reject the object, or would silently drop part of it."""
+
     kind: str
     name: str
     path: str
@@ -82,7 +84,7 @@ class Problem:
 
 @dataclass(frozen=True)
 class Crd:
-    """One served version of a CustomResourceDefinition."""
+    """A CustomResourceDefinition: the file it came from and the schema of each served version."""
 
     source: str
     served: tuple[str, ...]
