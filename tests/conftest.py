@@ -13,8 +13,8 @@ import yaml
 
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
-#: The workplace's shared folder beside the repository (upstream CRDs, chart values, validator).
-SHARED = PROJECT_ROOT.parent / "shared"
+#: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
+SCHEMAS = PROJECT_ROOT / "schemas"
 
 
 def pytest_configure(config: pytest.Config) -> None:

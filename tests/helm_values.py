@@ -9,9 +9,9 @@ from typing import Any
 
 import yaml
 
-from tests.conftest import SHARED
+from tests.conftest import SCHEMAS
 
-CHARTS = SHARED / "schemas" / "charts"
+CHARTS = SCHEMAS / "charts"
 #: Maps the chart leaves open: anything below them is the user's (Kubernetes fields).
 OPEN_KEYS = frozenset({"nodeSelector", "tolerations", "affinity", "labels", "annotations"})
 

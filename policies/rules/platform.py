@@ -598,7 +598,7 @@ POLICIES = [
         check=_check_helm_version,
         severity=HIGH,
         enforcement=MANDATORY,
-        remediation="Set version to the exact version from ../shared/schemas/SOURCES.md via the "
+        remediation="Set version to the exact version from schemas/SOURCES.md via the "
         "config model's default.",
     ),
 ]

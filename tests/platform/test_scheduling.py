@@ -26,11 +26,10 @@ from components.platform.scheduling import (
     volcano_values,
 )
 from synth.harness import SynthResult
-from tests.conftest import SHARED, stack_values
+from tests.conftest import SCHEMAS, stack_values
 from tests.helm_values import missing_keys
 
-CHARTS = SHARED / "schemas" / "charts"
-CRDS = SHARED / "schemas" / "crds"
+CRDS = SCHEMAS / "crds"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 FLAVOR = f"kubernetes:{KUEUE_API}:ResourceFlavor"
 CLUSTER_QUEUE = f"kubernetes:{KUEUE_API}:ClusterQueue"

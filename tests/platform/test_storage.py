@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,11 +19,10 @@ from components.platform import storage, storage_builders
 from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult
-from tests.conftest import SHARED, stack_values
+from synth.validate import default_validator
+from tests.conftest import SCHEMAS, stack_values
 from tests.helm_values import missing_keys
 
-SCHEMAS = SHARED / "schemas"
-SC_RULES = yaml.safe_load((SCHEMAS / "storageclass-parameters.yaml").read_text())["provisioners"]
 BUCKET = "aws:s3/bucket:Bucket"
 SSE = "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
 VERSIONING = "aws:s3/bucketVersioning:BucketVersioning"
@@ -124,23 +122,15 @@ def test_fsx_csi_policy_cannot_create_file_systems() -> None:
 
 
 def _check_parameters(provisioner: str, parameters: dict[str, str]) -> list[str]:
-    """The storageclass-parameters.yaml rules, applied the way the validator applies them."""
-    rules = SC_RULES[provisioner]
-    known = set(rules.get("required", [])) | set(rules.get("optional", []))
-    for group in rules.get("oneOf", []):
-        known |= set(group)
-    problems = [f"unknown {k}" for k in parameters if k not in known]
-    problems += [f"missing {k}" for k in rules.get("required", []) if k not in parameters]
-    for group in rules.get("oneOf", []):
-        if sum(k in parameters for k in group) != 1:
-            problems.append(f"exactly one of {group}")
-    for key, allowed in rules.get("enum", {}).items():
-        if key in parameters and parameters[key] not in allowed:
-            problems.append(f"{key} not in {allowed}")
-    for key, pattern in rules.get("pattern", {}).items():
-        if key in parameters and not re.match(pattern, parameters[key]):
-            problems.append(f"{key} does not match {pattern}")
-    return problems
+    """The project's validator (schemas/storageclass-parameters.yaml) on a StorageClass."""
+    storage_class = {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": "t"},
+        "provisioner": provisioner,
+        "parameters": parameters,
+    }
+    return [f"{p.path}: {p.message}" for p in default_validator().validate(storage_class)]
 
 
 def test_efs_storage_class_provisions_an_access_point_per_pvc_with_700() -> None:
@@ -156,9 +146,14 @@ def test_efs_storage_class_provisions_an_access_point_per_pvc_with_700() -> None
 
 def test_parameter_check_catches_a_typo() -> None:
     # Guards the helper above: a misspelled key must not pass.
-    assert _check_parameters(
-        "efs.csi.aws.com", {"provisioningMode": "efs-ap", "directoryPerm": "700"}
+    problems = _check_parameters(
+        "efs.csi.aws.com",
+        {"provisioningMode": "efs-ap", "directoryPerm": "700", "fileSystemId": "fs-1"},
     )
+    assert problems == [
+        "parameters.directoryPerm: unknown parameter for efs.csi.aws.com (the driver ignores it)",
+        "parameters.directoryPerms: required parameter missing",
+    ]
 
 
 def test_efs_team_volumes_are_dynamic_rwx_claims() -> None:
