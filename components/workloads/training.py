@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -42,6 +42,18 @@ if TYPE_CHECKING:
     from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
     from components.platform.scheduling import Scheduling
+
+
+#: Changing a training job replaces its launcher object. A Job's pod template is immutable
+#: (kubernetes API: "field is immutable" on spec.template), TrainJob and Volcano Job specs are
+#: not meant to be edited under a running gang, and every object has a fixed name: so any spec
+#: change is a replacement (`replace_on_changes`), and the old object must go first
+#: (`delete_before_replace`), or the create hits "already exists". The new run resumes from the
+#: last checkpoint on the team's volume (docs/day2.md).
+LAUNCHER_REPLACEMENT: Final[dict[str, Any]] = {
+    "replace_on_changes": ["spec"],
+    "delete_before_replace": True,
+}
 
 
 @dataclass(frozen=True)
@@ -69,12 +81,13 @@ class TrainingJob(pulumi.ComponentResource):
         self.objects = []
         for manifest in job_manifests(plan):
             kind = manifest["kind"]
+            role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
             child_opts = pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,
                 depends_on=[*args.depends_on, *self.objects],
+                **(LAUNCHER_REPLACEMENT if role == "job" else {}),
             )
-            role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
             child = f"{name}-{role}"
             resource: pulumi.Resource
             if kind == "ConfigMap":
