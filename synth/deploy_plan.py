@@ -190,8 +190,9 @@ def ancestors(result: SynthResult, urn: str) -> set[str]:
 
 def ordering_problems(result: SynthResult) -> list[str]:
     """Ordering bugs: a custom resource created before its CRD's Helm release, a Kueue-labelled
-    Job not after the Kueue release (its webhook must suspend the Job on create), and an awaited
-    Job that Kueue suspends (it never completes: `up` fails after 10 min)."""
+    Job not after the Kueue release (its webhook must suspend the Job on create), an awaited
+    Job that Kueue suspends (it never completes: `up` fails after 10 min), and a claim created
+    before its StorageClass."""
     releases = {r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)}
 
     def after_chart(urn: str, chart: str) -> bool:
@@ -200,10 +201,21 @@ def ordering_problems(result: SynthResult) -> list[str]:
             u in before and (c == chart or c.endswith(f"/{chart}")) for u, c in releases.items()
         )
 
+    classes = {
+        (r.inputs.get("metadata") or {}).get("name"): r.urn
+        for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
+    }
     found: list[str] = []
     for r in result.resources:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
             continue
+        if r.type == "kubernetes:core/v1:PersistentVolumeClaim":
+            wanted = (r.inputs.get("spec") or {}).get("storageClassName")
+            if wanted in classes and classes[wanted] not in ancestors(result, r.urn):
+                found.append(
+                    f"{r.name}: claim does not depend on StorageClass {wanted}: the PVC await "
+                    "cannot read its binding mode and waits for Bound (5 min)"
+                )
         group = _group(r.type)
         owner = CRD_OWNERS.get(group)
         if is_custom_resource(r) and owner and not after_chart(r.urn, owner):

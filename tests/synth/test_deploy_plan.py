@@ -104,17 +104,33 @@ def test_await_rule_per_kind(resource: Registration, awaits: str, timeout: int) 
     assert got[0].startswith(awaits) and got[1] == timeout
 
 
-def test_prod_has_no_ordering_problem(prod: SynthResult) -> None:
-    steps = plan(prod)
+def test_claim_before_its_storage_class_is_flagged() -> None:
+    sc = _r("sc", "kubernetes:storage.k8s.io/v1:StorageClass", inputs={"metadata": {"name": "x"}})
+    spec = {"spec": {"storageClassName": "x"}}
+    early = _r("pvc", "kubernetes:core/v1:PersistentVolumeClaim", inputs=spec)
+    late = _r("pvc", "kubernetes:core/v1:PersistentVolumeClaim", deps=("sc",), inputs=spec)
+    assert any(
+        "does not depend on StorageClass x" in p
+        for p in ordering_problems(SynthResult("t", [sc, early]))
+    )
+    assert ordering_problems(SynthResult("t", [sc, late])) == []
+
+
+#: Known today, shown in report.md, for the platform lane to fix: team claims do not depend on
+#: the StorageClass (components/platform/storage.py team_volumes), and dev's NCCL PodGroup does
+#: not depend on the Volcano release (components/platform/validation.py).
+KNOWN = ("does not depend on StorageClass", "PodGroup is not created after the volcano release")
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_stack_ordering_problems_are_only_the_known_ones(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    result: SynthResult = request.getfixturevalue(stack)
+    steps = plan(result)
     assert steps and max(s.wave for s in steps) >= 5
-    assert ordering_problems(prod) == []
-
-
-def test_dev_ordering_problems_name_only_the_validation_podgroup(dev: SynthResult) -> None:
-    # Known, reported in report.md: the NCCL test's Volcano PodGroup does not depend on the
-    # Volcano release (components/platform/validation.py is the platform lane's to fix).
-    found = ordering_problems(dev)
-    assert found and all("PodGroup is not created after the volcano release" in p for p in found)
+    found = ordering_problems(result)
+    assert found and all(any(k in p for k in KNOWN) for p in found), found
 
 
 def test_report_has_will_it_run_and_deploy_plan(prod: SynthResult) -> None:
