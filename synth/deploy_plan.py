@@ -239,3 +239,40 @@ def ordering_problems(result: SynthResult) -> list[str]:
                 "set pulumi.com/skipAwait"
             )
     return found
+
+
+#: Extended resources and the chart whose device plugin advertises them on nodes: without it
+#: the kubelet never reports the resource and a pod requesting it stays Pending.
+DEVICE_PLUGINS: dict[str, str] = {
+    "vpc.amazonaws.com/efa": "aws-efa-k8s-device-plugin",
+    "nvidia.com/gpu": "gpu-operator",
+}
+
+
+def _requests(value: object, found: set[str]) -> None:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in ("requests", "limits") and isinstance(item, dict):
+                found.update(item)
+            _requests(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _requests(item, found)
+
+
+def prerequisite_problems(result: SynthResult) -> list[str]:
+    """Pods requesting an extended resource that no deployed device plugin advertises."""
+    charts = [str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)]
+    found: list[str] = []
+    for r in result.resources:
+        if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
+            continue
+        wanted: set[str] = set()
+        _requests(r.inputs.get("spec"), wanted)
+        for resource, chart in sorted(DEVICE_PLUGINS.items()):
+            if resource in wanted and not any(c.endswith(chart) for c in charts):
+                found.append(
+                    f"{r.name}: requests {resource}, but no {chart} release advertises it: "
+                    "its pods stay Pending"
+                )
+    return found

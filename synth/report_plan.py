@@ -9,7 +9,7 @@ from collections import Counter
 from typing import Any
 
 from components.analysis.willrun import verdicts
-from synth.deploy_plan import ordering_problems, plan
+from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
 from synth.harness import SynthResult
 
 
@@ -73,16 +73,17 @@ def deploy_plan(result: SynthResult) -> str:
             ]
         )
     table = _table(["wave", "resources", "kinds", "waits for", "longest timeout s"], rows)
-    problems = ordering_problems(result)
+    problems = ordering_problems(result) + prerequisite_problems(result)
     blocked = (
         "\n".join(f"- {line}" for line in problems)
         if problems
         else "None: every custom resource comes after its CRD's release, every Kueue-queued "
-        "object after Kueue, no awaited Job starts suspended."
+        "object after Kueue, no awaited Job starts suspended, every claim after its class, "
+        "every requested device resource has its device plugin."
     )
     return (
         f"{table}\n\nA wave starts when everything it depends on is done (dependencies, "
         "components expanded, and parents); `up` takes at least the sum of each wave's longest "
         "await. Await rules: synth/deploy_plan.py, docs/deploy-plan.md.\n\n"
-        f"### Ordering problems\n\n{blocked}"
+        f"### Ordering and prerequisite problems\n\n{blocked}"
     )

@@ -379,9 +379,9 @@ def validation_verdicts(
             )
     if validation.nccl_test:
         pool = cfg.nccl_pool()
-        source = by_name.get(pool.name)
+        nccl_source = by_name.get(pool.name)
         nodes = validation.nccl.nodes
-        reach = source.max_nodes if source else 0
+        reach = nccl_source.max_nodes if nccl_source else 0
         problems = []
         if reach < nodes:
             problems.append(
@@ -389,7 +389,7 @@ def validation_verdicts(
                     "validation.nccl.nodes",
                     nodes,
                     f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
-                    f"{reach} ({source.limit_text if source else 'unknown source'})",
+                    f"{reach} ({nccl_source.limit_text if nccl_source else 'unknown source'})",
                 )
             )
         out.append(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from synth.deploy_plan import await_rule, ordering_problems, plan
+from synth.deploy_plan import await_rule, ordering_problems, plan, prerequisite_problems
 from synth.harness import Registration, SynthResult
 
 
@@ -138,5 +138,38 @@ def test_report_has_will_it_run_and_deploy_plan(prod: SynthResult) -> None:
 
     text = report(prod)
     assert "## Will it run" in text and "`team-pretrain/pretrain-7b`" in text
-    assert "## Deploy plan" in text and "### Ordering problems" in text
+    assert "## Deploy plan" in text and "### Ordering and prerequisite problems" in text
     assert text.index("## Will it run") < text.index("## Managed node groups")
+
+
+def test_efa_request_without_the_efa_device_plugin_is_flagged() -> None:
+    pod = {
+        "template": {
+            "spec": {
+                "containers": [
+                    {
+                        "resources": {
+                            "limits": {"vpc.amazonaws.com/efa": "32", "nvidia.com/gpu": "8"}
+                        }
+                    }
+                ]
+            }
+        }
+    }
+    job = _r("job", "kubernetes:batch/v1:Job", inputs={"spec": pod})
+    gpu = _r("gpu", RELEASE, inputs={"chart": "gpu-operator"})
+    efa = _r("efa", RELEASE, inputs={"chart": "aws-efa-k8s-device-plugin"})
+    bad = prerequisite_problems(SynthResult("t", [job, gpu]))
+    assert len(bad) == 1 and "no aws-efa-k8s-device-plugin release" in bad[0]
+    assert prerequisite_problems(SynthResult("t", [job, gpu, efa])) == []
+
+
+def test_prod_names_the_missing_efa_device_plugin_and_dev_needs_none(
+    dev: SynthResult, prod: SynthResult
+) -> None:
+    # Known today: no EFA device plugin is deployed (the platform lane adds it); pretrain-7b's
+    # EFA pods would stay Pending. Dev requests no EFA.
+    found = prerequisite_problems(prod)
+    assert found and all("vpc.amazonaws.com/efa" in p for p in found), found
+    assert any("pretrain-7b" in p for p in found)
+    assert prerequisite_problems(dev) == []
