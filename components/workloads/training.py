@@ -45,15 +45,26 @@ if TYPE_CHECKING:
 
 
 #: Changing a training job replaces its launcher object. A Job's pod template is immutable
-#: (kubernetes API: "field is immutable" on spec.template), TrainJob and Volcano Job specs are
-#: not meant to be edited under a running gang, and every object has a fixed name: so any spec
-#: change is a replacement (`replace_on_changes`), and the old object must go first
-#: (`delete_before_replace`), or the create hits "already exists". The new run resumes from the
-#: last checkpoint on the team's volume (docs/day2.md).
-LAUNCHER_REPLACEMENT: Final[dict[str, Any]] = {
-    "replace_on_changes": ["spec"],
-    "delete_before_replace": True,
+#: (the API server answers "field is immutable" for spec.template), TrainJob and Volcano Job
+#: specs are not edited under a running gang, and every object has a fixed name: so a change to
+#: what the run is becomes a replacement (`replace_on_changes`) with the old object deleted
+#: first (`delete_before_replace`), or the create hits "already exists". The new run resumes
+#: from the last checkpoint on the team's volume (docs/day2.md). The paths leave out
+#: `spec.suspend`, which Kueue flips at admission: a `pulumi up --refresh` must not read that
+#: as a change and restart every running job.
+REPLACE_ON_CHANGES: Final[dict[str, list[str]]] = {
+    "Job": ["spec.template", "spec.completions", "spec.parallelism", "spec.completionMode"],
+    "TrainJob": ["spec.trainer", "spec.runtimeRef", "spec.runtimePatches"],
+    "VolcanoJob": ["spec.tasks", "spec.minAvailable", "spec.queue", "spec.plugins"],
 }
+
+
+def launcher_replacement(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Resource options of a launcher object (see REPLACE_ON_CHANGES)."""
+    kind = manifest["kind"]
+    if manifest["apiVersion"].startswith("batch.volcano.sh/"):
+        kind = "VolcanoJob"
+    return {"replace_on_changes": REPLACE_ON_CHANGES[kind], "delete_before_replace": True}
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,7 @@ class TrainingJob(pulumi.ComponentResource):
                 parent=self,
                 provider=args.k8s_provider,
                 depends_on=[*args.depends_on, *self.objects],
-                **(LAUNCHER_REPLACEMENT if role == "job" else {}),
+                **(launcher_replacement(manifest) if role == "job" else {}),
             )
             child = f"{name}-{role}"
             resource: pulumi.Resource

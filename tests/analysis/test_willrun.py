@@ -337,3 +337,24 @@ def test_node_source_of_every_gpu_pool_and_group() -> None:
         p.name for p in cfg.karpenter.pools if p.is_gpu
     }
     assert all(isinstance(s, NodeSource) and s.taints for s in sources)
+
+
+def test_analysis_reads_the_resources_the_cluster_queues_cover(prod: Any) -> None:
+    queues = prod.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    assert queues
+    for queue in queues:
+        for group in queue.inputs["spec"]["resourceGroups"]:
+            assert tuple(group["coveredResources"]) == catalog.KUEUE_COVERED_RESOURCES
+
+
+def test_one_smoke_verdict_per_synthesized_smoke_job(dev: Any) -> None:
+    smoke = [
+        r
+        for r in dev.of_type("kubernetes:batch/v1:Job")
+        if r.inputs["metadata"]["name"].startswith("gpu-smoke-")
+    ]
+    assert smoke
+    found = {
+        v.workload.split("/")[1] for v in verdicts(_cfg("dev")) if v.key == "validation.smokeTest"
+    }
+    assert found == {r.inputs["metadata"]["name"] for r in smoke}
