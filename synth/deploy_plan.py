@@ -2,7 +2,8 @@
 long, and the ordering bugs the dependency graph shows. Pure over a `SynthResult`.
 
 Waves: a resource's wave is one more than the latest wave among what it depends on (its
-dependencies, with a component expanded to the custom resources under it, and its parent). The
+dependencies, with a component expanded to the custom resources under it, its parent and its
+explicit provider). The
 engine starts a resource as soon as those are done, so wave N runs after wave N-1 at the
 earliest, and a wave lasts as long as its slowest await.
 
@@ -55,6 +56,15 @@ BUILTIN_GROUPS = frozenset(
     }
 )
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: AWS resources whose create waits for a state (pulumi-aws inherits the Terraform AWS
+#: provider's default create timeouts: aws_eks_cluster 30m, aws_eks_node_group 60m,
+#: aws_eks_addon 20m — the "timeout: 20m0s" of pulumi/pulumi-eks#1819, runs.md Q4).
+AWS_WAITS: dict[str, tuple[str, int]] = {
+    "eks:index:Cluster": ("cluster ACTIVE (EKS control plane)", 1800),
+    "eks:index:ManagedNodeGroup": ("node group ACTIVE (desired nodes joined)", 3600),
+    "aws:eks/nodeGroup:NodeGroup": ("node group ACTIVE (desired nodes joined)", 3600),
+    "aws:eks/addon:Addon": ("add-on ACTIVE (its pods running)", 1200),
+}
 
 
 @dataclass(frozen=True)
@@ -101,6 +111,8 @@ def await_rule(resource: Registration) -> tuple[str, int]:
         timeout = int(inputs.get("timeout") or 300)
         atomic = " (atomic: rolled back on failure)" if inputs.get("atomic") else ""
         return f"every chart resource ready{atomic}", timeout
+    if typ in AWS_WAITS:
+        return AWS_WAITS[typ]
     if not typ.startswith("kubernetes:"):
         return ("created by the provider" if resource.custom else "component"), 0
     if skip:
@@ -148,6 +160,11 @@ def _closure(result: SynthResult) -> tuple[dict[str, set[str]], dict[str, Regist
             prereqs.update(u for u in expand(dep) if u != r.urn)
         if r.parent and r.parent in by_urn:
             prereqs.add(r.parent)
+        # A resource waits for its explicit provider (`<provider urn>::<id>`): every Kubernetes
+        # object waits for the kubeconfig of the cluster it goes to.
+        provider = r.provider.rsplit("::", 1)[0] if r.provider else ""
+        if provider in by_urn:
+            prereqs.add(provider)
         deps[r.urn] = prereqs
     return deps, by_urn
 

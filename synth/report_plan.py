@@ -83,7 +83,7 @@ def deploy_plan(result: SynthResult) -> str:
     )
     return (
         f"{table}\n\nA wave starts when everything it depends on is done (dependencies, "
-        "components expanded, and parents); `up` takes at least the sum of each wave's longest "
-        "await. Await rules: synth/deploy_plan.py, docs/deploy-plan.md.\n\n"
+        "components expanded, parents, providers); `up` takes at least the sum of each "
+        "wave's longest await. Await rules: synth/deploy_plan.py, docs/deploy-plan.md.\n\n"
         f"### Ordering and prerequisite problems\n\n{blocked}"
     )

@@ -83,6 +83,14 @@ def test_waves_follow_dependencies_and_parents() -> None:
     assert (steps["kueue"].wave, steps["cq"].wave, steps["job"].wave) == (1, 2, 3)
 
 
+def test_kubernetes_objects_wait_for_their_provider_and_so_the_cluster(prod: SynthResult) -> None:
+    steps = {s.urn: s for s in plan(prod)}
+    cluster = next(r for r in prod.resources if r.type == "eks:index:Cluster")
+    objects = [r for r in prod.resources if r.type.startswith("kubernetes:")]
+    assert objects
+    assert all(steps[r.urn].wave > steps[cluster.urn].wave for r in objects)
+
+
 @pytest.mark.parametrize(
     ("resource", "awaits", "timeout"),
     [
