@@ -56,6 +56,10 @@ BUILTIN_GROUPS = frozenset(
     }
 )
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: Namespaces Kueue's `mjob.kb.io` webhook skips by default; it is failurePolicy Fail with no
+#: objectSelector, so every other Job create calls it (kubernetes-sigs/kueue@v0.19.2:
+#: charts/kueue/templates/webhook/manifests.yaml#L158-170; runs.md Q5).
+KUEUE_WEBHOOK_EXEMPT = frozenset({"kube-system", "kueue-system"})
 #: AWS resources whose create waits for a state (pulumi-aws inherits the Terraform AWS
 #: provider's default create timeouts: aws_eks_cluster 30m, aws_eks_node_group 60m,
 #: aws_eks_addon 20m — the "timeout: 20m0s" of pulumi/pulumi-eks#1819, runs.md Q4).
@@ -207,7 +211,8 @@ def ancestors(result: SynthResult, urn: str) -> set[str]:
 
 def ordering_problems(result: SynthResult) -> list[str]:
     """Ordering bugs: a custom resource created before its CRD's Helm release, a Kueue-labelled
-    Job not after the Kueue release (its webhook must suspend the Job on create), an awaited
+    Job not after the Kueue release (its webhook must suspend the Job on create) or any other
+    Job its webhook intercepts created before it answers, an awaited
     Job that Kueue suspends (it never completes: `up` fails after 10 min), and a claim created
     before its StorageClass."""
     releases = {r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)}
@@ -222,6 +227,7 @@ def ordering_problems(result: SynthResult) -> list[str]:
         (r.inputs.get("metadata") or {}).get("name"): r.urn
         for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
     }
+    kueue_installed = any(c.endswith("kueue") for c in releases.values())
     found: list[str] = []
     for r in result.resources:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
@@ -241,10 +247,22 @@ def ordering_problems(result: SynthResult) -> list[str]:
                 "installs its CRD"
             )
         queued = KUEUE_QUEUE_LABEL in _labels(r)
+        namespace = (r.inputs.get("metadata") or {}).get("namespace", "")
         if queued and not after_chart(r.urn, "kueue"):
             found.append(
                 f"{r.name}: Kueue-labelled {_kind(r)} does not depend on the Kueue release "
                 "(its webhook must be up)"
+            )
+        elif (
+            r.type == "kubernetes:batch/v1:Job"
+            and kueue_installed
+            and namespace not in KUEUE_WEBHOOK_EXEMPT
+            and not after_chart(r.urn, "kueue")
+        ):
+            found.append(
+                f"{r.name}: Job in {namespace} is not created after the Kueue release, whose "
+                "job webhook (failurePolicy Fail) intercepts every Job outside kube-system and "
+                "kueue-system"
             )
         if (
             r.type == "kubernetes:batch/v1:Job"

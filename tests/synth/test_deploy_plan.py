@@ -125,9 +125,14 @@ def test_claim_before_its_storage_class_is_flagged() -> None:
 
 
 #: Known today, shown in report.md, for the platform lane to fix: team claims do not depend on
-#: the StorageClass (components/platform/storage.py team_volumes), and dev's NCCL PodGroup does
-#: not depend on the Volcano release (components/platform/validation.py).
-KNOWN = ("does not depend on StorageClass", "PodGroup is not created after the volcano release")
+#: the StorageClass (components/platform/storage.py team_volumes); dev's NCCL PodGroup does not
+#: depend on the Volcano release, nor its validation Jobs on Kueue (components/platform/
+#: validation.py).
+KNOWN = (
+    "does not depend on StorageClass",
+    "PodGroup is not created after the volcano release",
+    "Job in gpu-validation is not created after the Kueue release",
+)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -181,3 +186,13 @@ def test_prod_names_the_missing_efa_device_plugin_and_dev_needs_none(
     assert found and all("vpc.amazonaws.com/efa" in p for p in found), found
     assert any("pretrain-7b" in p for p in found)
     assert prerequisite_problems(dev) == []
+
+
+def test_any_job_outside_the_webhook_exempt_namespaces_must_follow_kueue() -> None:
+    plain = {"metadata": {"namespace": "gpu-validation"}}
+    early = _r("smoke", "kubernetes:batch/v1:Job", inputs=plain)
+    late = _r("smoke", "kubernetes:batch/v1:Job", deps=("kueue",), inputs=plain)
+    exempt = _r("sys", "kubernetes:batch/v1:Job", inputs={"metadata": {"namespace": "kube-system"}})
+    bad = ordering_problems(SynthResult("t", [KUEUE, early, exempt]))
+    assert len(bad) == 1 and "smoke: Job in gpu-validation" in bad[0]
+    assert ordering_problems(SynthResult("t", [KUEUE, late, exempt])) == []
