@@ -233,11 +233,15 @@ def ordering_problems(result: SynthResult) -> list[str]:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
             continue
         if r.type == "kubernetes:core/v1:PersistentVolumeClaim":
-            wanted = (r.inputs.get("spec") or {}).get("storageClassName")
-            if wanted in classes and classes[wanted] not in ancestors(result, r.urn):
+            spec = r.inputs.get("spec") or {}
+            wanted = spec.get("storageClassName")
+            # A claim naming its PV (static binding) binds without the class or a provisioner.
+            dynamic = not spec.get("volumeName")
+            if dynamic and wanted in classes and classes[wanted] not in ancestors(result, r.urn):
                 found.append(
-                    f"{r.name}: claim does not depend on StorageClass {wanted}: the PVC await "
-                    "cannot read its binding mode and waits for Bound (5 min)"
+                    f"{r.name}: claim does not depend on StorageClass {wanted}: it is "
+                    "provisioned only once the class and its CSI driver exist, and the PVC "
+                    "await gives it 5 min to be Bound"
                 )
         group = _group(r.type)
         owner = CRD_OWNERS.get(group)
