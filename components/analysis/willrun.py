@@ -197,6 +197,24 @@ def training_verdict(
             admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
     else:
         admission = f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}"
+    # The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
+    # components/platform/teams.py) must hold the whole gang, or its pods are refused.
+    total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
+    limits = team.limits
+    for what, total, cap in (
+        ("CPU", total_cpu, float(limits.cpu)),
+        ("memory GiB", total_mem, float(limits.memory_gib)),
+    ):
+        if total > cap:
+            problems.append(
+                (
+                    f"{key}.nodes",
+                    job.nodes,
+                    f"the gang requests {total:g} {what}, over team {team.name}'s namespace "
+                    f"limit of {cap:g} (ResourceQuota"
+                    + (" and Volcano queue capability)" if job.scheduler == "volcano" else ")"),
+                )
+            )
 
     # Placement.
     candidates = [s for s in all_sources if matches(s, where)]

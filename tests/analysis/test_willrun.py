@@ -358,3 +358,22 @@ def test_one_smoke_verdict_per_synthesized_smoke_job(dev: Any) -> None:
         v.workload.split("/")[1] for v in verdicts(_cfg("dev")) if v.key == "validation.smokeTest"
     }
     assert found == {r.inputs["metadata"]["name"] for r in smoke}
+
+
+def test_gang_over_the_namespace_limits_is_refused() -> None:
+    cfg = _cfg("dev")
+    index, job = _job(cfg, "ds-zero2")  # Volcano: the queue capability is the same figure
+    assert job.scheduler == "volcano"
+    team = next(t for t in cfg.teams if t.name == job.team)
+    small = team.model_copy(update={"limits": team.limits.model_copy(update={"cpu": 2})})
+    tight = cfg.model_copy(
+        update={"teams": [small if t.name == team.name else t for t in cfg.teams]}
+    )
+    verdict = training_verdict(tight, index, job)
+    assert verdict is not None
+    assert any(
+        key == f"trainingJobs[{index}].nodes" and "Volcano queue capability" in why
+        for key, _, why in verdict.problems
+    ), verdict.problems
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable
