@@ -232,6 +232,22 @@ def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType)
 
 #: Kueue's queue-name label: a job carrying it is suspended until its LocalQueue admits it.
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
+#: Resources every team ClusterQueue covers (components/platform/teams.py lists them in each
+#: flavor, in this order); the "will it run" analysis checks every request against them.
+KUEUE_COVERED_RESOURCES: Final = ("cpu", "memory", GPU_RESOURCE)
+#: Extended resources Kueue leaves out of quota (`resources.excludeResourcePrefixes` of its
+#: Configuration). Kueue 0.19's default quotaCheckStrategy BlockUndeclared keeps a workload
+#: pending with "resource vpc.amazonaws.com/efa unavailable in ClusterQueue" when a request is
+#: neither covered nor excluded (kubernetes-sigs/kueue@v0.19.2:
+#: pkg/scheduler/flavorassigner/flavorassigner.go#L803-812; apis/config/v1beta2/
+#: configuration_types.go#L574-605). EFA interfaces are a per-node device, not a shared budget
+#: worth a quota: the GPU count already bounds how many EFA pods a team can run.
+KUEUE_EXCLUDED_RESOURCE_PREFIXES: Final = ("vpc.amazonaws.com/",)
+#: The EFA device resource (aws-efa-k8s-device-plugin; Karpenter's ResourceEFA,
+#: aws/karpenter-provider-aws@v1.14.1:pkg/apis/v1/labels.go#L140).
+EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
+#: Well-known zone label every node carries (kubelet/cloud provider).
+ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
 #: The service account every team namespace has for its training pods (Pod Identity IAM).

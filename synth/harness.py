@@ -57,6 +57,10 @@ class Registration:
     #: Resource options the engine enforces; not part of resources.json.
     protect: bool = False
     retain_on_delete: bool = False
+    delete_before_replace: bool = False
+    replace_on_changes: tuple[str, ...] = ()
+    #: customTimeouts as the engine gets them ({"create": "10m", ...}; empty = defaults).
+    custom_timeouts: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,6 +83,8 @@ class SynthResult:
     resources: list[Registration] = field(default_factory=list)
     #: policy-report.json records, once synth has run the policy pack (None: not run).
     policy_violations: list[dict[str, str]] | None = None
+    #: The validated stack config the program ran with (the report's "will it run" reads it).
+    config: Any = None
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]
@@ -173,6 +179,9 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
+#: Provider modules whose ARN service prefix differs from the module name.
+ARN_SERVICE = {"efs": "elasticfilesystem"}
+
 #: Zones per region as new accounts see them (us-west-1 offers two); others get three.
 _ZONES = {"us-east-1": 6, "us-west-2": 4, "us-west-1": 2}
 
@@ -188,7 +197,9 @@ class PlatformMocks(pulumi_mocks.Mocks):
         short = _digest(typ, name)[:17]
         service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
         state: dict[str, Any] = dict(args.inputs)
-        state.setdefault("arn", f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:{name}")
+        state.setdefault(
+            "arn", f"arn:aws:{ARN_SERVICE.get(service, service)}:{self.region}:{ACCOUNT_ID}:{name}"
+        )
         physical_id = f"{name}-{short[:8]}"
         if typ == "aws:iam/role:Role":
             state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
@@ -226,7 +237,13 @@ class PlatformMocks(pulumi_mocks.Mocks):
             state.update(bucket=physical_id, arn=f"arn:aws:s3:::{physical_id}")
         elif typ in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"):
             physical_id = f"fs-{short}"
-            state["arn"] = f"arn:aws:{service}:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}"
+            # ARNs name the IAM service prefix, not the provider module: EFS is
+            # `elasticfilesystem` (arn:aws:elasticfilesystem:region:account:file-system/fs-...,
+            # EFS user guide "Resources defined by Amazon EFS"); FSx is `fsx`.
+            arn_service = ARN_SERVICE.get(service, service)
+            state["arn"] = (
+                f"arn:aws:{arn_service}:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}"
+            )
             state["dnsName"] = f"{physical_id}.{service}.{self.region}.amazonaws.com"
             if service == "fsx":
                 state["mountName"] = _digest(name, "mount")[:8]
@@ -338,6 +355,13 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
             inputs=inputs,
             protect=bool(request.protect),
             retain_on_delete=bool(request.retainOnDelete),
+            delete_before_replace=bool(request.deleteBeforeReplace),
+            replace_on_changes=tuple(request.replaceOnChanges),
+            custom_timeouts=tuple(
+                (phase, value)
+                for phase in ("create", "update", "delete")
+                if (value := getattr(request.customTimeouts, phase, ""))
+            ),
         )
         with self._lock:
             self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(
@@ -408,4 +432,10 @@ def run_program(
         runpy.run_path(main, run_name="__main__")
 
     program()
-    return SynthResult(stack=stack, resources=sorted(monitor.captured, key=lambda r: r.urn))
+    from components.config.load import namespace_values, parse
+
+    return SynthResult(
+        stack=stack,
+        resources=sorted(monitor.captured, key=lambda r: r.urn),
+        config=parse(namespace_values(config)),
+    )

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 from components.analysis.jobs import check_training_jobs
 from components.analysis.quota import check_teams
+from components.analysis.willrun import check_will_it_run
 from components.config import ConfigError, Problem, StackConfig
 from components.config.errors import problem_lines
 
 
 def problems(cfg: StackConfig) -> list[Problem]:
     """Every cross-area problem of `cfg` (key paths from the config namespace's root)."""
-    return [*check_teams(cfg), *check_training_jobs(cfg)]
+    found = [*check_teams(cfg), *check_training_jobs(cfg)]
+    if found:
+        # "Will it run" builds on a consistent config (known teams, classes, quotas).
+        return found
+    return check_will_it_run(cfg)
 
 
 def check(cfg: StackConfig) -> StackConfig:

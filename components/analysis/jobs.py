@@ -56,6 +56,19 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                         f"{want} (or leave it out)",
                     )
                 )
+        if job.fsdp is not None and job.fsdp.train_batch_size is not None:
+            world = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+            want = job.fsdp.effective_batch(world)
+            if job.fsdp.train_batch_size != want:
+                problems.append(
+                    (
+                        f"{key}.fsdp.trainBatchSize",
+                        job.fsdp.train_batch_size,
+                        f"micro {job.fsdp.micro_batch_per_gpu} x accumulation "
+                        f"{job.fsdp.gradient_accumulation_steps} x world size {world} = "
+                        f"{want} (or leave it out)",
+                    )
+                )
         if job.gpu_class not in classes:
             problems.append(
                 (

@@ -265,15 +265,18 @@ class KarpenterConfig(Model):
         for gpu_class, pools in sorted(by_class.items()):
             spot = [p.effective_weight for p in pools if p.capacity_type == "spot"]
             on_demand = [p.effective_weight for p in pools if p.capacity_type == "on-demand"]
-            if not spot or not on_demand:
+            # On-demand alone is fine (p5: one type, no spot diversity; reserved capacity).
+            if spot and not on_demand:
                 problems.append(
                     (
                         "pools",
                         gpu_class,
-                        "every GPU class needs a spot pool and an on-demand pool "
+                        "a GPU class on spot needs a spot pool and an on-demand pool "
                         "(spot first, on-demand fallback)",
                     )
                 )
+            elif not spot:
+                continue
             elif min(spot) <= max(on_demand):
                 problems.append(
                     (

@@ -86,6 +86,19 @@ class DeepSpeedSettings(Model):
         return self.micro_batch_per_gpu * self.gradient_accumulation_steps * world_size
 
 
+class FsdpSettings(Model):
+    """PyTorch FSDP (full shard): parameters, gradients and optimizer state sharded over all
+    ranks. The batch arithmetic is DeepSpeed's: global = micro x accumulation x world size."""
+
+    micro_batch_per_gpu: Annotated[int, Field(ge=1, le=4096)]
+    gradient_accumulation_steps: Annotated[int, Field(ge=1, le=4096)] = 1
+    #: Optional: when given it must equal micro x accumulation x world size.
+    train_batch_size: Annotated[int, Field(ge=1)] | None = None
+
+    def effective_batch(self, world_size: int) -> int:
+        return self.micro_batch_per_gpu * self.gradient_accumulation_steps * world_size
+
+
 class JobCheckpoint(Model):
     """Where a job checkpoints and how often (docs/training-jobs.md, Young/Daly)."""
 
@@ -135,7 +148,7 @@ class TrainingJobConfig(Model):
 
     name: Name
     team: str
-    mode: Literal["ddp", "deepspeed"] = "ddp"
+    mode: Literal["ddp", "deepspeed", "fsdp"] = "ddp"
     #: native = Indexed Job + headless Service; kubeflow = TrainJob (Trainer v2); volcano =
     #: Volcano Job.
     launcher: Literal["native", "kubeflow", "volcano"] = "native"
@@ -163,6 +176,10 @@ class TrainingJobConfig(Model):
     capacity: Literal["spot", "on-demand", "either"] = "on-demand"
     checkpoint: JobCheckpoint = Field(default_factory=JobCheckpoint)
     deepspeed: DeepSpeedSettings | None = None
+    fsdp: FsdpSettings | None = None
+    #: Model size in parameters (e.g. 7e9): when given, the "will it run" analysis checks that
+    #: the per-rank model states (parameters, gradients, optimizer) fit the GPU's memory.
+    model_parameters: Annotated[float, Field(gt=0, le=1e13)] | None = None
     #: Per-pod CPU cores / memory; defaults derive from the smallest instance of the class.
     cpu: Annotated[float, Field(gt=0)] | None = None
     memory_gib: Annotated[int, Field(ge=1)] | None = None
@@ -195,8 +212,10 @@ class TrainingJobConfig(Model):
             problems.append(("module", self.module, "exactly one of module and script"))
         if self.mode == "deepspeed" and self.deepspeed is None:
             problems.append(("deepspeed", None, "a deepspeed section (mode is deepspeed)"))
-        if self.mode == "ddp" and self.deepspeed is not None:
+        if self.mode != "deepspeed" and self.deepspeed is not None:
             problems.append(("deepspeed", "...", "only for mode: deepspeed"))
+        if self.mode != "fsdp" and self.fsdp is not None:
+            problems.append(("fsdp", "...", "only for mode: fsdp"))
         if self.launcher == "volcano" and self.scheduler != "volcano":
             problems.append(
                 ("scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)")

@@ -242,7 +242,9 @@ class GpuStack(pulumi.ComponentResource):
             namespace=config.namespace,
             values=chart_values(config),
             atomic=True,
-            timeout=900,
+            # The longest budget of all releases: its DaemonSets (device plugin, DCGM, feature
+            # discovery, validator) pull multi-GB images on every GPU node that exists at install.
+            timeout=1200,
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts,
                 pulumi.ResourceOptions(

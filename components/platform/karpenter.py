@@ -221,6 +221,9 @@ class Karpenter(pulumi.ComponentResource):
             chart=CRD_CHART,
             version=config.chart_version,
             namespace=config.namespace,
+            # CRDs only: nothing to wait for beyond the apply; a failed install is rolled back.
+            atomic=True,
+            timeout=300,
             opts=k8s_child,
         )
         self.controller_release = k8s.helm.v3.Release(
@@ -230,6 +233,10 @@ class Karpenter(pulumi.ComponentResource):
             version=config.chart_version,
             namespace=config.namespace,
             skip_crds=True,
+            # Controller pods on the system nodes: ready within minutes; roll back on failure so
+            # a half-installed controller never holds NodePools.
+            atomic=True,
+            timeout=600,
             values=helm_values(
                 cluster_name=cluster_name,
                 queue_name=queue_name,

@@ -36,6 +36,10 @@ KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
 VOLCANO_REPO: Final = "https://volcano-sh.github.io/helm-charts"
 TRAINER_CHART: Final = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
 KUEUE_NAMESPACE: Final = "kueue-system"
+#: Helm `--wait` budget of the scheduler releases (pulumi-kubernetes' default is 300 s,
+#: pulumi/pulumi-kubernetes@v4.32.0 provider/pkg/provider/helm_release.go#L63-64): two
+#: controller replicas and webhook certificates on the system nodes, image pulls included.
+RELEASE_TIMEOUT_S: Final = 600
 VOLCANO_NAMESPACE: Final = "volcano-system"
 TRAINER_NAMESPACE: Final = "kubeflow-system"
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
@@ -190,6 +194,13 @@ def kueue_manager_config(config: SchedulingConfig) -> dict[str, Any]:
             },
         },
         "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        # EFA pods request vpc.amazonaws.com/efa, which no ClusterQueue covers; under the default
+        # BlockUndeclared strategy Kueue would keep them pending forever ("resource ...
+        # unavailable in ClusterQueue"). Excluded deliberately, from the catalog constant the
+        # "will it run" analysis checks against (runs.md item 10).
+        "resources": {
+            "excludeResourcePrefixes": list(catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES),
+        },
     }
 
 
@@ -329,6 +340,7 @@ class Scheduling(pulumi.ComponentResource):
             values=kueue_values(config),
             # Later objects (flavors, queues) are rejected until the webhooks answer.
             atomic=True,
+            timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(KUEUE_NAMESPACE),
         )
         self.volcano = k8s.helm.v3.Release(
@@ -340,6 +352,7 @@ class Scheduling(pulumi.ComponentResource):
             namespace=VOLCANO_NAMESPACE,
             values=volcano_values(),
             atomic=True,
+            timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(VOLCANO_NAMESPACE),
         )
         self.trainer = k8s.helm.v3.Release(
@@ -350,6 +363,7 @@ class Scheduling(pulumi.ComponentResource):
             namespace=TRAINER_NAMESPACE,
             values=trainer_values(),
             atomic=True,
+            timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(TRAINER_NAMESPACE),
         )
 

@@ -25,6 +25,7 @@ from components.platform.iam import AwsAccount
 from components.platform.storage_builders import (
     BUCKET_ROLES,
     CSI_NAMESPACE,
+    CSI_RELEASE_AWAIT,
     EFS_CONTROLLER_SA,
     EFS_CSI_REPO,
     EFS_STORAGE_CLASS,
@@ -390,6 +391,7 @@ class Storage(pulumi.ComponentResource):
             repository_opts={"repo": EFS_CSI_REPO},
             namespace=CSI_NAMESPACE,
             values=efs_csi_values(),
+            **CSI_RELEASE_AWAIT,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,
@@ -501,6 +503,7 @@ class Storage(pulumi.ComponentResource):
             repository_opts={"repo": FSX_CSI_REPO},
             namespace=CSI_NAMESPACE,
             values=fsx_csi_values(region),
+            **CSI_RELEASE_AWAIT,
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from components import catalog
+from components.analysis import storage as analysis_storage
 from components.config import BucketLifecycle
 
 if TYPE_CHECKING:
@@ -21,8 +22,11 @@ EFS_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-efs-csi-driver"
 FSX_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
 EFS_CONTROLLER_SA: Final = "efs-csi-controller-sa"
 FSX_CONTROLLER_SA: Final = "fsx-csi-controller-sa"
-EFS_STORAGE_CLASS: Final = "efs-rwx"
-FSX_STORAGE_CLASS: Final = "fsx-lustre"
+#: Helm await of the CSI driver releases: controller on system nodes, node DaemonSet everywhere;
+#: PVCs bind only once the controller runs, so `up` waits for it and rolls a failed install back.
+CSI_RELEASE_AWAIT: Final[dict[str, Any]] = {"atomic": True, "timeout": 600}
+EFS_STORAGE_CLASS: Final = analysis_storage.EFS_STORAGE_CLASS
+FSX_STORAGE_CLASS: Final = analysis_storage.FSX_STORAGE_CLASS
 NFS_PORT: Final = 2049
 #: Lustre: 988 for LNet, 1018-1023 for the reserved client ports (FSx for Lustre user guide).
 LUSTRE_PORTS: Final = ((988, 988), (1018, 1023))
@@ -328,7 +332,7 @@ def efs_storage_class(file_system_id: str) -> dict[str, Any]:
             "ensureUniqueDirectory": "false",
         },
         "reclaimPolicy": "Retain",
-        "volumeBindingMode": "Immediate",
+        "volumeBindingMode": analysis_storage.VOLUME_BINDING_MODE,
     }
 
 
@@ -340,7 +344,7 @@ def fsx_storage_class() -> dict[str, Any]:
         "metadata": {"name": FSX_STORAGE_CLASS},
         "provisioner": "fsx.csi.aws.com",
         "reclaimPolicy": "Retain",
-        "volumeBindingMode": "Immediate",
+        "volumeBindingMode": analysis_storage.VOLUME_BINDING_MODE,
     }
 
 
@@ -370,7 +374,7 @@ def team_volume_specs(
     """
     labels = {f"{catalog.LABEL_DOMAIN}/team": team}
     objects: list[dict[str, Any]] = []
-    claims = [("checkpoints", "ReadWriteMany")]
+    claims: list[tuple[str, str]] = [("checkpoints", analysis_storage.CHECKPOINT_ACCESS_MODE)]
     if datasets:
         claims.append(("datasets", "ReadOnlyMany" if rwx == "fsx" else "ReadWriteMany"))
     for role, mode in claims:

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 
 #: Resources every team ClusterQueue covers, in the order each flavor must list them.
-COVERED_RESOURCES: Final = ("cpu", "memory", catalog.GPU_RESOURCE)
+COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
 #: The EKS Pod Identity agent listens on this link-local address on every node; pods with a
 #: restricted egress must still reach it to get credentials.
 POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"

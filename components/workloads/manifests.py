@@ -8,6 +8,7 @@ import json
 from typing import Any, Final
 
 from components import catalog
+from components.analysis import placement
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.workloads.plan import (
     CHECKPOINT_MOUNT,
@@ -29,12 +30,15 @@ from components.workloads.plan import (
     TRAINER_CONTAINER,
     VOLCANO_JOB_API,
     VOLCANO_TASK,
-    ZONE_KEY,
     JobPlan,
     ds_config,
     image_digest,
     runtime_name,
 )
+
+#: pulumi-kubernetes' annotation that turns off the create/update await of an object.
+SKIP_AWAIT: Final = "pulumi.com/skipAwait"
+
 
 # --- torchrun -----------------------------------------------------------------------------------
 
@@ -151,52 +155,13 @@ def pod_labels(plan: JobPlan) -> dict[str, str]:
 
 
 def node_affinity(plan: JobPlan) -> dict[str, Any]:
-    """Required: the GPU class and the allowed capacity types (the pools' own labels, see
-    catalog.gpu_node_labels); `either` prefers spot, the cheaper one, when both have room."""
-    affinity: dict[str, Any] = {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {
-                    "matchExpressions": [
-                        {
-                            "key": catalog.LABEL_GPU_CLASS,
-                            "operator": "In",
-                            "values": [plan.job.gpu_class],
-                        },
-                        {
-                            "key": catalog.LABEL_CAPACITY_TYPE,
-                            "operator": "In",
-                            "values": list(plan.job.capacity_types),
-                        },
-                    ]
-                }
-            ]
-        }
-    }
-    if plan.job.capacity == "either":
-        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
-            {
-                "weight": 100,
-                "preference": {
-                    "matchExpressions": [
-                        {"key": catalog.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]}
-                    ]
-                },
-            }
-        ]
-    return affinity
+    """Required GPU class and capacity types (components/analysis/placement.py)."""
+    return placement.node_affinity(plan.job)
 
 
 def affinity(plan: JobPlan) -> dict[str, Any]:
-    out: dict[str, Any] = {"nodeAffinity": node_affinity(plan)}
-    if plan.resources.efa_devices and plan.job.nodes > 1:
-        # EFA does not cross availability zones: all pods of the job in pod 0's zone.
-        out["podAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {JOB_LABEL: plan.name}}, "topologyKey": ZONE_KEY}
-            ]
-        }
-    return out
+    """Node affinity plus, for multi-node EFA jobs, the single-zone term (placement.py)."""
+    return placement.pod_affinity(plan.job, plan.resources.efa_devices)
 
 
 def container_env(plan: JobPlan) -> list[dict[str, Any]]:
@@ -300,7 +265,7 @@ def pod_spec(plan: JobPlan) -> dict[str, Any]:
         "serviceAccountName": TRAINER_SERVICE_ACCOUNT,
         "priorityClassName": POD_PRIORITY_CLASS[plan.job.priority],
         "terminationGracePeriodSeconds": plan.grace.termination,
-        "tolerations": [catalog.gpu_toleration()],
+        "tolerations": placement.tolerations(),
         "affinity": affinity(plan),
         "containers": [trainer_container(plan)],
         "volumes": volumes(plan),
@@ -371,7 +336,12 @@ def _metadata(plan: JobPlan, name: str, *, kueue: bool) -> dict[str, Any]:
         "name": name,
         "namespace": plan.namespace,
         "labels": labels,
-        "annotations": plan_annotations(plan),
+        # pulumi-kubernetes awaits a batch/v1 Job until it completes (10 min, then `up` fails;
+        # pulumi/pulumi-kubernetes@v4.32.0 provider/pkg/await/job.go); a training run lasts
+        # days and a Kueue-suspended Job never completes while it queues. `up` creates the
+        # run, it does not wait for it. Custom resources (TrainJob, Volcano Job) are not
+        # awaited anyway; the annotation makes that explicit for all three launchers.
+        "annotations": {SKIP_AWAIT: "true", **plan_annotations(plan)},
     }
 
 

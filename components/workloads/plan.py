@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import checkpoint as checkpointing
+from components.analysis import placement
 from components.analysis.resources import JobResources, job_resources
 from components.config import (
     GraceSeconds,
@@ -27,9 +28,8 @@ from components.config import (
 TRAINER_CONTAINER: Final = "node"
 KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
-EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
-ZONE_KEY: Final = "topology.kubernetes.io/zone"
-JOB_LABEL: Final = f"{catalog.LABEL_DOMAIN}/training-job"
+EFA_RESOURCE: Final = catalog.EFA_RESOURCE
+JOB_LABEL: Final = placement.JOB_LABEL
 TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"
 RUN_ID_LABEL: Final = f"{catalog.LABEL_DOMAIN}/run-id"
 #: The reference trainer's exit code for "preempted after a committed checkpoint".

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -42,6 +42,29 @@ if TYPE_CHECKING:
     from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
     from components.platform.scheduling import Scheduling
+
+
+#: Changing a training job replaces its launcher object. A Job's pod template is immutable
+#: (the API server answers "field is immutable" for spec.template), TrainJob and Volcano Job
+#: specs are not edited under a running gang, and every object has a fixed name: so a change to
+#: what the run is becomes a replacement (`replace_on_changes`) with the old object deleted
+#: first (`delete_before_replace`), or the create hits "already exists". The new run resumes
+#: from the last checkpoint on the team's volume (docs/day2.md). The paths leave out
+#: `spec.suspend`, which Kueue flips at admission: a `pulumi up --refresh` must not read that
+#: as a change and restart every running job.
+REPLACE_ON_CHANGES: Final[dict[str, list[str]]] = {
+    "Job": ["spec.template", "spec.completions", "spec.parallelism", "spec.completionMode"],
+    "TrainJob": ["spec.trainer", "spec.runtimeRef", "spec.runtimePatches"],
+    "VolcanoJob": ["spec.tasks", "spec.minAvailable", "spec.queue", "spec.plugins"],
+}
+
+
+def launcher_replacement(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Resource options of a launcher object (see REPLACE_ON_CHANGES)."""
+    kind = manifest["kind"]
+    if manifest["apiVersion"].startswith("batch.volcano.sh/"):
+        kind = "VolcanoJob"
+    return {"replace_on_changes": REPLACE_ON_CHANGES[kind], "delete_before_replace": True}
 
 
 @dataclass(frozen=True)
@@ -69,12 +92,13 @@ class TrainingJob(pulumi.ComponentResource):
         self.objects = []
         for manifest in job_manifests(plan):
             kind = manifest["kind"]
+            role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
             child_opts = pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,
                 depends_on=[*args.depends_on, *self.objects],
+                **(launcher_replacement(manifest) if role == "job" else {}),
             )
-            role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
             child = f"{name}-{role}"
             resource: pulumi.Resource
             if kind == "ConfigMap":

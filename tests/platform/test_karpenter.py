@@ -510,7 +510,8 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
                 "limits": {"gpus": 8},
             }
         ),
-        "gpu-platform:karpenter.pools[5].gpuClass",
+        # prod has six pools (kp-h100-od included): the appended one is the seventh.
+        "gpu-platform:karpenter.pools[6].gpuClass",
         "at least 3 instance types",
     ),
     (
@@ -551,8 +552,8 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
     ),
     (
         "CPU pool without a CPU limit",
-        lambda c: _pools(c)[4].update(limits={"memoryGib": 64}),
-        "gpu-platform:karpenter.pools[4].limits.cpu",
+        lambda c: _pools(c)[5].update(limits={"memoryGib": 64}),
+        "gpu-platform:karpenter.pools[5].limits.cpu",
         "required for a CPU pool",
     ),
     (

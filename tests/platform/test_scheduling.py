@@ -62,7 +62,7 @@ def test_gpu_capacity_sums_managed_groups_and_karpenter_limits_per_flavor() -> N
     assert managed and pools
     expected = {k: managed.get(k, 0) + pools.get(k, 0) for k in {*managed, *pools}}
     assert gpu_capacity(prod) == expected
-    # prod: 4 x p5 (8 GPUs) on demand; L4 from the managed groups plus the NodePools' limits.
+    # prod: 2 x p5 (8 GPUs) managed + 16 GPUs of kp-h100-od; L4 from groups plus pool limits.
     assert expected[("h100-x8", "on-demand")] == 32
     assert expected[("l4-x1", "spot")] == 16 + pools[("l4-x1", "spot")]
 

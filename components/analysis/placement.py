@@ -1,0 +1,141 @@
+"""Where a training job's pods may go: the node affinity (GPU class and capacity types, the labels
+managed node groups and Karpenter pools carry), the tolerations, and the single-zone term of
+multi-node EFA jobs. The workload builders (components/workloads/manifests.py) put exactly these
+into the pod template; the "will it run" analysis (willrun.py) matches them against the node
+sources. One home, so the two can never disagree.
+
+Single zone for multi-node EFA jobs (EFA traffic does not cross availability zones): a required
+podAffinity on `topology.kubernetes.io/zone` towards the job's own pods. Chosen over the other
+two options: Kueue Topology Aware Scheduling counts only Ready nodes and never admits onto
+scale-from-zero Karpenter capacity (kubernetes-sigs/kueue@v0.19.2:
+site/content/en/docs/concepts/topology_aware_scheduling.md, "Capacity calculation"; runs.md item
+11); a nodeAffinity on one named zone needs the zone's name, which the config does not hold (the
+Network component resolves zones at deploy time with aws.get_availability_zones). kube-scheduler
+lets the first pod of a self-referencing required podAffinity through when no pod matches yet and
+the pod matches its own term (kubernetes/kubernetes pkg/scheduler/framework/plugins/
+interpodaffinity/filtering.go, satisfyPodAffinity), and Karpenter's provisioning simulation honours
+required pod affinity with zone topology keys (aws/karpenter-provider-aws@v1.14.1
+website/content/en/docs/concepts/scheduling.md, "Pod affinity/anti-affinity"). If a named zone is
+ever wanted (co-location with the FSx file system's subnet), `zone_pin_index` says which one and
+the workload builder adds one nodeAffinity expression on `topology.kubernetes.io/zone`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from components import catalog
+from components.config import StackConfig, TrainingJobConfig
+
+#: Label every object and pod of a training job carries (its name).
+JOB_LABEL: Final = f"{catalog.LABEL_DOMAIN}/training-job"
+ZONE_KEY: Final = catalog.ZONE_LABEL
+
+
+def node_affinity(job: TrainingJobConfig) -> dict[str, Any]:
+    """Required: the GPU class and the allowed capacity types (the pools' own labels, see
+    catalog.gpu_node_labels); `either` prefers spot, the cheaper one, when both have room."""
+    affinity: dict[str, Any] = {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {
+                            "key": catalog.LABEL_GPU_CLASS,
+                            "operator": "In",
+                            "values": [job.gpu_class],
+                        },
+                        {
+                            "key": catalog.LABEL_CAPACITY_TYPE,
+                            "operator": "In",
+                            "values": list(job.capacity_types),
+                        },
+                    ]
+                }
+            ]
+        }
+    }
+    if job.capacity == "either":
+        affinity["preferredDuringSchedulingIgnoredDuringExecution"] = [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [
+                        {"key": catalog.LABEL_CAPACITY_TYPE, "operator": "In", "values": ["spot"]}
+                    ]
+                },
+            }
+        ]
+    return affinity
+
+
+def needs_single_zone(job: TrainingJobConfig, efa_devices: int) -> bool:
+    """Multi-node jobs over EFA must keep every pod in one availability zone."""
+    return efa_devices > 0 and job.nodes > 1
+
+
+def pod_affinity(job: TrainingJobConfig, efa_devices: int) -> dict[str, Any]:
+    """The pod's `affinity`: node affinity, plus the single-zone term where EFA needs it."""
+    out: dict[str, Any] = {"nodeAffinity": node_affinity(job)}
+    if needs_single_zone(job, efa_devices):
+        # EFA does not cross availability zones: all pods of the job in pod 0's zone.
+        out["podAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {JOB_LABEL: job.name}}, "topologyKey": ZONE_KEY}
+            ]
+        }
+    return out
+
+
+def tolerations() -> list[dict[str, str]]:
+    """Training pods tolerate the GPU taint and nothing else."""
+    return [catalog.gpu_toleration()]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """What the scheduler and Karpenter match a pod against, in analysable form."""
+
+    #: Required node labels: key -> allowed values (a nodeSelectorTerm's `In` expressions).
+    required: dict[str, tuple[str, ...]]
+    tolerations: tuple[dict[str, str], ...]
+    #: All pods forced into one zone (required podAffinity on the zone key).
+    single_zone: bool
+
+
+def placement_of(affinity: dict[str, Any], pod_tolerations: list[dict[str, str]]) -> Placement:
+    """Read a pod's affinity and tolerations back (the first nodeSelectorTerm's `In`s)."""
+    terms = (
+        affinity.get("nodeAffinity", {})
+        .get("requiredDuringSchedulingIgnoredDuringExecution", {})
+        .get("nodeSelectorTerms", [{}])
+    )
+    required = {
+        expr["key"]: tuple(expr["values"])
+        for expr in terms[0].get("matchExpressions", [])
+        if expr.get("operator") == "In"
+    }
+    zone_terms = affinity.get("podAffinity", {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution", []
+    )
+    return Placement(
+        required=required,
+        tolerations=tuple(pod_tolerations),
+        single_zone=any(term.get("topologyKey") == ZONE_KEY for term in zone_terms),
+    )
+
+
+def job_placement(job: TrainingJobConfig, efa_devices: int) -> Placement:
+    """The placement the job's manifests carry."""
+    return placement_of(pod_affinity(job, efa_devices), tolerations())
+
+
+def zone_pin_index(cfg: StackConfig, job: TrainingJobConfig, efa_devices: int) -> int | None:
+    """The private-subnet (AZ) index a single-zone job would best be pinned to, were it pinned
+    by name: the FSx file system's subnet (no cross-AZ Lustre traffic), else the first AZ. None
+    for jobs that may span zones."""
+    if not needs_single_zone(job, efa_devices):
+        return None
+    rwx = cfg.storage.rwx
+    return rwx.fsx_subnet_index if rwx.type == "fsx" else 0

@@ -1,0 +1,454 @@
+"""Will it run: for every workload the stack declares (training jobs of every launcher, the
+validation Jobs) the path from `pulumi up` to running pods, derived from the config alone —
+
+- admission: LocalQueue -> ClusterQueue -> flavor; every requested resource covered by the
+  ClusterQueue or excluded from quota; the job within nominal quota + borrowing (quota.py);
+- placement: node sources (nodes.py) whose labels, taints and allocatable fit the pod, incl.
+  `nvidia.com/gpu` and `vpc.amazonaws.com/efa`;
+- scale-up: which controller brings the nodes, up to which limit;
+- gang: nodes x pods within what the sources can hold; one zone for multi-node EFA jobs;
+- storage: the checkpoint claim binds and is ReadWriteMany when pods span nodes;
+- memory: model states per rank within GPU memory (when `modelParameters` is given);
+- what `pulumi up` waits for.
+
+A workload that cannot run is a config error naming its key (`trainingJobs[i]`) and the reason.
+Pure: config in, verdicts out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from components import catalog
+from components.analysis import storage
+from components.analysis.nodes import NodeSource, node_sources, tolerates
+from components.analysis.placement import Placement, job_placement, zone_pin_index
+from components.analysis.quota import job_quota_problems
+from components.analysis.resources import JobResources, job_resources
+from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
+
+#: Bytes of model state per parameter for mixed-precision Adam: bf16/fp16 parameters (2) and
+#: gradients (2), fp32 master parameters (4), Adam momentum and variance (4 + 4) — the "16
+#: bytes per parameter" of Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
+#: Trillion Parameter Models" (SC'20), section 3.1. Activations and buffers come on top.
+PARAM_BYTES = 2
+GRAD_BYTES = 2
+OPTIMIZER_BYTES = 12
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether one workload can run, and the facts behind the answer."""
+
+    key: str
+    workload: str
+    kind: str
+    admission: str
+    placement: str
+    scale_up: str
+    gang: str
+    storage: str
+    awaits: str
+    memory: str = ""
+    zone: str = ""
+    problems: tuple[Problem, ...] = field(default_factory=tuple)
+
+    @property
+    def runnable(self) -> bool:
+        return not self.problems
+
+
+def pod_requests(job: TrainingJobConfig, resources: JobResources) -> dict[str, float]:
+    """Per-pod requests the job's manifests carry (manifests.container_resources)."""
+    gpus = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
+    out = {"cpu": resources.cpu, "memory": float(resources.memory_gib), catalog.GPU_RESOURCE: gpus}
+    if resources.efa_devices:
+        out[catalog.EFA_RESOURCE] = resources.efa_devices
+    return out
+
+
+def uncovered(
+    requests: dict[str, float],
+    covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
+    excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
+) -> list[str]:
+    """Requested resources Kueue would block on: neither covered nor excluded by prefix."""
+    return sorted(
+        name
+        for name, amount in requests.items()
+        if amount and name not in covered and not any(name.startswith(p) for p in excluded)
+    )
+
+
+def matches(source: NodeSource, placement: Placement) -> bool:
+    """Labels satisfy the required node affinity and every taint is tolerated."""
+    labels_ok = all(source.labels.get(k) in values for k, values in placement.required.items())
+    return labels_ok and all(tolerates(t, placement.tolerations) for t in source.taints)
+
+
+def shortfall(source: NodeSource, requests: dict[str, float]) -> str | None:
+    """What does not fit: a managed group may launch any of its types (the smallest must fit);
+    Karpenter picks a type that fits (one is enough)."""
+    misses: list[str] = []
+    for name, alloc in source.allocatable.items():
+        offered = {
+            "cpu": alloc.cpu,
+            "memory": float(alloc.memory_gib),
+            catalog.GPU_RESOURCE: alloc.gpus,
+            catalog.EFA_RESOURCE: alloc.efa,
+        }
+        miss = [
+            f"{resource} {amount:g} > {offered.get(resource, 0):g} on {name}"
+            for resource, amount in requests.items()
+            if amount > offered.get(resource, 0)
+        ]
+        if source.kind == "karpenter" and not miss:
+            return None
+        misses += miss
+    return "; ".join(misses) if misses else None
+
+
+def model_state_gib(job: TrainingJobConfig, world: int) -> float | None:
+    """Per-rank parameters + gradients + optimizer state in GiB (None without a model size).
+    DDP replicates all three; FSDP (full shard) and ZeRO-3 shard all three over the world;
+    ZeRO-1 shards the optimizer, ZeRO-2 optimizer and gradients; CPU offload moves the
+    optimizer (and with ZeRO-3 the parameters) to host memory."""
+    if job.model_parameters is None or world < 1:
+        return None
+    p = job.model_parameters
+    param, grad, opt = PARAM_BYTES * p, GRAD_BYTES * p, OPTIMIZER_BYTES * p
+    if job.mode == "fsdp":
+        total = (param + grad + opt) / world
+    elif job.mode == "deepspeed" and job.deepspeed is not None:
+        ds = job.deepspeed
+        stage = ds.zero_stage
+        opt = 0.0 if ds.offload_optimizer != "none" else opt
+        param_part = 0.0 if ds.offload_param != "none" else (param / world if stage == 3 else param)
+        total = (
+            param_part
+            + (grad / world if stage >= 2 else grad)
+            + (opt / world if stage >= 1 else opt)
+        )
+    else:
+        total = param + grad + opt
+    return total / 2**30
+
+
+def _awaits(job: TrainingJobConfig) -> str:
+    extra = "ConfigMap (no await), " if job.deepspeed is not None else ""
+    if job.launcher == "native":
+        return (
+            f"{extra}headless Service (object only) and the Job with "
+            "`pulumi.com/skipAwait`: `up` never waits for the run"
+        )
+    kind = "TrainJob" if job.launcher == "kubeflow" else "Volcano Job"
+    return f"{extra}{kind}: a custom resource, created and not awaited"
+
+
+def training_verdict(
+    cfg: StackConfig,
+    index: int,
+    job: TrainingJobConfig,
+    *,
+    sources: Sequence[NodeSource] | None = None,
+    placement: Placement | None = None,
+    covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
+    excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
+    claim_mode: str = storage.CHECKPOINT_ACCESS_MODE,
+) -> Verdict | None:
+    """One job's verdict; None when its team or GPU class is unknown (jobs.py reports that).
+    The keyword arguments default to what the stack builds; tests substitute them."""
+    key = f"trainingJobs[{index}]"
+    team = next((t for t in cfg.teams if t.name == job.team), None)
+    if team is None or gpus_of_class(job.gpu_class) is None:
+        return None
+    all_sources = list(sources if sources is not None else node_sources(cfg))
+    resources = job_resources(cfg, job)
+    requests = pod_requests(job, resources)
+    where = placement or job_placement(job, resources.efa_devices)
+    problems: list[Problem] = []
+    quota_problems = job_quota_problems(cfg, index, job, team) if job.scheduler == "kueue" else []
+
+    # Admission.
+    if job.scheduler == "kueue":
+        flavors = [
+            q.flavor
+            for q in team.quota
+            if q.gpu_class == job.gpu_class and q.capacity_type in job.capacity_types
+        ]
+        admission = (
+            f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
+            f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
+            + ("fits nominal + borrowing" if not quota_problems else "over quota")
+        )
+        blocked = uncovered(requests, covered, excluded)
+        if blocked:
+            problems.append(
+                (
+                    f"{key}.efa" if catalog.EFA_RESOURCE in blocked else key,
+                    job.efa,
+                    f"Kueue would keep the job pending: it requests {', '.join(blocked)}, which "
+                    f"ClusterQueue {team.name} does not cover ({', '.join(covered)}) and the "
+                    "Kueue config does not exclude (resources.excludeResourcePrefixes)",
+                )
+            )
+        else:
+            admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
+    else:
+        admission = f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}"
+    # The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
+    # components/platform/teams.py) must hold the whole gang, or its pods are refused.
+    total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
+    limits = team.limits
+    for what, total, cap in (
+        ("CPU", total_cpu, float(limits.cpu)),
+        ("memory GiB", total_mem, float(limits.memory_gib)),
+    ):
+        if total > cap:
+            problems.append(
+                (
+                    f"{key}.nodes",
+                    job.nodes,
+                    f"the gang requests {total:g} {what}, over team {team.name}'s namespace "
+                    f"limit of {cap:g} (ResourceQuota"
+                    + (" and Volcano queue capability)" if job.scheduler == "volcano" else ")"),
+                )
+            )
+
+    # Placement.
+    candidates = [s for s in all_sources if matches(s, where)]
+    misses = {s.name: shortfall(s, requests) for s in candidates}
+    fitting = [s for s in candidates if misses[s.name] is None]
+    want = ", ".join(f"{k} in {'/'.join(v)}" for k, v in sorted(where.required.items()))
+    if not candidates:
+        problems.append(
+            (
+                f"{key}.gpuClass",
+                job.gpu_class,
+                f"no node source matches the pod's node affinity ({want}) and taints",
+            )
+        )
+    elif not fitting:
+        efa_short = resources.efa_devices and all(
+            max(a.efa for a in s.allocatable.values()) < resources.efa_devices for s in candidates
+        )
+        detail = "; ".join(f"{name}: {miss}" for name, miss in misses.items())
+        problems.append(
+            (
+                f"{key}.efa" if efa_short else f"{key}.gpuClass",
+                job.efa if efa_short else job.gpu_class,
+                (
+                    f"EFA requested ({resources.efa_devices} per pod) but no matching node "
+                    "source provides EFA devices (managed groups have none; Karpenter pools of "
+                    f"EFA-capable types do): {detail}"
+                )
+                if efa_short
+                else f"the pod fits no matching node source: {detail}",
+            )
+        )
+    placement_text = (
+        ", ".join(f"`{s.name}` ({s.kind})" for s in fitting)
+        or ", ".join(f"`{s.name}` does not fit" for s in candidates)
+        or "no source"
+    )
+
+    # Scale-up and gang.
+    scalable = [s for s in fitting if s.max_nodes > 0]
+    scale_text = "; ".join(
+        f"`{s.name}`: {'Karpenter' if s.scaler == 'karpenter' else 'static'} up to "
+        f"{s.max_nodes} nodes ({s.limit_text})"
+        for s in fitting
+    )
+    if fitting and not scalable:
+        problems.append(
+            (
+                f"{key}.gpuClass",
+                job.gpu_class,
+                "nothing brings a node: "
+                + ", ".join(f"{s.name} ({s.key}) {s.limit_text}" for s in fitting)
+                + "; give the class a Karpenter pool or a managed group with desiredSize > 0",
+            )
+        )
+    reach = {
+        capacity: sum(s.max_nodes for s in scalable if s.capacity_type == capacity)
+        for capacity in job.capacity_types
+    }
+    best = max(reach.values()) if reach else 0
+    gang = f"{job.nodes} nodes x 1 pod; sources reach " + ", ".join(
+        f"{n} {c}" for c, n in reach.items()
+    )
+    if scalable and best < job.nodes:
+        problems.append(
+            (
+                f"{key}.nodes",
+                job.nodes,
+                f"a gang of {job.nodes} pods needs {job.nodes} nodes at once; the "
+                f"{job.gpu_class} sources reach at most {best} ({scale_text})",
+            )
+        )
+    zone = "any zone"
+    pin = zone_pin_index(cfg, job, resources.efa_devices)
+    if pin is not None:
+        zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
+        if not where.single_zone:
+            problems.append(
+                (
+                    f"{key}.nodes",
+                    job.nodes,
+                    "a multi-node EFA job must keep its pods in one availability zone (EFA "
+                    "does not cross zones); the pod template does not confine them",
+                )
+            )
+
+    # Storage.
+    if job.checkpoint.volume:
+        claim = storage.checkpoint_claim(team.name)
+        rwx = cfg.storage.rwx.type
+        storage_text = (
+            f"PVC `{team.namespace}/{claim}` ({claim_mode}, class "
+            f"`{storage.RWX_STORAGE_CLASS[rwx]}`, {storage.VOLUME_BINDING_MODE} binding: Bound "
+            "during `up`)"
+        )
+        if job.nodes > 1 and claim_mode != "ReadWriteMany":
+            problems.append(
+                (
+                    f"{key}.checkpoint.volume",
+                    True,
+                    f"pods on {job.nodes} nodes share {claim}, which is {claim_mode}: it must "
+                    "be ReadWriteMany",
+                )
+            )
+    else:
+        storage_text = "no volume (S3 only)" if job.checkpoint.s3_prefix else "none"
+
+    # Memory.
+    memory = ""
+    world = job.nodes * (gpus_of_class(job.gpu_class) or 0)
+    states = model_state_gib(job, world)
+    if states is not None and resources.instance_type:
+        row = catalog.instance(resources.instance_type)
+        per_gpu = row.gpu_memory_gib / max(1, row.gpus)
+        memory = f"{states:.1f} GiB model states per rank of {per_gpu:g} GiB ({job.mode})"
+        if states > per_gpu:
+            problems.append(
+                (
+                    f"{key}.modelParameters",
+                    job.model_parameters,
+                    f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
+                    f"GiB per rank, over the {per_gpu:g} GiB of a {row.gpu_model} GPU (before "
+                    "activations); shard (fsdp, ZeRO-3), offload, or add ranks",
+                )
+            )
+
+    kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
+    return Verdict(
+        key=key,
+        workload=f"{team.namespace}/{job.name}",
+        kind=kind,
+        admission=admission,
+        placement=placement_text,
+        scale_up=scale_text or "none",
+        gang=gang,
+        storage=storage_text,
+        awaits=_awaits(job),
+        memory=memory,
+        zone=zone,
+        problems=(*quota_problems, *problems),
+    )
+
+
+def validation_verdicts(
+    cfg: StackConfig, sources: Sequence[NodeSource] | None = None
+) -> list[Verdict]:
+    """The GPU smoke Job per GPU source and the NCCL test (components/platform/validation.py
+    pins each to one source by its node-pool label)."""
+    validation = cfg.validation
+    if not validation.enabled:
+        return []
+    by_name = {s.name: s for s in (sources if sources is not None else node_sources(cfg))}
+    awaits = "Job with `pulumi.com/skipAwait`: `up` never waits for it"
+    out: list[Verdict] = []
+    if validation.smoke_test:
+        for source in by_name.values():
+            problems: list[Problem] = []
+            if source.max_nodes < 1:
+                problems.append(
+                    (
+                        "validation.smokeTest",
+                        True,
+                        f"gpu-smoke-{source.name} runs on {source.name} ({source.key}), which "
+                        f"can hold no node ({source.limit_text})",
+                    )
+                )
+            out.append(
+                Verdict(
+                    key="validation.smokeTest",
+                    workload=f"{validation.namespace}/gpu-smoke-{source.name}",
+                    kind="validation Job",
+                    admission="none (no queue label: Kueue leaves it alone)",
+                    placement=f"`{source.name}` ({source.kind})",
+                    scale_up=f"{source.scaler} up to {source.max_nodes} nodes",
+                    gang="1 node",
+                    storage="none",
+                    awaits=awaits,
+                    problems=tuple(problems),
+                )
+            )
+    if validation.nccl_test:
+        pool = cfg.nccl_pool()
+        nccl_source = by_name.get(pool.name)
+        nodes = validation.nccl.nodes
+        reach = nccl_source.max_nodes if nccl_source else 0
+        problems = []
+        if reach < nodes:
+            problems.append(
+                (
+                    "validation.nccl.nodes",
+                    nodes,
+                    f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
+                    f"{reach} ({nccl_source.limit_text if nccl_source else 'unknown source'})",
+                )
+            )
+        out.append(
+            Verdict(
+                key="validation.nccl",
+                workload=f"{validation.namespace}/nccl-all-reduce",
+                kind="validation Job",
+                admission=f"Volcano PodGroup, minMember {nodes}",
+                placement=f"`{pool.name}`",
+                scale_up=f"up to {reach} nodes",
+                gang=f"{nodes} nodes",
+                storage="none",
+                awaits=awaits,
+                problems=tuple(problems),
+            )
+        )
+    return out
+
+
+def verdicts(cfg: StackConfig) -> list[Verdict]:
+    """Every declared workload's verdict: training jobs in config order, then validation."""
+    sources = node_sources(cfg)
+    out = [
+        verdict
+        for index, job in enumerate(cfg.training_jobs)
+        if (verdict := training_verdict(cfg, index, job, sources=sources)) is not None
+    ]
+    return out + validation_verdicts(cfg, sources)
+
+
+def check_will_it_run(cfg: StackConfig) -> list[Problem]:
+    """The problems of the rules above (quota problems come from jobs.py already)."""
+    quota_keys: set[tuple[str, str]] = set()
+    teams = {t.name: t for t in cfg.teams}
+    for index, job in enumerate(cfg.training_jobs):
+        team = teams.get(job.team)
+        if team is not None and job.scheduler == "kueue" and gpus_of_class(job.gpu_class):
+            quota_keys.update((p[0], p[2]) for p in job_quota_problems(cfg, index, job, team))
+    found: list[Problem] = []
+    for verdict in verdicts(cfg):
+        for problem in verdict.problems:
+            if (problem[0], problem[2]) not in quota_keys and problem not in found:
+                found.append(problem)
+    return found

@@ -1,0 +1,89 @@
+"""Two report.md sections a reviewer reads before `pulumi up`: "Will it run" (per declared
+workload: admission, placement, scale-up, gang, storage, what `up` waits for — from
+components/analysis/willrun.py) and "Deploy plan" (waves of the dependency graph, what each
+wave waits for and how long, ordering bugs — from synth/deploy_plan.py)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from components.analysis.willrun import verdicts
+from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
+from synth.harness import SynthResult
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def will_it_run(result: SynthResult) -> str:
+    if result.config is None:
+        return "No config captured."
+    found = verdicts(result.config)
+    if not found:
+        return "No workloads declared."
+    blocks = []
+    for v in found:
+        verdict = (
+            "**runs**"
+            if v.runnable
+            else "**cannot run**: " + "; ".join(f"`{key}`: {why}" for key, _, why in v.problems)
+        )
+        lines = [
+            f"### `{v.workload}` ({v.kind}, `{v.key}`) — {verdict}",
+            "",
+            f"- admission: {v.admission}",
+            f"- placement: {v.placement}",
+            f"- scale-up: {v.scale_up}",
+            f"- gang: {v.gang}" + (f"; {v.zone}" if v.zone else ""),
+            f"- storage: {v.storage}",
+        ]
+        if v.memory:
+            lines.append(f"- memory: {v.memory}")
+        lines.append(f"- `pulumi up` waits for: {v.awaits}")
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + (
+        "\n\nDerived from the config alone (components/analysis/willrun.py); a workload that "
+        "cannot run fails synth with exit 2 naming its key."
+    )
+
+
+def deploy_plan(result: SynthResult) -> str:
+    steps = [s for s in plan(result) if s.type != "pulumi:pulumi:Stack"]
+    rows = []
+    for wave in sorted({s.wave for s in steps}):
+        here = [s for s in steps if s.wave == wave and not s.type.startswith("gpu-platform:")]
+        if not here:
+            continue
+        kinds = Counter(s.type.split(":")[-1] for s in here)
+        awaited = sorted((s for s in here if s.timeout_s), key=lambda s: (-s.timeout_s, s.name))
+        waits = ", ".join(f"`{s.name}` {s.awaits} ({s.timeout_s} s)" for s in awaited[:4])
+        if len(awaited) > 4:
+            waits += f", +{len(awaited) - 4} more"
+        rows.append(
+            [
+                wave,
+                len(here),
+                ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items())),
+                waits or "nothing awaited",
+                max((s.timeout_s for s in here), default=0),
+            ]
+        )
+    table = _table(["wave", "resources", "kinds", "waits for", "longest timeout s"], rows)
+    problems = ordering_problems(result) + prerequisite_problems(result)
+    blocked = (
+        "\n".join(f"- {line}" for line in problems)
+        if problems
+        else "None: every custom resource comes after its CRD's release, every Kueue-queued "
+        "object after Kueue, no awaited Job starts suspended, every claim after its class, "
+        "every requested device resource has its device plugin."
+    )
+    return (
+        f"{table}\n\nA wave starts when everything it depends on is done (dependencies, "
+        "components expanded, parents, providers); `up` takes at least the sum of each "
+        "wave's longest await. Await rules: synth/deploy_plan.py, docs/deploy-plan.md.\n\n"
+        f"### Ordering and prerequisite problems\n\n{blocked}"
+    )

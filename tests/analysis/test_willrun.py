@@ -1,0 +1,379 @@
+"""The "will it run" analysis: a violating and a passing case per rule, on the real stack
+configs (modified the way a user would), plus the end-to-end contract (exit 2 naming the key)."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from components import catalog
+from components.analysis import check, problems
+from components.analysis.nodes import NodeSource, node_sources, tolerates
+from components.analysis.placement import Placement, job_placement
+from components.analysis.resources import job_resources
+from components.analysis.willrun import (
+    model_state_gib,
+    pod_requests,
+    training_verdict,
+    uncovered,
+    validation_verdicts,
+    verdicts,
+)
+from components.config import StackConfig
+from components.config.load import namespace_values, parse
+from tests.conftest import stack_values
+
+
+def _values(stack: str) -> dict[str, Any]:
+    raw = stack_values(stack)
+    return namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+
+
+def _cfg(stack: str, change: Callable[[dict[str, Any]], None] | None = None) -> StackConfig:
+    values = copy.deepcopy(_values(stack))
+    if change is not None:
+        change(values)
+    return parse(values)
+
+
+def _job(cfg: StackConfig, name: str) -> tuple[int, Any]:
+    return next((i, j) for i, j in enumerate(cfg.training_jobs) if j.name == name)
+
+
+# --- both stacks as committed --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_declared_workload_of_the_stacks_is_runnable(stack: str) -> None:
+    cfg = _cfg(stack)
+    found = verdicts(cfg)
+    assert len([v for v in found if v.key.startswith("trainingJobs")]) == len(cfg.training_jobs)
+    assert all(v.runnable for v in found), [v.problems for v in found]
+    assert check(cfg) is cfg
+
+
+# --- admission: covered resources -------------------------------------------------------------
+
+
+def test_efa_request_is_blocked_unless_kueue_excludes_it() -> None:
+    cfg = _cfg("prod")
+    index, job = _job(cfg, "pretrain-7b")
+    requests = pod_requests(job, job_resources(cfg, job))
+    assert catalog.EFA_RESOURCE in requests
+    assert uncovered(requests, excluded=()) == [catalog.EFA_RESOURCE]
+    assert uncovered(requests) == []
+    verdict = training_verdict(cfg, index, job, excluded=())
+    assert verdict is not None and not verdict.runnable
+    key, _, reason = verdict.problems[0]
+    assert key == f"trainingJobs[{index}].efa"
+    assert "does not cover" in reason and catalog.EFA_RESOURCE in reason
+    passing = training_verdict(cfg, index, job)
+    assert passing is not None and passing.runnable
+
+
+def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
+    import yaml
+
+    from components.platform.scheduling import kueue_values
+
+    cfg = _cfg("prod")
+    manager = yaml.safe_load(
+        kueue_values(cfg.scheduling)["managerConfig"]["controllerManagerConfigYaml"]
+    )
+    assert manager["resources"]["excludeResourcePrefixes"] == list(
+        catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES
+    )
+    assert "quotaCheckStrategy" not in manager["resources"]  # IgnoreUndeclared forbids excludes
+
+
+# --- placement ----------------------------------------------------------------------------------
+
+
+def test_efa_job_on_managed_h100_group_only_cannot_run() -> None:
+    """Defect: managed groups have no EFA interfaces; without a Karpenter H100 pool the EFA job
+    has nowhere to go."""
+
+    def drop_h100_pool(values: dict[str, Any]) -> None:
+        values["karpenter"]["pools"] = [
+            p for p in values["karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
+        ]
+        values["nodeGroups"]["gpu"][0]["maxSize"] = 4  # the quotas' 32 GPUs, as before
+
+    cfg = _cfg("prod", drop_h100_pool)
+    index, _ = _job(cfg, "pretrain-7b")
+    found = problems(cfg)
+    assert any(
+        key == f"trainingJobs[{index}].efa" and "no matching node source provides EFA" in why
+        for key, _, why in found
+    ), found
+
+
+def test_pod_larger_than_the_instance_fits_no_source() -> None:
+    def big(values: dict[str, Any]) -> None:
+        values["trainingJobs"][0]["memoryGib"] = 4096
+
+    cfg = _cfg("dev", big)
+    verdict = training_verdict(cfg, 0, cfg.training_jobs[0])
+    assert verdict is not None
+    assert any(
+        key == "trainingJobs[0].gpuClass" and "memory 4096 >" in why
+        for key, _, why in verdict.problems
+    ), verdict.problems
+    assert not problems(_cfg("dev"))
+
+
+def test_untolerated_taint_or_missing_label_matches_no_source() -> None:
+    cfg = _cfg("dev")
+    index, job = _job(cfg, "ddp-smoke")
+    placed = job_placement(job, 0)
+    no_toleration = replace(placed, tolerations=())
+    verdict = training_verdict(cfg, index, job, placement=no_toleration)
+    assert verdict is not None
+    assert any("no node source matches" in why for _, _, why in verdict.problems)
+    wrong_label = Placement(
+        required={catalog.LABEL_GPU_CLASS: ("l4-x1",)},
+        tolerations=placed.tolerations,
+        single_zone=False,
+    )
+    verdict = training_verdict(cfg, index, job, placement=wrong_label)
+    assert verdict is not None and not verdict.runnable
+    verdict = training_verdict(cfg, index, job, placement=placed)
+    assert verdict is not None and verdict.runnable
+
+
+def test_toleration_matching() -> None:
+    taint = catalog.gpu_taint()
+    assert tolerates(taint, (catalog.gpu_toleration(),))
+    assert not tolerates(taint, ({"key": "other", "operator": "Exists"},))
+    assert not tolerates(taint, ({"key": taint["key"], "operator": "Equal", "value": "no"},))
+
+
+# --- scale-up -------------------------------------------------------------------------------------
+
+
+def test_managed_group_with_desired_size_zero_provides_nothing() -> None:
+    """Defect 1: prod's H100 capacity was a desiredSize-0 managed group that nothing scales."""
+
+    def managed_only(values: dict[str, Any]) -> None:
+        values["karpenter"]["pools"] = [
+            p for p in values["karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
+        ]
+        values["nodeGroups"]["gpu"][0]["maxSize"] = 4
+        values["trainingJobs"][0]["efa"] = False
+
+    cfg = _cfg("prod", managed_only)
+    found = problems(cfg)
+    assert any(
+        key == "trainingJobs[0].gpuClass"
+        and "nothing brings a node" in why
+        and "desiredSize 0" in why
+        for key, _, why in found
+    ), found
+    h100 = next(s for s in node_sources(cfg) if s.name == "h100-od")
+    assert (h100.scaler, h100.max_nodes) == ("static", 0)
+
+
+def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
+    sources = {s.name: s for s in node_sources(_cfg("prod"))}
+    assert (sources["kp-h100-od"].scaler, sources["kp-h100-od"].max_nodes) == ("karpenter", 2)
+    assert sources["kp-h100-od"].allocatable["p5.48xlarge"].efa == 32
+    assert sources["h100-od"].allocatable["p5.48xlarge"].efa == 0
+
+
+# --- gang -----------------------------------------------------------------------------------------
+
+
+def test_gang_larger_than_the_pools_can_hold_is_an_error() -> None:
+    cfg = _cfg("prod")
+    index, job = _job(cfg, "pretrain-7b")
+    small = [replace(s, max_nodes=1) if s.name == "kp-h100-od" else s for s in node_sources(cfg)]
+    verdict = training_verdict(cfg, index, job, sources=small)
+    assert verdict is not None
+    assert any(
+        key == f"trainingJobs[{index}].nodes" and "a gang of 2 pods" in why
+        for key, _, why in verdict.problems
+    ), verdict.problems
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable
+
+
+def test_multi_node_efa_job_must_stay_in_one_zone() -> None:
+    cfg = _cfg("prod")
+    index, job = _job(cfg, "pretrain-7b")
+    efa = job_resources(cfg, job).efa_devices
+    placed = job_placement(job, efa)
+    assert placed.single_zone
+    verdict = training_verdict(cfg, index, job, placement=replace(placed, single_zone=False))
+    assert verdict is not None
+    assert any("one availability zone" in why for _, _, why in verdict.problems)
+    verdict = training_verdict(cfg, index, job, placement=placed)
+    assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
+
+
+# --- storage --------------------------------------------------------------------------------------
+
+
+def test_multi_node_job_needs_a_read_write_many_claim() -> None:
+    cfg = _cfg("dev")
+    index, job = _job(cfg, "ddp-smoke")
+    verdict = training_verdict(cfg, index, job, claim_mode="ReadWriteOnce")
+    assert verdict is not None
+    assert any(
+        key == f"trainingJobs[{index}].checkpoint.volume" and "ReadWriteMany" in why
+        for key, _, why in verdict.problems
+    )
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable and "ReadWriteMany" in verdict.storage
+
+
+def test_checkpoint_claim_the_analysis_names_is_the_one_storage_creates(dev: Any) -> None:
+    claims = dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
+    assert claims
+    cfg = _cfg("dev")
+    for verdict in verdicts(cfg):
+        if verdict.key.startswith("trainingJobs"):
+            namespace, claim = verdict.storage.split("`")[1].split("/")
+            match = [
+                c
+                for c in claims
+                if c.inputs["metadata"]["name"] == claim
+                and c.inputs["metadata"]["namespace"] == namespace
+            ]
+            assert match and match[0].inputs["spec"]["accessModes"] == ["ReadWriteMany"]
+
+
+# --- validation Jobs ------------------------------------------------------------------------------
+
+
+def test_validation_jobs_on_a_group_that_holds_no_node_cannot_run() -> None:
+    def no_nodes(values: dict[str, Any]) -> None:
+        for group in values["nodeGroups"]["gpu"]:
+            group["desiredSize"] = 0
+
+    cfg = _cfg("dev", no_nodes)
+    found = problems(cfg)
+    keys = {key for key, _, _ in found}
+    assert {"validation.smokeTest", "validation.nccl.nodes"} <= keys, found
+    assert all(v.runnable for v in validation_verdicts(_cfg("dev")))
+
+
+# --- memory ---------------------------------------------------------------------------------------
+
+
+def test_model_states_shard_with_fsdp_and_replicate_with_ddp() -> None:
+    cfg = _cfg("prod")
+    _, job = _job(cfg, "pretrain-7b")
+    fsdp = job.model_copy(update={"mode": "fsdp", "deepspeed": None})
+    ddp = job.model_copy(update={"mode": "ddp", "deepspeed": None})
+    assert model_state_gib(ddp, 16) == pytest.approx(16 * 7e9 / 2**30)
+    assert model_state_gib(fsdp, 16) == pytest.approx(16 * 7e9 / 16 / 2**30)
+    assert model_state_gib(job, 16) == pytest.approx(16 * 7e9 / 16 / 2**30)  # ZeRO-3
+
+
+def test_too_big_model_is_a_config_error() -> None:
+    def ddp_7b(values: dict[str, Any]) -> None:
+        job = values["trainingJobs"][0]
+        job["mode"] = "ddp"
+        del job["deepspeed"]
+
+    cfg = _cfg("prod", ddp_7b)
+    found = problems(cfg)
+    assert any(
+        key == "trainingJobs[0].modelParameters" and "over the 80 GiB" in why
+        for key, _, why in found
+    ), found
+
+    def fsdp_7b(values: dict[str, Any]) -> None:
+        job = values["trainingJobs"][0]
+        job["mode"] = "fsdp"
+        del job["deepspeed"]
+        job["fsdp"] = {"microBatchPerGpu": 4, "gradientAccumulationSteps": 8}
+
+    assert not problems(_cfg("prod", fsdp_7b))
+
+
+def test_fsdp_batch_arithmetic_is_checked() -> None:
+    def fsdp(values: dict[str, Any], batch: int) -> None:
+        job = values["trainingJobs"][0]
+        job["mode"] = "fsdp"
+        del job["deepspeed"]
+        job["fsdp"] = {
+            "microBatchPerGpu": 4,
+            "gradientAccumulationSteps": 8,
+            "trainBatchSize": batch,
+        }
+
+    found = problems(_cfg("prod", lambda v: fsdp(v, 100)))
+    assert any(key == "trainingJobs[0].fsdp.trainBatchSize" for key, _, _ in found), found
+    assert not problems(_cfg("prod", lambda v: fsdp(v, 4 * 8 * 16)))
+
+
+# --- end to end -----------------------------------------------------------------------------------
+
+
+def test_a_job_that_cannot_run_makes_synth_exit_2_naming_its_key(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = stack_values("prod")
+    config["gpu-platform:karpenter"]["pools"] = [
+        p for p in config["gpu-platform:karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
+    ]
+    config["gpu-platform:nodeGroups"]["gpu"][0]["maxSize"] = 4
+    expect_config_error(
+        config, "gpu-platform:trainingJobs[0].efa", "no matching node source provides EFA"
+    )
+
+
+def test_node_source_of_every_gpu_pool_and_group() -> None:
+    cfg = _cfg("prod")
+    sources = node_sources(cfg)
+    assert [s.name for s in sources if s.kind == "managed"] == [g.name for g in cfg.node_groups.gpu]
+    assert {s.name for s in sources if s.kind == "karpenter"} == {
+        p.name for p in cfg.karpenter.pools if p.is_gpu
+    }
+    assert all(isinstance(s, NodeSource) and s.taints for s in sources)
+
+
+def test_analysis_reads_the_resources_the_cluster_queues_cover(prod: Any) -> None:
+    queues = prod.of_type("kubernetes:kueue.x-k8s.io/v1beta2:ClusterQueue")
+    assert queues
+    for queue in queues:
+        for group in queue.inputs["spec"]["resourceGroups"]:
+            assert tuple(group["coveredResources"]) == catalog.KUEUE_COVERED_RESOURCES
+
+
+def test_one_smoke_verdict_per_synthesized_smoke_job(dev: Any) -> None:
+    smoke = [
+        r
+        for r in dev.of_type("kubernetes:batch/v1:Job")
+        if r.inputs["metadata"]["name"].startswith("gpu-smoke-")
+    ]
+    assert smoke
+    found = {
+        v.workload.split("/")[1] for v in verdicts(_cfg("dev")) if v.key == "validation.smokeTest"
+    }
+    assert found == {r.inputs["metadata"]["name"] for r in smoke}
+
+
+def test_gang_over_the_namespace_limits_is_refused() -> None:
+    cfg = _cfg("dev")
+    index, job = _job(cfg, "ds-zero2")  # Volcano: the queue capability is the same figure
+    assert job.scheduler == "volcano"
+    team = next(t for t in cfg.teams if t.name == job.team)
+    small = team.model_copy(update={"limits": team.limits.model_copy(update={"cpu": 2})})
+    tight = cfg.model_copy(
+        update={"teams": [small if t.name == team.name else t for t in cfg.teams]}
+    )
+    verdict = training_verdict(tight, index, job)
+    assert verdict is not None
+    assert any(
+        key == f"trainingJobs[{index}].nodes" and "Volcano queue capability" in why
+        for key, _, why in verdict.problems
+    ), verdict.problems
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable
