@@ -1,6 +1,9 @@
 """Pure builders of a training job's Kubernetes objects from its plan: torchrun and worker
 arguments, the pod template (placement, resources, env, volumes, spot safety) and the three
-launchers (Indexed Job + headless Service, Kubeflow TrainJob, Volcano Job)."""
+launchers (Indexed Job + headless Service, Kubeflow TrainJob, Volcano Job).
+
+Why this module is long: the three launchers share one pod template, and splitting them from it
+would scatter what a training pod is over several modules."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import json
 from typing import Any, Final
 
 from components import catalog
+from components.analysis import pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.workloads.plan import (
     CHECKPOINT_MOUNT,
@@ -35,6 +39,9 @@ from components.workloads.plan import (
     image_digest,
     runtime_name,
 )
+
+#: checkov's one exception for training pods (no CPU limit), on the job and on its pods.
+GPU_POD_SKIPS: Final = pod_security.gpu_pod_skips()
 
 # --- torchrun -----------------------------------------------------------------------------------
 
@@ -202,6 +209,8 @@ def affinity(plan: JobPlan) -> dict[str, Any]:
 def container_env(plan: JobPlan) -> list[dict[str, Any]]:
     env: dict[str, str] = {
         **run_metadata(plan),
+        # The root filesystem is read-only: HOME and the JIT caches live on the scratch volume.
+        **pod_security.SCRATCH_ENV,
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
         "NCCL_DEBUG": plan.job.nccl_debug,
@@ -243,7 +252,8 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         {
             "name": "dshm",
             "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.resources.shm_gib}Gi"},
-        }
+        },
+        pod_security.scratch_volume(),
     ]
     if plan.job.checkpoint.volume:
         out.append(
@@ -263,6 +273,7 @@ def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": SHM_MOUNT},
         {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT},
+        pod_security.scratch_mount(),
     ]
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "mountPath": DS_CONFIG_MOUNT, "readOnly": True})
@@ -283,6 +294,7 @@ def trainer_container(plan: JobPlan) -> dict[str, Any]:
             {"name": "metrics", "containerPort": METRICS_PORT},
         ],
         "volumeMounts": volume_mounts(plan),
+        **pod_security.restricted_container_fields(),
     }
 
 
@@ -290,7 +302,7 @@ def pod_metadata(plan: JobPlan) -> dict[str, Any]:
     return {
         "labels": pod_labels(plan),
         # Karpenter must not consolidate or expire a node under a running training pod.
-        "annotations": {DO_NOT_DISRUPT: "true", **run_annotations(plan)},
+        "annotations": {DO_NOT_DISRUPT: "true", **run_annotations(plan), **GPU_POD_SKIPS},
     }
 
 
@@ -304,6 +316,7 @@ def pod_spec(plan: JobPlan) -> dict[str, Any]:
         "affinity": affinity(plan),
         "containers": [trainer_container(plan)],
         "volumes": volumes(plan),
+        **pod_security.restricted_pod_fields(),
     }
     if plan.job.max_runtime_seconds and plan.job.launcher == "volcano":
         # Volcano Jobs have no job-level deadline; bound each pod instead.
@@ -371,7 +384,7 @@ def _metadata(plan: JobPlan, name: str, *, kueue: bool) -> dict[str, Any]:
         "name": name,
         "namespace": plan.namespace,
         "labels": labels,
-        "annotations": plan_annotations(plan),
+        "annotations": {**plan_annotations(plan), **GPU_POD_SKIPS},
     }
 
 
@@ -489,6 +502,7 @@ def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any
         "metadata": {
             "name": runtime_name(priority),
             "labels": {"trainer.kubeflow.org/framework": "torch"},
+            "annotations": pod_security.runtime_template_skips(),
         },
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
@@ -512,8 +526,14 @@ def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any
                                         "spec": {
                                             "restartPolicy": "Never",
                                             "priorityClassName": POD_PRIORITY_CLASS[priority],
+                                            # TrainJob pods inherit these: patches set none.
+                                            **pod_security.restricted_pod_fields(),
                                             "containers": [
-                                                {"name": TRAINER_CONTAINER, "image": default_image}
+                                                {
+                                                    "name": TRAINER_CONTAINER,
+                                                    "image": default_image,
+                                                    **pod_security.restricted_container_fields(),
+                                                }
                                             ],
                                         }
                                     },
