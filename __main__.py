@@ -9,6 +9,7 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.platform.admission import Admission, AdmissionArgs
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
@@ -35,6 +36,7 @@ storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags
 observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
 gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
 scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster))
+admission = Admission("admission", AdmissionArgs.of(cfg, cluster, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
 for team in cfg.teams:
     args = TeamArgs.of(
@@ -47,7 +49,7 @@ for team in cfg.teams:
     )
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
-    team_resources[team.name] = [component, *volumes]
+    team_resources[team.name] = [component, *volumes, *admission.guards]
 Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
 
 # Workload layer.

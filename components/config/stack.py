@@ -21,6 +21,7 @@ from components.config.network import NetworkConfig
 from components.config.node_groups import GpuNodeGroup, NodeGroupsConfig
 from components.config.observability import ObservabilityConfig
 from components.config.scheduling import SchedulingConfig
+from components.config.security import SecurityConfig
 from components.config.storage import BUCKET_PREFIX_MAX, StorageConfig
 from components.config.teams import TeamConfig
 from components.config.training import TrainingConfig, TrainingJobConfig
@@ -48,6 +49,7 @@ class StackConfig(Model):
     teams: list[TeamConfig] = []
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     training_jobs: list[TrainingJobConfig] = []
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     @model_validator(mode="after")
     def _storage_fits(self) -> StackConfig:
