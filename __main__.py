@@ -17,6 +17,7 @@ from components.platform.karpenter import Karpenter, KarpenterArgs
 from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
+from components.platform.secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.storage import Storage, StorageArgs
 from components.platform.teams import Team, TeamArgs
 from components.platform.validation import Validation, ValidationArgs
@@ -50,6 +51,10 @@ for team in cfg.teams:
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
     team_resources[team.name] = [component, *volumes, *admission.guards]
+teams = {name: resources[0] for name, resources in team_resources.items()}
+secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
+for name, store in secrets.stores.items():
+    team_resources[name].append(store)
 Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
 
 # Workload layer.

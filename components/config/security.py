@@ -8,7 +8,7 @@ keyless OIDC issuer/subject), secrets are named by their AWS Secrets Manager pat
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -20,6 +20,10 @@ ChartVersion = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
 RegistryPrefix = Annotated[
     str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9._-]+)*$")
 ]
+#: A team's secrets live in AWS Secrets Manager under `teams/<team>/<name>`; its IAM role reads
+#: that prefix only, and the namespaced SecretStore of that name is the only store its jobs use.
+SECRETS_PATH_PREFIX: Final = "teams"
+SECRET_STORE_NAME: Final = "aws-secrets-manager"
 #: CloudWatch Logs retention values (PutRetentionPolicy accepts only these).
 LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1827, 3653)
 
@@ -110,14 +114,12 @@ class RegistryConfig(Model):
 
 
 class SecretsConfig(Model):
-    """External Secrets Operator: team secrets from AWS Secrets Manager `<prefix>/<team>/*`."""
+    """External Secrets Operator: team secrets from AWS Secrets Manager `teams/<team>/*`."""
 
     enabled: bool = True
     #: external-secrets/external-secrets chart 2.9.0 (API external-secrets.io/v1).
     chart_version: ChartVersion = "2.9.0"
     namespace: Name = "external-secrets"
-    path_prefix: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,30}$")] = "teams"
-    refresh_interval: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*(m|h)$")] = "1h"
 
 
 class LoggingConfig(Model):

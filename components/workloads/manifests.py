@@ -13,6 +13,7 @@ from typing import Any, Final
 from components import catalog
 from components.analysis import pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
+from components.workloads import secrets
 from components.workloads.plan import (
     CHECKPOINT_MOUNT,
     DO_NOT_DISRUPT,
@@ -228,7 +229,7 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret_name, "key": s.key}}}
         for s in plan.job.secret_env
     ]
-    return rows
+    return rows + secrets.env_rows(plan)
 
 
 def container_resources(plan: JobPlan) -> dict[str, Any]:
@@ -266,7 +267,7 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         out.append({"name": "checkpoints", "emptyDir": {}})
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "configMap": {"name": plan.ds_config_map}})
-    return out
+    return out + secrets.volumes(plan)
 
 
 def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
@@ -277,7 +278,7 @@ def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
     ]
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "mountPath": DS_CONFIG_MOUNT, "readOnly": True})
-    return out
+    return out + secrets.volume_mounts(plan)
 
 
 def trainer_container(plan: JobPlan) -> dict[str, Any]:
@@ -618,7 +619,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
 
 def job_manifests(plan: JobPlan) -> list[dict[str, Any]]:
     """Every object of one job, in apply order (ConfigMap and Service before the job)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = secrets.external_secrets(plan)
     if plan.job.deepspeed is not None:
         out.append(deepspeed_config_map(plan))
     launcher = plan.job.launcher

@@ -75,6 +75,8 @@ class TrainingJob(pulumi.ComponentResource):
                 depends_on=[*args.depends_on, *self.objects],
             )
             role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
+            if kind == "ExternalSecret":
+                role = f"secret-{manifest['metadata']['name']}"
             child = f"{name}-{role}"
             resource: pulumi.Resource
             if kind == "ConfigMap":
