@@ -16,6 +16,7 @@ from components.platform.iam import AwsAccount
 from components.platform.karpenter import Karpenter, KarpenterArgs
 from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
+from components.platform.registry import Registry, RegistryArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
 from components.platform.secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.storage import Storage, StorageArgs
@@ -33,6 +34,7 @@ network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels))
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
+registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
 observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
 gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
@@ -69,4 +71,5 @@ pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
 pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)
 pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
 pulumi.export("rwxStorageClass", storage.storage_class_name)
+pulumi.export("ecrRepositories", registry.repository_urls)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})

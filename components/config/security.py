@@ -72,26 +72,25 @@ class PullThroughCache(Model):
     upstream: Literal[
         "public.ecr.aws", "registry.k8s.io", "quay.io", "ghcr.io", "registry-1.docker.io"
     ]
-    #: Upstreams that need credentials (ghcr.io, Docker Hub) name a Secrets Manager secret
-    #: whose name starts with `ecr-pullthroughcache/` (created outside the stack).
-    credential_secret: (
-        Annotated[str, StringConstraints(pattern=r"^ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+$")]
+    #: Upstreams that need credentials (ghcr.io, Docker Hub): the ARN of a Secrets Manager
+    #: secret named `ecr-pullthroughcache/...` (created outside the stack; never a value here).
+    credential_arn: (
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:[0-9]{12}:secret:"
+                r"ecr-pullthroughcache/[A-Za-z0-9/_+=.@-]+$"
+            ),
+        ]
         | None
     ) = None
 
     @model_validator(mode="after")
     def _credentials(self) -> PullThroughCache:
         needs = self.upstream in ("ghcr.io", "registry-1.docker.io")
-        if needs and self.credential_secret is None:
-            raise problems_error(
-                [
-                    (
-                        "credentialSecret",
-                        None,
-                        f"a secret name: {self.upstream} requires authentication",
-                    )
-                ]
-            )
+        if needs and self.credential_arn is None:
+            allowed = f"a secret ARN: {self.upstream} requires authentication"
+            raise problems_error([("credentialArn", None, allowed)])
         return self
 
 

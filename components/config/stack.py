@@ -144,6 +144,23 @@ class StackConfig(Model):
             raise problems_error(problems)
         return self
 
+    @model_validator(mode="after")
+    def _registry_prefixes(self) -> StackConfig:
+        # Pull-through cache prefixes are `<cluster>-<prefix>`, at most 30 characters (ECR).
+        problems: list[Problem] = [
+            (
+                f"security.registry.pullThroughCaches[{index}].prefix",
+                cache.prefix,
+                f"at most {29 - len(self.cluster.name)} characters with cluster "
+                f"{self.cluster.name!r} (ECR limits the prefix to 30)",
+            )
+            for index, cache in enumerate(self.security.registry.pull_through_caches)
+            if len(self.cluster.name) + 1 + len(cache.prefix) > 30
+        ]
+        if problems:
+            raise problems_error(problems)
+        return self
+
     @property
     def bucket_prefix(self) -> str:
         return (self.storage.bucket_prefix or self.cluster.name).lower()
