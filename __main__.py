@@ -14,6 +14,7 @@ from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
 from components.platform.karpenter import Karpenter, KarpenterArgs
+from components.platform.logging import Logging, LoggingArgs
 from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
 from components.platform.registry import Registry, RegistryArgs
@@ -33,6 +34,7 @@ account = AwsAccount.lookup()
 network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels))
+Logging("logging", LoggingArgs.of(cfg, cluster, account, tags))
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
