@@ -5,7 +5,10 @@ real jobs), its binding per stack, and Kyverno's signature policy and chart valu
 from __future__ import annotations
 
 import copy
+import json
 import re
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,8 +16,10 @@ import pytest
 from components.config.security import ImageAdmissionConfig, SignatureConfig
 from components.platform import admission
 from components.platform.iam import AwsAccount
+from synth import __main__ as synth_cli
 from synth import output
 from synth.harness import SynthResult
+from tests.conftest import stack_values
 from tests.platform.cel_eval import admit
 from tests.platform.test_security_charts import chart_missing_keys
 
@@ -145,3 +150,38 @@ def test_kyverno_values_exist_in_the_chart() -> None:
     assert chart_missing_keys("kyverno", {"admissionController": {"nope": 1}}) == [
         "admissionController.nope"
     ]
+
+
+def _synth_with_image(
+    make_stack: Callable[[dict[str, Any]], Path], stack: str, image: str
+) -> tuple[int, list[str], Path]:
+    config = copy.deepcopy(stack_values(stack))
+    config["gpu-platform:trainingJobs"][0]["image"] = image
+    project = make_stack(config)
+    rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])
+    report = project / "build" / "t" / "policy-report.json"
+    violations = json.loads(report.read_text())["violations"] if report.exists() else []
+    return rc, [v["policy"] for v in violations if v["enforcement"] == "mandatory"], project
+
+
+def test_synth_flags_an_image_prod_admission_would_reject(
+    make_stack: Callable[[dict[str, Any]], Path],
+) -> None:
+    foreign = "docker.io/someone/trainer:1.0@sha256:" + "c" * 64
+    rc, mandatory, _ = _synth_with_image(make_stack, "prod", foreign)
+    assert rc == synth_cli.EXIT_POLICY
+    assert "gpu-platform-k8s-trusted-images" in mandatory
+
+
+def test_dev_reports_the_same_image_without_failing(
+    make_stack: Callable[[dict[str, Any]], Path],
+) -> None:
+    foreign = "docker.io/someone/trainer:1.0@sha256:" + "c" * 64
+    rc, mandatory, project = _synth_with_image(make_stack, "dev", foreign)
+    assert rc == 0 and mandatory == []
+    report = json.loads((project / "build" / "t" / "policy-report.json").read_text())
+    assert [
+        v["enforcement"]
+        for v in report["violations"]
+        if v["policy"] == "gpu-platform-k8s-trusted-images"
+    ] == ["advisory"]
