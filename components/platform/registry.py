@@ -140,7 +140,14 @@ class Registry(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        encryption = [{"encryption_type": "KMS", "kms_key": key.arn}]
+        encryption = [
+            aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS", kms_key=key.arn)
+        ]
+        template_encryption = [
+            aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
+                encryption_type="KMS", kms_key=key.arn
+            )
+        ]
         lifecycle = json.dumps(lifecycle_policy(config))
         for role in config.repositories:
             repository = aws.ecr.Repository(
@@ -148,7 +155,9 @@ class Registry(pulumi.ComponentResource):
                 name=repository_name(args.cluster_name, role),
                 image_tag_mutability="IMMUTABLE",
                 encryption_configurations=encryption,
-                image_scanning_configuration={"scan_on_push": True},
+                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
+                    scan_on_push=True
+                ),
                 tags=args.tags,
                 opts=child,
             )
@@ -166,7 +175,7 @@ class Registry(pulumi.ComponentResource):
                 prefix=prefix,
                 applied_fors=["PULL_THROUGH_CACHE"],
                 image_tag_mutability="MUTABLE",
-                encryption_configurations=encryption,
+                encryption_configurations=template_encryption,
                 lifecycle_policy=lifecycle,
                 resource_tags=args.tags,
                 opts=child,
@@ -178,10 +187,10 @@ class Registry(pulumi.ComponentResource):
                 credential_arn=cache.credential_arn,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=[template]),
             )
-        for index, role in enumerate(args.node_roles):
+        for index, node_role in enumerate(args.node_roles):
             aws.iam.RolePolicy(
                 f"{name}-node-pull-through-{index}",
-                role=role.id,
+                role=node_role.id,
                 policy=json.dumps(node_pull_through_policy(args.account, args.cluster_name)),
                 opts=child,
             )

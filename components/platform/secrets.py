@@ -19,6 +19,7 @@ controller: no team can point a store at another team's role.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -131,6 +132,10 @@ def eso_values() -> dict[str, Any]:
     }
 
 
+def _store_spec(role_arn: pulumi.Output[str], namespace: str, region: str) -> pulumi.Output[Any]:
+    return role_arn.apply(lambda arn: secret_store(namespace, region, arn)["spec"])
+
+
 @dataclass(frozen=True)
 class TeamSecretsArgs:
     """Inputs of the TeamSecrets component."""
@@ -194,7 +199,7 @@ class TeamSecrets(pulumi.ComponentResource):
             role = aws.iam.Role(
                 f"{name}-{team.name}",
                 assume_role_policy=controller.arn.apply(
-                    lambda arn: pulumi.Output.json_dumps(team_trust_policy(arn))
+                    lambda arn: json.dumps(team_trust_policy(arn))
                 ),
                 tags=args.tags,
                 opts=aws_opts,
@@ -210,7 +215,7 @@ class TeamSecrets(pulumi.ComponentResource):
             f"{name}-eso-controller-assume",
             role=controller.id,
             policy=pulumi.Output.all(*(r.arn for r in team_roles.values())).apply(
-                lambda arns: pulumi.Output.json_dumps(controller_policy(list(arns)))
+                lambda arns: json.dumps(controller_policy(list(arns)))
             ),
             opts=aws_opts,
         )
@@ -240,15 +245,12 @@ class TeamSecrets(pulumi.ComponentResource):
             ),
         )
         for team in args.teams:
-            store = team_roles[team.name].arn.apply(
-                lambda arn, ns=team.namespace: secret_store(ns, args.account.region, arn)
-            )
             self.stores[team.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{team.name}-store",
                 api_version=ESO_API,
                 kind="SecretStore",
                 metadata={"name": SECRET_STORE_NAME, "namespace": team.namespace},
-                spec=store.apply(lambda s: s["spec"]),
+                spec=_store_spec(team_roles[team.name].arn, team.namespace, args.account.region),
                 opts=pulumi.ResourceOptions(
                     parent=self,
                     provider=args.k8s_provider,
