@@ -14,7 +14,10 @@ go to `host`; the agent's performance events to `performance`. The add-on ships 
 exporter and Neuron monitor: the GPU Operator's DCGM exporter already runs, so both are off.
 Log lines matched (PyTorch ProcessGroupNCCL.cpp): "Watchdog caught collective operation
 timeout", "NCCL communicator was aborted", "Some NCCL operations have failed or timed out";
-NVIDIA driver: "NVRM: Xid". `?"a" ?"b"` matches either term (CloudWatch filter syntax).
+NVIDIA driver: "NVRM: Xid". `?"a" ?"b"` matches either term, a quoted term is matched literally
+(filter syntax as AWS documents it, e.g. "?ERROR ?Exception" in https://docs.aws.amazon.com/
+sdk-for-kotlin/api/latest/lightsail/aws.sdk.kotlin.services.lightsail.model/
+-get-container-log-request/filter-pattern.html).
 """
 
 from __future__ import annotations
