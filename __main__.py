@@ -9,13 +9,17 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.platform.admission import Admission, AdmissionArgs
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
 from components.platform.karpenter import Karpenter, KarpenterArgs
+from components.platform.logging import Logging, LoggingArgs
 from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
+from components.platform.registry import Registry, RegistryArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
+from components.platform.secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.storage import Storage, StorageArgs
 from components.platform.teams import Team, TeamArgs
 from components.platform.validation import Validation, ValidationArgs
@@ -30,11 +34,14 @@ account = AwsAccount.lookup()
 network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels))
+Logging("logging", LoggingArgs.of(cfg, cluster, account, tags))
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
+registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
 observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
 gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
 scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster))
+admission = Admission("admission", AdmissionArgs.of(cfg, cluster, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
 for team in cfg.teams:
     args = TeamArgs.of(
@@ -47,7 +54,11 @@ for team in cfg.teams:
     )
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
-    team_resources[team.name] = [component, *volumes]
+    team_resources[team.name] = [component, *volumes, *admission.guards]
+teams = {name: resources[0] for name, resources in team_resources.items()}
+secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
+for name, store in secrets.stores.items():
+    team_resources[name].append(store)
 Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
 
 # Workload layer.
@@ -62,4 +73,5 @@ pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
 pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)
 pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
 pulumi.export("rwxStorageClass", storage.storage_class_name)
+pulumi.export("ecrRepositories", registry.repository_urls)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})

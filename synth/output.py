@@ -15,6 +15,7 @@ import yaml
 
 from synth.harness import Registration, SynthResult
 from synth.report import report
+from synth.report_security import security_section
 
 try:  # libyaml makes dumping several times faster; the pure-Python dumper gives the same text.
     _Dumper: Any = yaml.CSafeDumper
@@ -92,7 +93,8 @@ def write(result: SynthResult, out_dir: Path) -> list[Path]:
         + "\n",
         "manifests.yaml": _yaml(manifests(result), multi=True),
         "helm-releases.yaml": _yaml(helm_releases(result)),
-        "report.md": report(result),
+        # The security controls close the report (synth/report_security.py, docs/security.md).
+        "report.md": f"{report(result)}\n## Security\n\n{security_section(result)}\n",
     }
     if result.policy_violations is not None:
         files["policy-report.json"] = (

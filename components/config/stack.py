@@ -21,6 +21,7 @@ from components.config.network import NetworkConfig
 from components.config.node_groups import GpuNodeGroup, NodeGroupsConfig
 from components.config.observability import ObservabilityConfig
 from components.config.scheduling import SchedulingConfig
+from components.config.security import SecurityConfig
 from components.config.storage import BUCKET_PREFIX_MAX, StorageConfig
 from components.config.teams import TeamConfig
 from components.config.training import TrainingConfig, TrainingJobConfig
@@ -48,6 +49,7 @@ class StackConfig(Model):
     teams: list[TeamConfig] = []
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     training_jobs: list[TrainingJobConfig] = []
+    security: SecurityConfig = Field(default_factory=SecurityConfig)
 
     @model_validator(mode="after")
     def _storage_fits(self) -> StackConfig:
@@ -137,6 +139,23 @@ class StackConfig(Model):
             )
             for index, pool in enumerate(self.karpenter.pools)
             if pool.name in groups
+        ]
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _registry_prefixes(self) -> StackConfig:
+        # Pull-through cache prefixes are `<cluster>-<prefix>`, at most 30 characters (ECR).
+        problems: list[Problem] = [
+            (
+                f"security.registry.pullThroughCaches[{index}].prefix",
+                cache.prefix,
+                f"at most {29 - len(self.cluster.name)} characters with cluster "
+                f"{self.cluster.name!r} (ECR limits the prefix to 30)",
+            )
+            for index, cache in enumerate(self.security.registry.pull_through_caches)
+            if len(self.cluster.name) + 1 + len(cache.prefix) > 30
         ]
         if problems:
             raise problems_error(problems)

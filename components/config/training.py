@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
@@ -140,6 +141,30 @@ class SecretEnv(Model):
     key: Annotated[str, StringConstraints(pattern=r"^[-._a-zA-Z0-9]+$")]
 
 
+#: Env var names that carry credentials (WANDB_API_KEY, HF_TOKEN, DB_PASSWORD, ...).
+SECRET_ENV_NAME: Final = re.compile(
+    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|CREDENTIAL|PRIVATE_KEY)"
+)
+SecretProperty = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+
+
+class JobSecret(Model):
+    """A secret the job declares by name: AWS Secrets Manager `teams/<team>/<name>` (a JSON
+    object), synced by External Secrets Operator into the team namespace; only the properties
+    named here reach the pod, as env vars (`env: {VAR: property}`) or read-only files under
+    /var/run/secrets/gpu-platform/<name>/ (`files: [property]`). No value is ever in config."""
+
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$")]
+    env: dict[EnvName, SecretProperty] = {}
+    files: list[SecretProperty] = []
+
+    @model_validator(mode="after")
+    def _used(self) -> JobSecret:
+        if not self.env and not self.files:
+            raise problems_error([("env", None, "at least one env var or file")])
+        return self
+
+
 HyperValue = str | int | float | bool
 
 
@@ -189,6 +214,8 @@ class TrainingJobConfig(Model):
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
     env: dict[EnvName, str] = {}
     secret_env: list[SecretEnv] = []
+    #: Secrets from AWS Secrets Manager (docs/security.md#secrets).
+    secrets: list[JobSecret] = []
     max_runtime_seconds: Annotated[int, Field(ge=60)] | None = None
     ttl_seconds_after_finished: Annotated[int, Field(ge=0)] = 86400
     #: Ungraceful failures tolerated per node before the job fails (preemptions never count).
@@ -203,6 +230,18 @@ class TrainingJobConfig(Model):
         clash = sorted(reserved & set(value))
         if clash:
             raise ValueError(f"{', '.join(clash)} are set by the platform (run metadata)")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _no_secret_values(cls, value: dict[str, str]) -> dict[str, str]:
+        # A secret's value in stack config ends up in the state, the manifests and the report.
+        secretish = sorted(k for k in value if SECRET_ENV_NAME.search(k))
+        if secretish:
+            raise ValueError(
+                f"{', '.join(secretish)} look like secrets: declare them under `secrets` "
+                "(AWS Secrets Manager teams/<team>/<name>), never as a value in config"
+            )
         return value
 
     @model_validator(mode="after")

@@ -1,6 +1,6 @@
 """Teams: one tenant per `teams[]` entry — namespace, quotas, identity, RBAC, network, queues.
 
-A Team owns its namespace (pod-security `baseline` enforced), the ResourceQuota that caps it
+A Team owns its namespace (pod-security `restricted` enforced), the ResourceQuota that caps it
 whatever Kueue admits, a LimitRange so containers without requests still get a fair CPU share,
 the `trainer` ServiceAccount with an IAM role (EKS Pod Identity) limited to the team's S3
 prefixes, a Role + RoleBinding for the team's group (edit-like on jobs, never cluster-wide),
@@ -21,6 +21,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis import pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import FlavorQuota, TeamConfig
 from components.platform import iam
@@ -70,11 +71,8 @@ def namespace_labels(team: TeamConfig) -> dict[str, str]:
         f"{catalog.LABEL_DOMAIN}/team": team.name,
         f"{catalog.LABEL_DOMAIN}/kueue-queue": team.name,
         f"{catalog.LABEL_DOMAIN}/volcano-queue": team.name,
-        # Baseline blocks privileged pods and host namespaces; restricted is reported so teams
-        # can tighten their images before it is enforced.
-        "pod-security.kubernetes.io/enforce": "baseline",
-        "pod-security.kubernetes.io/warn": "restricted",
-        "pod-security.kubernetes.io/audit": "restricted",
+        # PSS restricted enforced: every pod the platform renders is restricted (pod_security).
+        **pod_security.RESTRICTED_NAMESPACE_LABELS,
     }
 
 

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis import pod_security
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 
 if TYPE_CHECKING:
@@ -144,12 +145,9 @@ def _pod_placement(pool: GpuPool) -> dict[str, Any]:
     }
 
 
-def _security() -> dict[str, Any]:
-    return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
-    }
+def _scratch_env() -> list[dict[str, str]]:
+    """HOME and caches on the scratch volume: the root filesystem is read-only."""
+    return [{"name": k, "value": v} for k, v in pod_security.SCRATCH_ENV.items()]
 
 
 def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
@@ -163,16 +161,20 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
             "namespace": config.namespace,
             "labels": {"app.kubernetes.io/part-of": "gpu-platform", "test": "gpu-smoke"},
             # The Job needs a GPU node to scale up; `pulumi up` must not wait for it.
-            "annotations": {"pulumi.com/skipAwait": "true"},
+            "annotations": {"pulumi.com/skipAwait": "true", **pod_security.gpu_pod_skips()},
         },
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": config.deadline_seconds,
             "template": {
-                "metadata": {"labels": {"test": "gpu-smoke", "pool": pool.name}},
+                "metadata": {
+                    "labels": {"test": "gpu-smoke", "pool": pool.name},
+                    "annotations": pod_security.gpu_pod_skips(),
+                },
                 "spec": {
                     "restartPolicy": "Never",
                     **_pod_placement(pool),
+                    **pod_security.restricted_pod_fields(),
                     "containers": [
                         {
                             "name": "smoke",
@@ -181,6 +183,7 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
                             "env": [
                                 {"name": "POOL", "value": pool.name},
                                 {"name": "EXPECTED_GPUS", "value": gpus},
+                                *_scratch_env(),
                             ],
                             "resources": {
                                 "requests": {
@@ -190,9 +193,11 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
                                 },
                                 "limits": {"memory": "8Gi", catalog.GPU_RESOURCE: gpus},
                             },
-                            "securityContext": _security(),
+                            **pod_security.restricted_container_fields(),
+                            "volumeMounts": [pod_security.scratch_mount()],
                         }
                     ],
+                    "volumes": [pod_security.scratch_volume()],
                 },
             },
         },
@@ -251,7 +256,7 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                 "name": name,
                 "namespace": config.namespace,
                 "labels": labels,
-                "annotations": {"pulumi.com/skipAwait": "true"},
+                "annotations": {"pulumi.com/skipAwait": "true", **pod_security.gpu_pod_skips()},
             },
             "spec": {
                 "completionMode": "Indexed",
@@ -262,10 +267,14 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                 "template": {
                     "metadata": {
                         "labels": {**labels, "pool": pool.name},
-                        "annotations": {VOLCANO_GROUP_ANNOTATION: name},
+                        "annotations": {
+                            VOLCANO_GROUP_ANNOTATION: name,
+                            **pod_security.gpu_pod_skips(),
+                        },
                     },
                     "spec": {
                         "restartPolicy": "Never",
+                        **pod_security.restricted_pod_fields(),
                         "schedulerName": "volcano",
                         "subdomain": name,
                         **_pod_placement(pool),
@@ -296,6 +305,7 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                                     },
                                     {"name": "NCCL_DEBUG", "value": "WARN"},
                                     {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
+                                    *_scratch_env(),
                                 ],
                                 "ports": [{"containerPort": NCCL_PORT, "name": "rendezvous"}],
                                 "resources": {
@@ -306,16 +316,18 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                                     },
                                     "limits": {"memory": "16Gi", catalog.GPU_RESOURCE: gpus},
                                 },
-                                "securityContext": _security(),
+                                **pod_security.restricted_container_fields(),
                                 "volumeMounts": [
                                     {"name": "scripts", "mountPath": "/scripts"},
                                     {"name": "shm", "mountPath": "/dev/shm"},
+                                    pod_security.scratch_mount(),
                                 ],
                             }
                         ],
                         "volumes": [
                             {"name": "scripts", "configMap": {"name": name}},
                             {"name": "shm", "emptyDir": {"medium": "Memory", "sizeLimit": "8Gi"}},
+                            pod_security.scratch_volume(),
                         ],
                     },
                 },
@@ -390,7 +402,9 @@ class Validation(pulumi.ComponentResource):
                 f"{name}-namespace",
                 metadata={
                     "name": config.namespace,
-                    "labels": {"pod-security.kubernetes.io/enforce": "baseline"},
+                    # Restricted like team namespaces: the tests prove GPUs and NCCL work
+                    # from a restricted pod, which is what every training pod is.
+                    "labels": dict(pod_security.RESTRICTED_NAMESPACE_LABELS),
                 },
                 opts=k8s_opts,
             )

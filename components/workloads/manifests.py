@@ -1,6 +1,9 @@
 """Pure builders of a training job's Kubernetes objects from its plan: torchrun and worker
 arguments, the pod template (placement, resources, env, volumes, spot safety) and the three
-launchers (Indexed Job + headless Service, Kubeflow TrainJob, Volcano Job)."""
+launchers (Indexed Job + headless Service, Kubeflow TrainJob, Volcano Job).
+
+Why this module is long: the three launchers share one pod template, and splitting them from it
+would scatter what a training pod is over several modules."""
 
 from __future__ import annotations
 
@@ -8,8 +11,9 @@ import json
 from typing import Any, Final
 
 from components import catalog
-from components.analysis import placement
+from components.analysis import placement, pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
+from components.workloads import secrets
 from components.workloads.plan import (
     CHECKPOINT_MOUNT,
     DO_NOT_DISRUPT,
@@ -39,6 +43,8 @@ from components.workloads.plan import (
 #: pulumi-kubernetes' annotation that turns off the create/update await of an object.
 SKIP_AWAIT: Final = "pulumi.com/skipAwait"
 
+#: checkov's one exception for training pods (no CPU limit), on the job and on its pods.
+GPU_POD_SKIPS: Final = pod_security.gpu_pod_skips()
 
 # --- torchrun -----------------------------------------------------------------------------------
 
@@ -167,6 +173,8 @@ def affinity(plan: JobPlan) -> dict[str, Any]:
 def container_env(plan: JobPlan) -> list[dict[str, Any]]:
     env: dict[str, str] = {
         **run_metadata(plan),
+        # The root filesystem is read-only: HOME and the JIT caches live on the scratch volume.
+        **pod_security.SCRATCH_ENV,
         "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
         "TORCH_NCCL_DUMP_ON_TIMEOUT": "1",
         "NCCL_DEBUG": plan.job.nccl_debug,
@@ -184,7 +192,7 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret_name, "key": s.key}}}
         for s in plan.job.secret_env
     ]
-    return rows
+    return rows + secrets.env_rows(plan)
 
 
 def container_resources(plan: JobPlan) -> dict[str, Any]:
@@ -208,7 +216,8 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         {
             "name": "dshm",
             "emptyDir": {"medium": "Memory", "sizeLimit": f"{plan.resources.shm_gib}Gi"},
-        }
+        },
+        pod_security.scratch_volume(),
     ]
     if plan.job.checkpoint.volume:
         out.append(
@@ -221,17 +230,18 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         out.append({"name": "checkpoints", "emptyDir": {}})
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "configMap": {"name": plan.ds_config_map}})
-    return out
+    return out + secrets.volumes(plan)
 
 
 def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = [
         {"name": "dshm", "mountPath": SHM_MOUNT},
         {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT},
+        pod_security.scratch_mount(),
     ]
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "mountPath": DS_CONFIG_MOUNT, "readOnly": True})
-    return out
+    return out + secrets.volume_mounts(plan)
 
 
 def trainer_container(plan: JobPlan) -> dict[str, Any]:
@@ -248,6 +258,7 @@ def trainer_container(plan: JobPlan) -> dict[str, Any]:
             {"name": "metrics", "containerPort": METRICS_PORT},
         ],
         "volumeMounts": volume_mounts(plan),
+        **pod_security.restricted_container_fields(),
     }
 
 
@@ -255,7 +266,7 @@ def pod_metadata(plan: JobPlan) -> dict[str, Any]:
     return {
         "labels": pod_labels(plan),
         # Karpenter must not consolidate or expire a node under a running training pod.
-        "annotations": {DO_NOT_DISRUPT: "true", **run_annotations(plan)},
+        "annotations": {DO_NOT_DISRUPT: "true", **run_annotations(plan), **GPU_POD_SKIPS},
     }
 
 
@@ -269,6 +280,7 @@ def pod_spec(plan: JobPlan) -> dict[str, Any]:
         "affinity": affinity(plan),
         "containers": [trainer_container(plan)],
         "volumes": volumes(plan),
+        **pod_security.restricted_pod_fields(),
     }
     if plan.job.max_runtime_seconds and plan.job.launcher == "volcano":
         # Volcano Jobs have no job-level deadline; bound each pod instead.
@@ -341,7 +353,7 @@ def _metadata(plan: JobPlan, name: str, *, kueue: bool) -> dict[str, Any]:
         # days and a Kueue-suspended Job never completes while it queues. `up` creates the
         # run, it does not wait for it. Custom resources (TrainJob, Volcano Job) are not
         # awaited anyway; the annotation makes that explicit for all three launchers.
-        "annotations": {SKIP_AWAIT: "true", **plan_annotations(plan)},
+        "annotations": {SKIP_AWAIT: "true", **plan_annotations(plan), **GPU_POD_SKIPS},
     }
 
 
@@ -459,6 +471,7 @@ def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any
         "metadata": {
             "name": runtime_name(priority),
             "labels": {"trainer.kubeflow.org/framework": "torch"},
+            "annotations": pod_security.runtime_template_skips(),
         },
         "spec": {
             "mlPolicy": {"numNodes": 1, "torch": {}},
@@ -482,8 +495,14 @@ def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any
                                         "spec": {
                                             "restartPolicy": "Never",
                                             "priorityClassName": POD_PRIORITY_CLASS[priority],
+                                            # TrainJob pods inherit these: patches set none.
+                                            **pod_security.restricted_pod_fields(),
                                             "containers": [
-                                                {"name": TRAINER_CONTAINER, "image": default_image}
+                                                {
+                                                    "name": TRAINER_CONTAINER,
+                                                    "image": default_image,
+                                                    **pod_security.restricted_container_fields(),
+                                                }
                                             ],
                                         }
                                     },
@@ -568,7 +587,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
 
 def job_manifests(plan: JobPlan) -> list[dict[str, Any]]:
     """Every object of one job, in apply order (ConfigMap and Service before the job)."""
-    out: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = secrets.external_secrets(plan)
     if plan.job.deepspeed is not None:
         out.append(deepspeed_config_map(plan))
     launcher = plan.job.launcher

@@ -93,6 +93,8 @@ class TrainingJob(pulumi.ComponentResource):
         for manifest in job_manifests(plan):
             kind = manifest["kind"]
             role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
+            if kind == "ExternalSecret":
+                role = f"secret-{manifest['metadata']['name']}"
             child_opts = pulumi.ResourceOptions(
                 parent=self,
                 provider=args.k8s_provider,

@@ -83,7 +83,11 @@ def test_managed_addons_are_pinned_with_network_policy_enforcement(prod: SynthRe
     assert cluster.inputs["vpcCniOptions"]["addonVersion"].startswith("v1.")
     assert "eksbuild" in cluster.inputs["corednsAddonOptions"]["version"]
     assert "eksbuild" in cluster.inputs["kubeProxyAddonOptions"]["version"]
-    addons = {a.inputs["addonName"]: a for a in prod.of_type("aws:eks/addon:Addon")}
+    addons = {
+        a.inputs["addonName"]: a
+        for a in prod.of_type("aws:eks/addon:Addon")
+        if a.name.startswith("cluster")  # the Logging component owns the CloudWatch add-on
+    }
     assert set(addons) == {"aws-ebs-csi-driver", "eks-pod-identity-agent"}
     assert all("eksbuild" in a.inputs["addonVersion"] for a in addons.values())
     ebs = addons["aws-ebs-csi-driver"]

@@ -219,7 +219,8 @@ def test_every_team_gets_its_namespace_quota_limits_policies_and_identity(
     }
     for team in cfg.teams:
         labels = namespaces[team.namespace]["metadata"]["labels"]
-        assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+        assert labels["pod-security.kubernetes.io/enforce"] == "restricted"
+        assert labels["pod-security.kubernetes.io/enforce-version"] == "v1.33"
         assert labels[f"{catalog.LABEL_DOMAIN}/team"] == team.name
         (quota,) = _in_namespace(result, QUOTA, team.namespace)
         hard = quota["spec"]["hard"]

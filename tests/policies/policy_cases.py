@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from components import catalog
+from components.analysis import pod_security
 from components.platform import iam
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
@@ -155,6 +156,8 @@ def container(**over: Any) -> dict[str, Any]:
             "requests": {"cpu": "8", "memory": "64Gi"},
             "limits": {"nvidia.com/gpu": 8, "memory": "64Gi"},
         },
+        # Restricted like every platform pod, so a case violates only the rule it is about.
+        "securityContext": pod_security.container_security_context(),
     }
     base.update(over)
     return base
@@ -165,6 +168,7 @@ def pod_spec(**over: Any) -> dict[str, Any]:
         "containers": [container()],
         "tolerations": [catalog.gpu_toleration()],
         "restartPolicy": "Never",
+        **pod_security.restricted_pod_fields(),
     }
     spec.update(over)
     return spec
@@ -1445,3 +1449,8 @@ CASES: list[Case] = [
     ),
     ("gpu-platform-helm-chart-pinned", "exact version", INTERRUPTION[-1:], {}, False),
 ]
+
+# The security rules' cases live in their own table (tests/policies/security_cases.py).
+from tests.policies.security_cases import SECURITY_CASES  # noqa: E402
+
+CASES += SECURITY_CASES

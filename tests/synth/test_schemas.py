@@ -54,7 +54,7 @@ def test_every_upstream_file_names_repository_tag_commit_path_and_license() -> N
         assert entry.repo and entry.tag and entry.path, entry.dest
         assert entry.license == "Apache-2.0", entry.dest
     crds = {e.dest for e in entries if e.dest.startswith("crds/")}
-    assert len(crds) == 15
+    assert len(crds) == 18
 
 
 @pytest.fixture

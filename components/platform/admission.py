@@ -1,0 +1,323 @@
+"""Trusted images at admission, in every team namespace (label `gpu-platform.io/team`):
+
+- a native ValidatingAdmissionPolicy (GA since Kubernetes 1.30, no extra component) admits Pods
+  and batch Jobs only when every image comes from an allowed registry and is pinned by digest;
+- Kyverno's ImageValidatingPolicy (kyverno/kyverno chart 3.9.0 = v1.19.0) admits Pods only
+  when every image carries a cosign signature from the configured identity.
+
+`security.imageAdmission.action` picks Deny (prod) or Audit (dev) for both. The policy's regular
+expression is also written on the policy as an annotation: the CrossGuard rule
+`gpu-platform-k8s-trusted-images` applies that same pattern to every rendered pod template, so
+synth flags an image the cluster would reject before anything is deployed.
+
+Sources: the VAP/binding shape as kubernetes/website examples/validatingadmissionpolicy/
+basic-example-{policy,binding}.yaml; Deny and Warn together are rejected by the API server, so
+audit mode is [Audit, Warn]. Kyverno fields from kyverno/kyverno@kyverno-chart-3.9.0:
+config/crds/policies.kyverno.io/policies.kyverno.io_imagevalidatingpolicies.yaml (v1beta1 is
+the storage version; `credentials.providers: [amazon]` lets it read private ECR) and
+test/conformance/chainsaw/image-validating-policies/ (verifyImageSignatures usage).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import catalog
+from components.config.security import ImageAdmissionConfig, SignatureConfig
+from components.platform import iam
+
+if TYPE_CHECKING:
+    from components.config import StackConfig
+    from components.platform.cluster import Cluster
+    from components.platform.iam import AwsAccount
+
+POLICY_NAME: Final = "gpu-platform-trusted-images"
+SIGNATURE_POLICY_NAME: Final = "gpu-platform-signed-images"
+#: The annotation carrying the policy's image pattern (read by the CrossGuard rule).
+PATTERN_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/allowed-image-pattern"
+TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"
+VAP_API: Final = "admissionregistration.k8s.io/v1"
+KYVERNO_API: Final = "policies.kyverno.io/v1beta1"
+KYVERNO_NAMESPACE: Final = "kyverno"
+KYVERNO_REPO: Final = "https://kyverno.github.io/kyverno/"
+KYVERNO_SERVICE_ACCOUNT: Final = "kyverno-admission-controller"
+
+
+def ecr_registry(account: AwsAccount) -> str:
+    return f"{account.account_id}.dkr.ecr.{account.region}.amazonaws.com"
+
+
+def allowed_registries(config: ImageAdmissionConfig, account: AwsAccount) -> list[str]:
+    return [ecr_registry(account), *config.allowed_registries]
+
+
+def image_pattern(registries: list[str], *, require_digest: bool) -> str:
+    """An RE2- and Python-compatible pattern for an allowed image reference: one of the
+    registries, a repository path, an optional tag and (when required) a sha256 digest."""
+    # Registry prefixes are [a-z0-9.:/_-] only (config.security.RegistryPrefix): escaping the
+    # dots is all it takes, and the pattern reads the same in RE2 (CEL) and Python.
+    hosts = "|".join(r.replace(".", "\\.") for r in registries)
+    digest = "@sha256:[a-f0-9]{64}" if require_digest else "(@sha256:[a-f0-9]{64})?"
+    return f"^({hosts})/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?{digest}$"
+
+
+def _cel_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def trusted_images_policy(pattern: str) -> dict[str, Any]:
+    """The ValidatingAdmissionPolicy: Pods and batch Jobs (early feedback at submit time);
+    Pods cover every controller (JobSet, Volcano, Trainer) since each creates its pods."""
+    rules = [
+        {
+            "apiGroups": group,
+            "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": [resource],
+        }
+        for group, resource in ((([""], "pods")), ((["batch"], "jobs")))
+    ]
+    return {
+        "apiVersion": VAP_API,
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": POLICY_NAME, "annotations": {PATTERN_ANNOTATION: pattern}},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": rules},
+            "variables": [
+                {
+                    "name": "podSpec",
+                    "expression": "object.kind == 'Pod' ? object.spec : object.spec.template.spec",
+                },
+                {
+                    "name": "containers",
+                    "expression": "variables.podSpec.containers"
+                    " + (has(variables.podSpec.initContainers)"
+                    " ? variables.podSpec.initContainers : [])"
+                    " + (has(variables.podSpec.ephemeralContainers)"
+                    " ? variables.podSpec.ephemeralContainers : [])",
+                },
+            ],
+            "validations": [
+                {
+                    "expression": "variables.containers.all(c, c.image.matches("
+                    f"{_cel_string(pattern)}))",
+                    "messageExpression": "'images must come from an allowed registry, pinned by"
+                    " digest: ' + variables.containers.map(c, c.image).join(', ')",
+                    "reason": "Forbidden",
+                }
+            ],
+        },
+    }
+
+
+def validation_actions(config: ImageAdmissionConfig) -> list[str]:
+    return ["Deny"] if config.action == "Deny" else ["Audit", "Warn"]
+
+
+def team_namespace_selector() -> dict[str, Any]:
+    return {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]}
+
+
+def trusted_images_binding(config: ImageAdmissionConfig) -> dict[str, Any]:
+    return {
+        "apiVersion": VAP_API,
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": POLICY_NAME},
+        "spec": {
+            "policyName": POLICY_NAME,
+            "validationActions": validation_actions(config),
+            "matchResources": {"namespaceSelector": team_namespace_selector()},
+        },
+    }
+
+
+def attestor(signatures: SignatureConfig) -> dict[str, Any]:
+    if signatures.public_key is not None:
+        return {"name": "platform", "cosign": {"key": {"data": signatures.public_key}}}
+    identity = {
+        "issuer": signatures.keyless_issuer,
+        "subjectRegExp": signatures.keyless_subject_regexp,
+    }
+    return {
+        "name": "platform",
+        "cosign": {
+            "keyless": {"identities": [identity]},
+            "ctlog": {"url": "https://rekor.sigstore.dev"},
+        },
+    }
+
+
+def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) -> dict[str, Any]:
+    """Kyverno ImageValidatingPolicy: every image of a team pod from the allowed registries is
+    signed by the platform's identity; `verifyDigest` also rejects tag-only references."""
+    return {
+        "apiVersion": KYVERNO_API,
+        "kind": "ImageValidatingPolicy",
+        "metadata": {"name": SIGNATURE_POLICY_NAME},
+        "spec": {
+            "failurePolicy": "Fail",
+            "validationActions": ["Deny"] if config.action == "Deny" else ["Audit"],
+            "matchConstraints": {
+                "namespaceSelector": team_namespace_selector(),
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE", "UPDATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+            },
+            "matchImageReferences": [{"glob": f"{r}/*"} for r in registries],
+            "credentials": {"providers": ["amazon"]},
+            "validationConfigurations": {
+                "mutateDigest": False,
+                "verifyDigest": config.require_digest,
+                "required": True,
+            },
+            "attestors": [attestor(config.signatures)],
+            "validations": [
+                {
+                    "expression": "images.containers.map(image, verifyImageSignatures(image,"
+                    " [attestors.platform])).all(e, e > 0)",
+                    "message": "every image must be signed by the platform's release identity",
+                }
+            ],
+        },
+    }
+
+
+def kyverno_values() -> dict[str, Any]:
+    """Three admission replicas: the webhook fails closed, so one replica is an outage. The
+    service account is named explicitly: the Pod Identity association refers to it."""
+    return {
+        "admissionController": {
+            "replicas": 3,
+            "rbac": {"serviceAccount": {"name": KYVERNO_SERVICE_ACCOUNT}},
+        }
+    }
+
+
+@dataclass(frozen=True)
+class AdmissionArgs:
+    """Inputs of the Admission component."""
+
+    config: ImageAdmissionConfig
+    account: AwsAccount
+    cluster_name: pulumi.Input[str]
+    k8s_provider: k8s.Provider
+    #: Kyverno's webhook pods need nodes before the release can become ready.
+    system_nodes: pulumi.Resource
+    tags: dict[str, str]
+
+    @classmethod
+    def of(
+        cls, cfg: StackConfig, cluster: Cluster, account: AwsAccount, tags: dict[str, str]
+    ) -> AdmissionArgs:
+        return cls(
+            config=cfg.security.image_admission,
+            account=account,
+            cluster_name=cluster.name,
+            k8s_provider=cluster.k8s_provider,
+            system_nodes=cluster.system_node_group,
+            tags=tags,
+        )
+
+
+class Admission(pulumi.ComponentResource):
+    """The trusted-images admission policies (and Kyverno when signatures are verified)."""
+
+    #: What team workloads must wait for: the policies that check them.
+    guards: list[pulumi.Resource]
+
+    def __init__(
+        self, name: str, args: AdmissionArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:security:Admission", name, None, opts)
+        config = args.config
+        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        registries = allowed_registries(config, args.account)
+        pattern = image_pattern(registries, require_digest=config.require_digest)
+        policy = trusted_images_policy(pattern)
+        vap = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
+            f"{name}-trusted-images",
+            metadata=policy["metadata"],
+            spec=policy["spec"],
+            opts=k8s_opts,
+        )
+        binding = trusted_images_binding(config)
+        vap_binding = k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding(
+            f"{name}-trusted-images-binding",
+            metadata=binding["metadata"],
+            spec=binding["spec"],
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[vap])),
+        )
+        self.guards = [vap, vap_binding]
+        if config.signatures.enabled:
+            self.guards += self._kyverno(name, args, registries, k8s_opts)
+        self.register_outputs({"pattern": pattern})
+
+    def _kyverno(
+        self,
+        name: str,
+        args: AdmissionArgs,
+        registries: list[str],
+        k8s_opts: pulumi.ResourceOptions,
+    ) -> list[pulumi.Resource]:
+        config = args.config
+        # Kyverno reads signatures from private ECR with its own identity (Pod Identity).
+        role = aws.iam.Role(
+            f"{name}-kyverno",
+            assume_role_policy=pulumi.Output.json_dumps(
+                iam.pod_identity_trust_policy(args.account.account_id)
+            ),
+            managed_policy_arns=[
+                f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
+            ],
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-kyverno",
+            cluster_name=args.cluster_name,
+            namespace=KYVERNO_NAMESPACE,
+            service_account=KYVERNO_SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-kyverno",
+            name="kyverno",
+            chart="kyverno",
+            repository_opts={"repo": KYVERNO_REPO},
+            version=config.signatures.kyverno_chart_version,
+            namespace=KYVERNO_NAMESPACE,
+            create_namespace=True,
+            values=kyverno_values(),
+            # Explicit (tests/synth/test_awaits.py): Helm waits for the webhook pods; 10 min
+            # covers a cold image pull on a fresh system node.
+            timeout=600,
+            atomic=True,
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_nodes, association])
+            ),
+        )
+        policy = signed_images_policy(config, registries)
+        signed = k8s.apiextensions.CustomResource(
+            f"{name}-signed-images",
+            api_version=policy["apiVersion"],
+            kind=policy["kind"],
+            metadata=policy["metadata"],
+            spec=policy["spec"],
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[release])
+            ),
+        )
+        return [release, signed]

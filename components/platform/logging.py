@@ -1,0 +1,262 @@
+"""Central logs: the Amazon CloudWatch Observability EKS add-on (CloudWatch agent + Fluent Bit)
+ships container, node and kernel logs into log groups this component creates first, encrypted
+with a dedicated KMS key and kept `security.logging.retentionDays`; metric filters and alarms
+catch NCCL watchdog timeouts / communicator aborts and GPU XID errors; saved Logs Insights
+queries give each team its namespace's logs and the platform who-submitted-which-job from the
+EKS audit log (control-plane log types are the cluster's `logTypes`; prod enables `audit`).
+
+Facts (aws-observability/helm-charts@amazon-cloudwatch-observability-4.10.0:charts/
+amazon-cloudwatch-observability/values.yaml, vendored in schemas/charts/): Fluent Bit
+writes `/aws/containerinsights/<cluster>/{application,dataplane,host}` with
+`auto_create_group true` (which would create unencrypted, never-expiring groups: hence created
+here, before the add-on); kernel messages (`Systemd_Filter _TRANSPORT=kernel`, NVRM Xid lines)
+go to `host`; the agent's performance events to `performance`. The add-on ships its own DCGM
+exporter and Neuron monitor: the GPU Operator's DCGM exporter already runs, so both are off.
+Log lines matched (PyTorch ProcessGroupNCCL.cpp): "Watchdog caught collective operation
+timeout", "NCCL communicator was aborted", "Some NCCL operations have failed or timed out";
+NVIDIA driver: "NVRM: Xid". `?"a" ?"b"` matches either term, a quoted term is matched literally
+(filter syntax as AWS documents it, e.g. "?ERROR ?Exception" in https://docs.aws.amazon.com/
+sdk-for-kotlin/api/latest/lightsail/aws.sdk.kotlin.services.lightsail.model/
+-get-container-log-request/filter-pattern.html).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import pulumi
+import pulumi_aws as aws
+
+from components.config.security import LoggingConfig
+from components.platform import iam
+
+if TYPE_CHECKING:
+    from components.config import StackConfig, TeamConfig
+    from components.platform.cluster import Cluster
+    from components.platform.iam import AwsAccount
+
+ADDON: Final = "amazon-cloudwatch-observability"
+#: Pinned add-on build (confirm: `aws eks describe-addon-versions --addon-name
+#: amazon-cloudwatch-observability --kubernetes-version 1.33`); chart 4.10.0's values vendored.
+ADDON_VERSION: Final = "v4.10.0-eksbuild.1"
+AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
+LOG_GROUPS: Final = ("application", "dataplane", "host", "performance")
+METRIC_NAMESPACE: Final = "GPUPlatform/Training"
+#: name -> (log group, filter pattern, what it means).
+LOG_ALERTS: Final = {
+    "NcclFailures": (
+        "application",
+        '?"Watchdog caught collective operation timeout" ?"NCCL communicator was aborted" '
+        '?"Some NCCL operations have failed or timed out"',
+        "NCCL watchdog timeout or communicator abort in a training pod",
+    ),
+    "GpuXidErrors": ("host", '"NVRM: Xid"', "GPU XID error in a node's kernel log"),
+}
+
+
+def log_group_name(cluster: str, group: str) -> str:
+    return f"/aws/containerinsights/{cluster}/{group}"
+
+
+def control_plane_log_group(cluster: str) -> str:
+    return f"/aws/eks/{cluster}/cluster"
+
+
+def logs_key_policy(account: AwsAccount) -> dict[str, Any]:
+    """The account administers the key; CloudWatch Logs may use it for this account's log
+    groups only (the `aws:logs:arn` encryption context, as AWS's published key policy)."""
+    root = f"arn:{account.partition}:iam::{account.account_id}:root"
+    groups = f"arn:{account.partition}:logs:{account.region}:{account.account_id}:log-group:*"
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "AccountAdministers",
+                "Effect": "Allow",
+                "Principal": {"AWS": root},
+                "Action": "kms:*",
+                "Resource": "*",
+            },
+            {
+                "Sid": "CloudWatchLogsUse",
+                "Effect": "Allow",
+                "Principal": {"Service": f"logs.{account.region}.amazonaws.com"},
+                "Action": [
+                    "kms:Encrypt*",
+                    "kms:Decrypt*",
+                    "kms:ReEncrypt*",
+                    "kms:GenerateDataKey*",
+                    "kms:Describe*",
+                ],
+                "Resource": "*",
+                "Condition": {"ArnLike": {"kms:EncryptionContext:aws:logs:arn": groups}},
+            },
+        ],
+    }
+
+
+def addon_configuration() -> dict[str, Any]:
+    """Container logs on; the add-on's own DCGM exporter and Neuron monitor off (the GPU
+    Operator's exporter already scrapes the GPUs; no Neuron devices here)."""
+    return {
+        "containerLogs": {"enabled": True},
+        "dcgmExporter": {"enabled": False},
+        "neuronMonitor": {"enabled": False},
+    }
+
+
+def team_query(team: TeamConfig) -> str:
+    return (
+        "fields @timestamp, kubernetes.pod_name, log\n"
+        f"| filter kubernetes.namespace_name = '{team.namespace}'\n"
+        "| sort @timestamp desc"
+    )
+
+
+#: Who created which training object, from the EKS audit log (Metadata level carries the user
+#: and the object reference for every request).
+SUBMISSIONS_QUERY: Final = (
+    "fields @timestamp, user.username, objectRef.namespace, objectRef.name, objectRef.resource\n"
+    "| filter verb = 'create' and objectRef.resource in ['jobs', 'trainjobs', 'externalsecrets']\n"
+    "| sort @timestamp desc"
+)
+
+
+@dataclass(frozen=True)
+class LoggingArgs:
+    """Inputs of the Logging component."""
+
+    config: LoggingConfig
+    cluster_name: str
+    #: The cluster's output name: the add-on waits for the control plane.
+    cluster_output: pulumi.Input[str]
+    account: AwsAccount
+    teams: list[TeamConfig]
+    #: The cluster sends control-plane logs (the audit query needs `audit` among them).
+    control_plane_logs: bool
+    tags: dict[str, str]
+
+    @classmethod
+    def of(
+        cls, cfg: StackConfig, cluster: Cluster, account: AwsAccount, tags: dict[str, str]
+    ) -> LoggingArgs:
+        return cls(
+            config=cfg.security.logging,
+            cluster_name=cfg.cluster.name,
+            cluster_output=cluster.name,
+            account=account,
+            teams=list(cfg.teams),
+            control_plane_logs="audit" in cfg.cluster.log_types,
+            tags=tags,
+        )
+
+
+class Logging(pulumi.ComponentResource):
+    """KMS-encrypted log groups, the CloudWatch Observability add-on, log alarms, queries."""
+
+    log_groups: dict[str, aws.cloudwatch.LogGroup]
+
+    def __init__(
+        self, name: str, args: LoggingArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:security:Logging", name, None, opts)
+        config = args.config
+        child = pulumi.ResourceOptions(parent=self)
+        self.log_groups = {}
+        if not config.enabled:
+            self.register_outputs({})
+            return
+        key = aws.kms.Key(
+            f"{name}-key",
+            description=f"CloudWatch Logs of {args.cluster_name}",
+            enable_key_rotation=True,
+            policy=json.dumps(logs_key_policy(args.account)),
+            tags=args.tags,
+            opts=child,
+        )
+        for group in LOG_GROUPS:
+            self.log_groups[group] = aws.cloudwatch.LogGroup(
+                f"{name}-{group}",
+                name=log_group_name(args.cluster_name, group),
+                kms_key_id=key.arn,
+                retention_in_days=config.retention_days,
+                tags=args.tags,
+                opts=child,
+            )
+        role = aws.iam.Role(
+            f"{name}-agent",
+            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account.account_id)),
+            managed_policy_arns=[
+                f"arn:{args.account.partition}:iam::aws:policy/CloudWatchAgentServerPolicy"
+            ],
+            tags=args.tags,
+            opts=child,
+        )
+        aws.eks.Addon(
+            f"{name}-addon",
+            cluster_name=args.cluster_output,
+            addon_name=ADDON,
+            addon_version=ADDON_VERSION,
+            configuration_values=json.dumps(addon_configuration()),
+            pod_identity_associations=[
+                {"role_arn": role.arn, "service_account": AGENT_SERVICE_ACCOUNT}
+            ],
+            tags=args.tags,
+            # Fluent Bit must find the encrypted groups, not create its own.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.log_groups.values())),
+        )
+        if config.alarms:
+            self._alarms(name, args)
+        for team in args.teams:
+            aws.cloudwatch.QueryDefinition(
+                f"{name}-query-{team.name}",
+                name=f"{args.cluster_name}/team-{team.name}",
+                log_group_names=[self.log_groups["application"].name],
+                query_string=team_query(team),
+                opts=child,
+            )
+        if args.control_plane_logs:
+            aws.cloudwatch.QueryDefinition(
+                f"{name}-query-submissions",
+                name=f"{args.cluster_name}/training-submissions",
+                log_group_names=[control_plane_log_group(args.cluster_name)],
+                query_string=SUBMISSIONS_QUERY,
+                opts=child,
+            )
+        self.register_outputs({"logGroups": sorted(self.log_groups)})
+
+    def _alarms(self, name: str, args: LoggingArgs) -> None:
+        child = pulumi.ResourceOptions(parent=self)
+        topic = aws.sns.Topic(
+            f"{name}-alerts", kms_master_key_id="alias/aws/sns", tags=args.tags, opts=child
+        )
+        for metric, (group, pattern, meaning) in LOG_ALERTS.items():
+            aws.cloudwatch.LogMetricFilter(
+                f"{name}-{metric}",
+                log_group_name=self.log_groups[group].name,
+                pattern=pattern,
+                metric_transformation={
+                    "name": metric,
+                    "namespace": METRIC_NAMESPACE,
+                    "value": "1",
+                    "default_value": "0",
+                },
+                opts=child,
+            )
+            aws.cloudwatch.MetricAlarm(
+                f"{name}-{metric}-alarm",
+                alarm_description=f"{meaning} ({args.cluster_name}); docs/runbooks.md",
+                namespace=METRIC_NAMESPACE,
+                metric_name=metric,
+                statistic="Sum",
+                period=300,
+                evaluation_periods=1,
+                threshold=1,
+                comparison_operator="GreaterThanOrEqualToThreshold",
+                treat_missing_data="notBreaching",
+                alarm_actions=[topic.arn],
+                tags=args.tags,
+                opts=child,
+            )

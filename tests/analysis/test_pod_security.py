@@ -1,0 +1,82 @@
+"""The restricted pod: every pod template both stacks render passes the PSS `restricted` checks
+(policies/rules/security.py, after pod-security-admission v0.33.13), team namespaces enforce it,
+and a rendered pod with one field broken is refused."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from components.analysis import pod_security
+from policies.rules.common import Resource
+from policies.rules.kubernetes import pod_templates
+from policies.rules.security import (
+    CLUSTER_TRAINING_RUNTIME,
+    restricted_problems,
+    runtime_templates,
+)
+from synth.harness import SynthResult
+
+WORKLOAD_KINDS = ("kubernetes:batch/v1:Job", "kubernetes:batch.volcano.sh/v1alpha1:Job")
+
+
+def _templates(result: SynthResult) -> list[tuple[str, object]]:
+    out = []
+    for kind in WORKLOAD_KINDS:
+        for reg in result.of_type(kind):
+            res = Resource(reg.type, reg.name, reg.urn, reg.inputs)
+            out += [(reg.name, t) for t in pod_templates(res)]
+    # TrainJob pods: the runtime's template (its patches only add placement and volumes).
+    for reg in result.of_type(CLUSTER_TRAINING_RUNTIME):
+        res = Resource(reg.type, reg.name, reg.urn, reg.inputs)
+        out += [(reg.name, t) for t in runtime_templates(res)]
+    return out
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_every_rendered_pod_is_restricted(stack: str, request: pytest.FixtureRequest) -> None:
+    result: SynthResult = request.getfixturevalue(stack)
+    templates = _templates(result)
+    assert len(templates) >= 3
+    for name, template in templates:
+        assert list(restricted_problems(template, complete=True)) == [], name  # type: ignore[arg-type]
+
+
+def test_prod_team_namespaces_enforce_restricted(prod: SynthResult) -> None:
+    namespaces = [
+        r.inputs["metadata"]
+        for r in prod.of_type("kubernetes:core/v1:Namespace")
+        if "gpu-platform.io/team" in r.inputs["metadata"].get("labels", {})
+    ]
+    assert len(namespaces) == 2
+    for meta in namespaces:
+        for key, value in pod_security.RESTRICTED_NAMESPACE_LABELS.items():
+            assert meta["labels"][key] == value, meta["name"]
+
+
+def test_a_rendered_pod_made_non_compliant_is_refused(prod: SynthResult) -> None:
+    (job,) = [
+        r for r in prod.of_type("kubernetes:batch/v1:Job") if r.name.endswith("pretrain-7b-job")
+    ]
+    inputs = copy.deepcopy(job.inputs)
+    spec = inputs["spec"]["template"]["spec"]
+    spec["containers"][0]["securityContext"]["runAsUser"] = 0
+    spec["containers"][0]["securityContext"].pop("allowPrivilegeEscalation")
+    spec["volumes"].append({"name": "host-shm", "hostPath": {"path": "/dev/shm"}})
+    (template,) = pod_templates(Resource(job.type, job.name, job.urn, inputs))
+    problems = list(restricted_problems(template, complete=True))
+    assert any("runAsUser is 0" in p for p in problems)
+    assert any("allowPrivilegeEscalation" in p for p in problems)
+    assert any("hostPath" in p for p in problems)
+
+
+def test_checkov_skip_reasons_cannot_break_checkov() -> None:
+    assert pod_security.checkov_skips({"CKV_K8S_11": "a reason"}) == {
+        "checkov.io/skip1": "CKV_K8S_11=a reason"
+    }
+    # checkov splits the value on '=' into exactly two parts (its parser raises otherwise).
+    with pytest.raises(ValueError, match="no '='"):
+        pod_security.checkov_skips({"CKV_K8S_11": "limit=none"})
+    with pytest.raises(ValueError):
+        pod_security.checkov_skips({"CKV_K8S_11": " "})

@@ -1,0 +1,101 @@
+"""ECR: immutable, KMS-encrypted, scanned repositories with lifecycle rules; pull-through caches
+with KMS creation templates; the account-wide scanning setting only where a stack owns it."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.config.security import PullThroughCache, RegistryConfig
+from components.platform import registry
+from synth.harness import SynthResult
+from tests.conftest import stack_values
+
+REPO = "aws:ecr/repository:Repository"
+LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
+CACHE = "aws:ecr/pullThroughCacheRule:PullThroughCacheRule"
+TEMPLATE = "aws:ecr/repositoryCreationTemplate:RepositoryCreationTemplate"
+SCANNING = "aws:ecr/registryScanningConfiguration:RegistryScanningConfiguration"
+
+
+def test_platform_repositories_are_immutable_encrypted_and_scanned(prod: SynthResult) -> None:
+    repos = prod.of_type(REPO)
+    assert sorted(r.inputs["name"] for r in repos) == ["gpu-prod/trainer", "gpu-prod/validation"]
+    for repo in repos:
+        assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
+        (encryption,) = repo.inputs["encryptionConfigurations"]
+        assert encryption["encryptionType"] == "KMS" and encryption["kmsKey"].startswith("arn:")
+        assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
+    assert len(prod.of_type(LIFECYCLE)) == len(repos)
+
+
+def test_lifecycle_expires_untagged_first_and_keeps_the_newest_releases() -> None:
+    rules = registry.lifecycle_policy(RegistryConfig(untagged_expire_days=3, keep_releases=9))[
+        "rules"
+    ]
+    assert [r["rulePriority"] for r in rules] == [1, 2]
+    assert rules[0]["selection"]["tagStatus"] == "untagged"
+    assert rules[0]["selection"]["countNumber"] == 3
+    # ECR requires the `any` rule to have the highest priority number.
+    assert rules[-1]["selection"] == {
+        "tagStatus": "any",
+        "countType": "imageCountMoreThan",
+        "countNumber": 9,
+    }
+
+
+def test_pull_through_caches_for_the_public_registries(prod: SynthResult) -> None:
+    caches = {r.inputs["upstreamRegistryUrl"]: r.inputs for r in prod.of_type(CACHE)}
+    assert set(caches) == {"public.ecr.aws", "registry.k8s.io", "quay.io"}
+    assert caches["registry.k8s.io"]["ecrRepositoryPrefix"] == "gpu-prod-k8s"
+    templates = prod.of_type(TEMPLATE)
+    assert {t.inputs["prefix"] for t in templates} == {
+        c["ecrRepositoryPrefix"] for c in caches.values()
+    }
+    for template in templates:
+        assert template.inputs["appliedFors"] == ["PULL_THROUGH_CACHE"]
+        # Cached repositories must stay mutable: ECR re-syncs their tags from upstream.
+        assert template.inputs["imageTagMutability"] == "MUTABLE"
+        assert template.inputs["encryptionConfigurations"][0]["encryptionType"] == "KMS"
+        assert json.loads(template.inputs["lifecyclePolicy"])["rules"]
+
+
+def test_nodes_may_import_only_into_this_clusters_caches(prod: SynthResult) -> None:
+    policies = [
+        r for r in prod.of_type("aws:iam/rolePolicy:RolePolicy") if "pull-through" in r.name
+    ]
+    assert len(policies) == 2  # managed node groups and Karpenter nodes
+    for policy in policies:
+        (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+        assert statement["Resource"].endswith(":repository/gpu-prod-*")
+
+
+def test_registry_scanning_is_owned_by_one_stack(prod: SynthResult, dev: SynthResult) -> None:
+    (scanning,) = prod.of_type(SCANNING)
+    assert scanning.inputs["scanType"] == "ENHANCED"
+    assert scanning.inputs["rules"][0]["scanFrequency"] == "CONTINUOUS_SCAN"
+    assert dev.of_type(SCANNING) == []
+    assert dev.of_type(REPO)
+
+
+def test_authenticated_upstreams_need_a_credential() -> None:
+    with pytest.raises(ValueError, match="requires authentication"):
+        PullThroughCache(prefix="ghcr", upstream="ghcr.io")
+    arn = "arn:aws:secretsmanager:us-east-1:123456789012:secret:ecr-pullthroughcache/ghcr-AbCdEf"
+    assert PullThroughCache(prefix="ghcr", upstream="ghcr.io", credential_arn=arn)
+
+
+def test_a_cache_prefix_too_long_for_the_cluster_is_a_config_error(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = copy.deepcopy(stack_values("dev"))
+    config["gpu-platform:security"] = {
+        "registry": {"pullThroughCaches": [{"prefix": "a" * 29, "upstream": "quay.io"}]}
+    }
+    expect_config_error(
+        config, "gpu-platform:security.registry.pullThroughCaches[0].prefix", "at most"
+    )
