@@ -29,10 +29,19 @@ GPU_TAINT_VALUE: Final = "true"
 GPU_TAINT_EFFECT: Final = "NoSchedule"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
-CapacityType = Literal["on-demand", "spot"]
+#: `reserved`: an EC2 On-Demand Capacity Reservation or a Capacity Block, launched by Karpenter
+#: as its own capacity type (aws/karpenter-provider-aws@v1.14.1:
+#: website/content/en/docs/tasks/odcrs.md#L38-46: "Karpenter doesn't model ODCRs as standard
+#: on-demand capacity, and instead uses a dedicated capacity type: `reserved`").
+CapacityType = Literal["on-demand", "spot", "reserved"]
 WorkloadType = Literal["system", "training", "general"]
 
+#: The order Kueue tries flavors in and Karpenter weights pools by: capacity already paid for
+#: (reservations) first, then spot, then on-demand list price.
+CAPACITY_ORDER: Final[dict[CapacityType, int]] = {"reserved": 0, "spot": 1, "on-demand": 2}
+
 #: EKS managed node groups spell capacity types differently from Karpenter and Kubernetes labels.
+#: Reserved capacity is Karpenter's only (docs/karpenter.md#capacity-model).
 EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 
 
@@ -149,9 +158,49 @@ def instance(name: str) -> InstanceType:
 
 
 def price_per_hour(name: str, capacity_type: CapacityType) -> float:
-    """Planning price of one instance of `name` on the given capacity type."""
+    """Planning price of one instance of `name` on the given capacity type. An On-Demand Capacity
+    Reservation bills the on-demand rate whether an instance runs in it or not; a Capacity Block
+    has its own (prepaid) price, which `karpenter.reservations[].priceUsdPerHour` carries."""
     row = INSTANCE_TYPES[name]
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
+
+
+def efa_instance_types() -> list[str]:
+    """Catalog types with at least one EFA device: where the EFA device plugin runs."""
+    return sorted(name for name, row in INSTANCE_TYPES.items() if row.efa_devices > 0)
+
+
+# --- EKS AMI releases ---------------------------------------------------------------------------
+
+#: Release tags of awslabs/amazon-eks-ami that a pinned Karpenter alias (`al2023@vYYYYMMDD`) may
+#: name: the tags Sept 2025 - Jul 2026 of the repository snapshot (HEAD 81fec2e8, 2026-07-23),
+#: `git tag` (/work/research/runs.md Q2). v20251020 is NOT a release (no tag, no CHANGELOG entry):
+#: Karpenter resolves the alias through the SSM parameter
+#: /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/nvidia/
+#: amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id
+#: (aws/karpenter-provider-aws@v1.14.1:pkg/providers/amifamily/al2023.go#L73-79) and a missing
+#: one leaves the EC2NodeClass AMIsReady=False. Add a tag here when you promote a newer release.
+EKS_AMI_RELEASES: Final[frozenset[str]] = frozenset(
+    {
+        "v20250904",
+        "v20250915",
+        "v20250920",
+        "v20251002",
+        "v20251007",
+        "v20251016",
+        "v20251023",
+        "v20251029",
+        "v20251103",
+        "v20251108",
+        "v20251112",
+        "v20251120",
+        "v20260625",
+        "v20260707",
+        "v20260709",
+        "v20260714",
+        "v20260724",
+    }
+)
 
 
 # --- Queueing vocabulary -------------------------------------------------------------------------

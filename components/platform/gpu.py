@@ -27,6 +27,16 @@ if TYPE_CHECKING:
 
 CHART: Final = "gpu-operator"
 REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
+#: AWS EFA device plugin: advertises `vpc.amazonaws.com/efa` on EFA nodes. Chart version with
+#: its leading `v` as published (aws/eks-charts@5239609:stable/aws-efa-k8s-device-plugin/
+#: Chart.yaml `version: v0.5.30`, appVersion v0.5.20); values vendored in
+#: tests/data/charts/aws-efa-k8s-device-plugin/.
+EFA_CHART: Final = "aws-efa-k8s-device-plugin"
+EFA_CHART_VERSION: Final = "v0.5.30"
+EFA_REPOSITORY: Final = "https://aws.github.io/eks-charts"
+EFA_NAMESPACE: Final = "kube-system"
+#: The account EKS publishes its add-on images from in commercial regions.
+EKS_IMAGE_ACCOUNT: Final = "602401143452"
 DCGM_METRICS_CONFIGMAP: Final = "gpu-platform-dcgm-metrics"
 DEVICE_PLUGIN_CONFIGMAP: Final = "gpu-platform-device-plugin"
 #: Named device-plugin configs; nodes pick one through `nvidia.com/device-plugin.config`.
@@ -170,6 +180,32 @@ def dcgm_service_monitor_spec(config: GpuOperatorConfig, namespace: str) -> dict
     }
 
 
+def stack_efa_instance_types(cfg: StackConfig) -> list[str]:
+    """The stack's GPU instance types with EFA devices (catalog counts), over managed groups
+    and Karpenter pools: the nodes the EFA device plugin must run on."""
+    types = {t for group in cfg.node_groups.gpu for t in group.instance_types}
+    types |= {t for pool in cfg.karpenter.pools for t in pool.resolved_instance_types}
+    return sorted(t for t in types if t in catalog.efa_instance_types())
+
+
+def efa_device_plugin_values(instance_types: list[str], region: str) -> dict[str, Any]:
+    """Values of the EFA device plugin chart. The chart hard-codes a required node affinity on
+    `supportedInstanceLabels` (templates/daemonset.yaml#L49-63, no `affinity` value), so the
+    list of this stack's EFA types is what pins it to EFA nodes; its only built-in toleration
+    is CriticalAddonsOnly, so without the GPU taint's toleration it never lands on a GPU node
+    (runs.md Q6). Image from the region's EKS registry instead of the chart's us-west-2 one."""
+    return {
+        "image": {
+            "repository": (f"{EKS_IMAGE_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/eks/{EFA_CHART}"),
+        },
+        "supportedInstanceLabels": {
+            "keys": ["node.kubernetes.io/instance-type"],
+            "values": list(instance_types),
+        },
+        "tolerations": [catalog.gpu_toleration()],
+    }
+
+
 @dataclass(frozen=True)
 class GpuStackArgs:
     """Inputs of the GpuStack component."""
@@ -182,9 +218,14 @@ class GpuStackArgs:
     system_node_group: pulumi.Resource
     #: The release that installs the prometheus-operator CRDs (ServiceMonitor waits for it).
     monitoring_release: pulumi.Resource
+    #: The stack's EFA-capable GPU instance types (empty: no EFA device plugin).
+    efa_instance_types: list[str]
+    region: str
 
     @classmethod
-    def of(cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource) -> GpuStackArgs:
+    def of(
+        cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource, region: str
+    ) -> GpuStackArgs:
         """This component's slice of the stack config, the cluster and the monitoring release
         (its CRDs come before the DCGM ServiceMonitor)."""
         return cls(
@@ -192,6 +233,8 @@ class GpuStackArgs:
             k8s_provider=cluster.k8s_provider,
             system_node_group=cluster.system_node_group,
             monitoring_release=monitoring,
+            efa_instance_types=stack_efa_instance_types(cfg),
+            region=region,
         )
 
 
@@ -265,4 +308,21 @@ class GpuStack(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[args.monitoring_release, self.release]),
             ),
         )
+        self.efa_release: k8s.helm.v3.Release | None = None
+        if args.efa_instance_types:
+            # A DaemonSet with no matching node is ready at once: Helm's --wait does not block
+            # on GPU nodes that Karpenter has not launched yet.
+            self.efa_release = k8s.helm.v3.Release(
+                f"{name}-efa-device-plugin",
+                name=EFA_CHART,
+                chart=EFA_CHART,
+                version=EFA_CHART_VERSION,
+                repository_opts={"repo": EFA_REPOSITORY},
+                namespace=EFA_NAMESPACE,
+                values=efa_device_plugin_values(args.efa_instance_types, args.region),
+                atomic=True,
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
+                ),
+            )
         self.register_outputs({"namespace": self.namespace})

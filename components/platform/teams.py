@@ -141,7 +141,7 @@ def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
 
 
 def ordered_quota(team: TeamConfig, flavors: Sequence[Flavor]) -> list[FlavorQuota]:
-    """The team's quota entries in the cluster's flavor order: spot before on-demand."""
+    """The team's quota entries in the cluster's flavor order: reserved, spot, on-demand."""
     rank = {flavor.name: index for index, flavor in enumerate(flavors)}
     return sorted(team.quota, key=lambda entry: rank[entry.flavor])
 
@@ -167,7 +167,7 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
             "reclaimWithinCohort": "Any",
             "borrowWithinCohort": {"policy": "Never"},
         },
-        # Try the next (on-demand) flavor before borrowing or preempting on spot.
+        # Try the next flavor (spot, then on-demand) before borrowing or preempting.
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
     }
 

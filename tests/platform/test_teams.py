@@ -299,7 +299,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "nominal GPU quota over the pools' capacity",
         lambda c: _teams(c)[1]["quota"][0].update(gpus=9),
         "gpu-platform:teams[1].quota[0].gpus",
-        "over the 32 GPUs its pools provide",
+        "over the 16 GPUs its pools provide",
     ),
     (
         "team referencing an unknown GPU class",
@@ -347,7 +347,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "lending more GPUs than the team holds",
         lambda c: _teams(c)[0]["quota"][0].update(lendingLimitGpus=30),
         "gpu-platform:teams[0].quota[0].lendingLimitGpus",
-        "at most gpus (24)",
+        "at most gpus (16)",
     ),
     (
         "the same flavor twice in one team",
