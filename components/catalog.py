@@ -283,5 +283,13 @@ def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType)
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
+#: Training pods' metrics endpoint: the container port the workload layer declares
+#: (components/workloads/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
+#: team NetworkPolicies open to Prometheus. Here because platform code may not import workloads;
+#: tests/platform/test_teams.py keeps the two equal.
+TRAINING_METRICS_PORT: Final = 9401
+TRAINING_METRICS_PORT_NAME: Final = "metrics"
+#: Label every training pod carries (workloads/plan.py JOB_LABEL): what the PodMonitor selects.
+TRAINING_JOB_LABEL: Final = f"{LABEL_DOMAIN}/training-job"
 #: The service account every team namespace has for its training pods (Pod Identity IAM).
 TRAINER_SERVICE_ACCOUNT: Final = "trainer"

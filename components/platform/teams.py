@@ -33,6 +33,7 @@ from components.platform.scheduling import (
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
+    from components.platform.observability import Observability
     from components.platform.scheduling import Scheduling
     from components.platform.storage import Storage
 
@@ -221,9 +222,10 @@ def role_rules() -> list[dict[str, Any]]:
     ]
 
 
-def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
-    """name -> NetworkPolicy spec. Ingress: only from the namespace (NCCL, rendezvous).
-    Egress: the namespace, cluster DNS, the Pod Identity agent and HTTPS to configured CIDRs."""
+def network_policies(team: TeamConfig, monitoring_namespace: str) -> dict[str, dict[str, Any]]:
+    """name -> NetworkPolicy spec. Ingress: from the namespace (NCCL, rendezvous) and from the
+    monitoring namespace to the training metrics port only. Egress: the namespace, cluster DNS,
+    the Pod Identity agent and HTTPS to configured CIDRs."""
     everyone: dict[str, Any] = {}
     https_blocks = ["0.0.0.0/0"] if team.egress.allow_all_https else list(team.egress.https_cidrs)
     egress: list[dict[str, Any]] = [
@@ -258,7 +260,42 @@ def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
             "policyTypes": ["Ingress"],
             "ingress": [{"from": [{"podSelector": {}}]}],
         },
+        # Prometheus scrapes the trainers (the team PodMonitor) and nothing else.
+        "allow-metrics-scrape": {
+            "podSelector": {
+                "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
+            },
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
+                            }
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": catalog.TRAINING_METRICS_PORT}],
+                }
+            ],
+        },
         "restrict-egress": {"podSelector": everyone, "policyTypes": ["Egress"], "egress": egress},
+    }
+
+
+def training_pod_monitor_spec(team: TeamConfig) -> dict[str, Any]:
+    """The team's PodMonitor: every training pod's `metrics` port (the reference trainer's
+    Prometheus endpoint). kube-prometheus-stack selects PodMonitors in every namespace
+    (observability.chart_values: podMonitorSelectorNilUsesHelmValues false, namespace selector
+    {}; runs.md Q12)."""
+    return {
+        "selector": {
+            "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
+        },
+        "namespaceSelector": {"matchNames": [team.namespace]},
+        "podMetricsEndpoints": [
+            {"port": catalog.TRAINING_METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
+        ],
     }
 
 
@@ -349,6 +386,9 @@ class TeamArgs:
     tags: dict[str, str]
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
+    #: Where Prometheus runs, and the release whose CRDs the PodMonitor needs.
+    monitoring_namespace: str = "monitoring"
+    monitoring_release: pulumi.Resource | None = None
 
     @classmethod
     def of(
@@ -360,8 +400,9 @@ class TeamArgs:
         cluster: Cluster,
         aws_account: AwsAccount,
         tags: dict[str, str],
+        observability: Observability | None = None,
     ) -> TeamArgs:
-        """One team's config with the queues, buckets and cluster it lives in."""
+        """One team's config with the queues, buckets, cluster and monitoring it lives in."""
         return cls(
             config=team,
             flavors=scheduling.flavors,
@@ -374,6 +415,8 @@ class TeamArgs:
             kueue_release=scheduling.kueue,
             volcano_release=scheduling.volcano,
             tags=tags,
+            monitoring_namespace=observability.namespace if observability else "monitoring",
+            monitoring_release=observability.release if observability else None,
         )
 
 
@@ -466,12 +509,25 @@ class Team(pulumi.ComponentResource):
             subjects=cast(Any, [{"apiGroup": RBAC_API, "kind": "Group", "name": team.group}]),
             opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
         )
-        for policy_name, spec in network_policies(team).items():
+        for policy_name, spec in network_policies(team, args.monitoring_namespace).items():
             k8s.networking.v1.NetworkPolicy(
                 f"{name}-{policy_name}",
                 metadata=meta(policy_name),
                 spec=cast(Any, spec),
                 opts=in_ns,
+            )
+        if args.monitoring_release is not None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-training-metrics",
+                api_version="monitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata=meta("training-metrics"),
+                spec=training_pod_monitor_spec(team),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.k8s_provider,
+                    depends_on=[self.namespace, args.monitoring_release],
+                ),
             )
 
         kueue_opts = pulumi.ResourceOptions(

@@ -25,6 +25,7 @@ from components.platform.teams import (
 from synth.harness import ACCOUNT_ID, SynthResult
 from tests.conftest import stack_values
 
+RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
@@ -75,7 +76,7 @@ def test_cluster_queue_preempts_by_priority_reclaims_in_cohort_and_tries_spot_fi
 
 def test_network_policies_deny_foreign_ingress_and_restrict_egress() -> None:
     prod = _config("prod")
-    policies = network_policies(prod.teams[0])
+    policies = network_policies(prod.teams[0], "monitoring")
     deny = policies["default-deny-ingress"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
     assert policies["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": {}}]}]
@@ -91,7 +92,7 @@ def test_network_policies_deny_foreign_ingress_and_restrict_egress() -> None:
 def test_all_https_egress_only_when_the_stack_says_so() -> None:
     dev = _config("dev")
     assert dev.teams[0].egress.allow_all_https
-    egress = network_policies(dev.teams[0])["restrict-egress"]["egress"]
+    egress = network_policies(dev.teams[0], "monitoring")["restrict-egress"]["egress"]
     open_rules = [
         r
         for r in egress
@@ -235,7 +236,12 @@ def test_every_team_gets_its_namespace_quota_limits_policies_and_identity(
         policies = {
             p["metadata"]["name"] for p in _in_namespace(result, NETWORK_POLICY, team.namespace)
         }
-        assert policies == {"default-deny-ingress", "allow-same-namespace", "restrict-egress"}
+        assert policies == {
+            "default-deny-ingress",
+            "allow-same-namespace",
+            "allow-metrics-scrape",
+            "restrict-egress",
+        }
         accounts = {
             a["metadata"]["name"] for a in _in_namespace(result, SERVICE_ACCOUNT, team.namespace)
         }
@@ -425,3 +431,58 @@ def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
         "ReadWriteOwnPrefixes",
         "UseDataKeyThroughS3",
     ]
+
+
+# --- training metrics (defect 10: trainers were never scraped) ---------------------------------
+
+
+def test_catalog_metrics_port_is_the_workload_layers() -> None:
+    from components.workloads import plan
+
+    assert catalog.TRAINING_METRICS_PORT == plan.METRICS_PORT
+    assert catalog.TRAINING_JOB_LABEL == plan.JOB_LABEL
+
+
+def test_each_team_has_a_pod_monitor_on_its_trainers_metrics_port(prod: SynthResult) -> None:
+    monitors = prod.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    teams = _config("prod").teams
+    assert {m.inputs["metadata"]["namespace"] for m in monitors} == {t.namespace for t in teams}
+    (release,) = [r for r in prod.of_type(RELEASE) if r.inputs["name"] == "kube-prometheus-stack"]
+    prometheus = release.inputs["values"]["prometheus"]["prometheusSpec"]
+    # Without this, Prometheus selects only PodMonitors labelled with its release (runs.md Q12).
+    assert prometheus["podMonitorSelectorNilUsesHelmValues"] is False
+    assert prometheus.get("podMonitorNamespaceSelector", {}) == {}
+    for monitor in monitors:
+        spec = monitor.inputs["spec"]
+        (endpoint,) = spec["podMetricsEndpoints"]
+        assert endpoint["port"] == "metrics"
+        (expression,) = spec["selector"]["matchExpressions"]
+        assert expression == {"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}
+        assert release.urn in monitor.dependencies
+
+
+def test_trainer_pods_name_the_metrics_port_the_pod_monitor_scrapes(dev: SynthResult) -> None:
+    (job,) = [
+        j
+        for j in dev.of_type("kubernetes:batch/v1:Job")
+        if j.inputs["metadata"].get("name") == "ddp-smoke"
+    ]
+    pod = job.inputs["spec"]["template"]
+    assert catalog.TRAINING_JOB_LABEL in pod["metadata"]["labels"]
+    ports = [p for c in pod["spec"]["containers"] for p in c.get("ports", [])]
+    assert {"name": "metrics", "containerPort": catalog.TRAINING_METRICS_PORT} in ports
+
+
+def test_monitoring_may_reach_the_metrics_port_only(prod: SynthResult) -> None:
+    policies = network_policies(_config("prod").teams[0], "monitoring")
+    scrape = policies["allow-metrics-scrape"]
+    (rule,) = scrape["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9401}]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    names = {
+        p.inputs["metadata"]["name"]
+        for p in prod.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    }
+    assert "allow-metrics-scrape" in names
