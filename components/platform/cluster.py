@@ -140,6 +140,8 @@ class Cluster(pulumi.ComponentResource):
     system_node_group: eks.ManagedNodeGroup
     gpu_node_groups: dict[str, eks.ManagedNodeGroup]
     coredns: aws.eks.Addon
+    #: The literal cluster name (for IAM conditions that cannot wait for an Output).
+    physical_name: str
 
     def __init__(
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -147,6 +149,7 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         config = args.config
+        self.physical_name = config.name
         addons = config.resolved_addons
         tags = args.tags
         account_id = args.aws_account.account_id
@@ -322,7 +325,14 @@ class Cluster(pulumi.ComponentResource):
 
         ebs_csi_role = aws.iam.Role(
             f"{name}-ebs-csi",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id,
+                    cluster_name=config.name,
+                    namespace="kube-system",
+                    service_account=EBS_CSI_SERVICE_ACCOUNT,
+                )
+            ),
             managed_policy_arns=[
                 f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy",
             ],

@@ -172,7 +172,14 @@ class Karpenter(pulumi.ComponentResource):
         # --- controller identity: Pod Identity role scoped to this cluster and region ---
         self.controller_role = aws.iam.Role(
             f"{name}-controller",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id,
+                    cluster_name=cluster_name,
+                    namespace=config.namespace,
+                    service_account=SERVICE_ACCOUNT,
+                )
+            ),
             tags=tags,
             opts=child,
         )

@@ -312,7 +312,11 @@ class Storage(pulumi.ComponentResource):
         account_id = self._args.aws_account.account_id
         role = aws.iam.Role(
             f"{name}-{driver}-csi",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id, namespace=CSI_NAMESPACE, service_account=service_account
+                )
+            ),
             tags=args.tags,
             opts=child,
         )

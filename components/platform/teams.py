@@ -44,6 +44,15 @@ COVERED_RESOURCES: Final = ("cpu", "memory", catalog.GPU_RESOURCE)
 #: restricted egress must still reach it to get credentials.
 POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"
 POD_IDENTITY_AGENT_PORT: Final = 80
+#: Address space that is never S3: RFC 1918 (the VPC, other VPCs, on-prem), link-local (IMDS,
+#: the Pod Identity agent), CGNAT. The S3 egress rule allows 443 everywhere else.
+NON_PUBLIC_CIDRS: Final = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "169.254.0.0/16",
+    "100.64.0.0/10",
+)
 RBAC_API: Final = "rbac.authorization.k8s.io"
 EDIT_VERBS: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
 READ_VERBS: Final = ("get", "list", "watch")
@@ -253,6 +262,14 @@ def network_policies(team: TeamConfig, monitoring_namespace: str) -> dict[str, d
                 "ports": [{"protocol": "TCP", "port": 443}],
             }
         )
+    if team.egress.s3 and not team.egress.allow_all_https:
+        # S3 (through the gateway endpoint's route: the addresses stay S3's public ones).
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_CIDRS)}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
     return {
         "default-deny-ingress": {"podSelector": everyone, "policyTypes": ["Ingress"]},
         "allow-same-namespace": {
@@ -386,6 +403,8 @@ class TeamArgs:
     tags: dict[str, str]
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
+    #: The literal cluster name for the trainer role's trust conditions (None: not pinned).
+    physical_cluster_name: str | None = None
     #: Where Prometheus runs, and the release whose CRDs the PodMonitor needs.
     monitoring_namespace: str = "monitoring"
     monitoring_release: pulumi.Resource | None = None
@@ -410,6 +429,7 @@ class TeamArgs:
             buckets={role: bucket.bucket for role, bucket in storage.buckets.items()},
             kms_key_arn=storage.kms_key_arn,
             cluster_name=cluster.name,
+            physical_cluster_name=cluster.physical_name,
             account_id=aws_account.account_id,
             k8s_provider=cluster.k8s_provider,
             kueue_release=scheduling.kueue,
@@ -468,7 +488,14 @@ class Team(pulumi.ComponentResource):
         self.trainer_role = aws.iam.Role(
             f"{name}-trainer",
             description=f"Training pods of team {team.name}: its S3 prefixes only",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    args.account_id,
+                    cluster_name=args.physical_cluster_name,
+                    namespace=ns,
+                    service_account=TRAINER_SERVICE_ACCOUNT,
+                )
+            ),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )

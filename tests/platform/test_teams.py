@@ -15,6 +15,7 @@ from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
 from components.platform.scheduling import flavors
 from components.platform.teams import (
+    NON_PUBLIC_CIDRS,
     TRAINER_SERVICE_ACCOUNT,
     cluster_queue_spec,
     data_buckets,
@@ -84,9 +85,23 @@ def test_network_policies_deny_foreign_ingress_and_restrict_egress() -> None:
     dns = [rule for rule in egress if {"protocol": "UDP", "port": 53} in rule.get("ports", [])]
     assert dns and dns[0]["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
     https = [rule for rule in egress if {"protocol": "TCP", "port": 443} in rule.get("ports", [])]
-    cidrs = {block["ipBlock"]["cidr"] for rule in https for block in rule["to"]}
-    assert cidrs == set(prod.teams[0].egress.https_cidrs)
-    assert "0.0.0.0/0" not in json.dumps(policies)
+    blocks = [block["ipBlock"] for rule in https for block in rule["to"]]
+    assert {b["cidr"] for b in blocks if "except" not in b} == set(prod.teams[0].egress.https_cidrs)
+    # S3: public address space only; the VPC, other private ranges and link-local stay closed.
+    (s3,) = [b for b in blocks if "except" in b]
+    assert s3 == {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_CIDRS)}
+    assert {"10.0.0.0/8", "169.254.0.0/16"} <= set(s3["except"])
+
+
+def test_s3_egress_needs_no_hand_kept_cidrs_and_can_be_turned_off() -> None:
+    prod = _config("prod")
+    # Defect 11: prod's teams list no S3 CIDRs any more (they went stale with ip-ranges.json).
+    assert all(team.egress.https_cidrs == ["10.0.0.0/16"] for team in prod.teams)
+    closed = prod.teams[0].model_copy(
+        update={"egress": prod.teams[0].egress.model_copy(update={"s3": False})}
+    )
+    egress = network_policies(closed, "monitoring")["restrict-egress"]["egress"]
+    assert "0.0.0.0/0" not in json.dumps(egress)
 
 
 def test_all_https_egress_only_when_the_stack_says_so() -> None:
@@ -486,3 +501,26 @@ def test_monitoring_may_reach_the_metrics_port_only(prod: SynthResult) -> None:
         for p in prod.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
     }
     assert "allow-metrics-scrape" in names
+
+
+def test_pod_identity_roles_are_pinned_to_cluster_namespace_and_service_account(
+    prod: SynthResult,
+) -> None:
+    # Defect 11: a PodIdentityAssociation in any other cluster of the account could use them.
+    roles = {
+        r.name: json.loads(r.inputs["assumeRolePolicy"]) for r in prod.of_type("aws:iam/role:Role")
+    }
+    expected = {
+        "karpenter-controller": ("gpu-prod", "kube-system", "karpenter"),
+        "cluster-ebs-csi": ("gpu-prod", "kube-system", "ebs-csi-controller-sa"),
+        "team-pretrain-trainer": ("gpu-prod", "team-pretrain", TRAINER_SERVICE_ACCOUNT),
+    }
+    for name, (cluster, namespace, account) in expected.items():
+        (statement,) = roles[name]["Statement"]
+        assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+        assert statement["Condition"]["StringEquals"] == {
+            "aws:SourceAccount": ACCOUNT_ID,
+            "aws:RequestTag/eks-cluster-name": cluster,
+            "aws:RequestTag/kubernetes-namespace": namespace,
+            "aws:RequestTag/kubernetes-service-account": account,
+        }
