@@ -91,6 +91,11 @@ class GpuNodeGroup(Model):
         """GPU model and count, e.g. `a10g-x1`: the unit queues and jobs are placed by."""
         return f"{self.gpu_model}-x{self.gpus_per_node}"
 
+    @property
+    def efa_devices(self) -> int:
+        """EFA devices per node (catalog): the launch template gets one interface per card."""
+        return catalog.instance(self.instance_types[0]).efa_devices
+
     @model_validator(mode="after")
     def _check(self) -> GpuNodeGroup:
         problems = _check_sizes(self.min_size, self.desired_size, self.max_size)
@@ -117,6 +122,16 @@ class GpuNodeGroup(Model):
                 (catalog.instance(n).gpu_model, catalog.instance(n).gpus)
                 for n in self.instance_types
             }
+            efa = {catalog.instance(n).efa_devices for n in self.instance_types}
+            if len(efa) > 1:
+                problems.append(
+                    (
+                        "instanceTypes",
+                        self.instance_types,
+                        "one EFA device count per group (the launch template lays out one "
+                        f"network interface per EFA card; these have {sorted(efa)})",
+                    )
+                )
             if len(shapes) > 1:
                 problems.append(
                     (

@@ -70,6 +70,26 @@ def launch_template_spec(
     }
 
 
+def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dict[str, Any]]:
+    """Launch-template network interfaces of an EFA node: one per EFA network card, the first
+    an EFA (with ENA) interface at device index 0, the others EFA-only at device index 1 - the
+    layout pulumi-eks's `enableEfaSupport` builds (pulumi/pulumi-eks@v4.3.0:
+    nodejs/eks/nodes/instances.ts#L86-103, after https://docs.aws.amazon.com/AWSEC2/latest/
+    UserGuide/efa-start.html#efa-start-tempinstance: "the first interface ... device index 0,
+    all the secondary interfaces ... device index 1"). Managed groups get no EFA interface
+    otherwise (Karpenter adds them itself when pods request vpc.amazonaws.com/efa)."""
+    return [
+        {
+            "network_card_index": index,
+            "device_index": 0 if index == 0 else 1,
+            "interface_type": "efa" if index == 0 else "efa-only",
+            "security_groups": [security_group_id],
+            "delete_on_termination": "true",
+        }
+        for index in range(efa_devices)
+    ]
+
+
 def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
     """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use)."""
     return {
@@ -285,6 +305,7 @@ class Cluster(pulumi.ComponentResource):
                 disk=(group.disk_size_gib, group.disk_iops, group.disk_throughput_mibps),
                 labels={**gpu_group_labels(group), **args.extra_gpu_labels.get(group.name, {})},
                 taints=[eks_gpu_taint()],
+                efa_devices=group.efa_devices,
             )
             for group in args.node_groups.gpu
         }
@@ -397,21 +418,28 @@ class Cluster(pulumi.ComponentResource):
         disk: tuple[int, int, int],
         labels: dict[str, str],
         taints: list[dict[str, str]],
+        efa_devices: int = 0,
     ) -> eks.ManagedNodeGroup:
         size, iops, throughput = disk
-        spec = launch_template_spec(
+        spec: dict[str, Any] = launch_template_spec(
             disk_size_gib=size, disk_iops=iops, disk_throughput_mibps=throughput
         )
+        # The pulumi-eks node security group, the one Karpenter's nodes select by id: all nodes
+        # share it, so pods talk across managed and Karpenter nodes (NCCL, rendezvous, DNS),
+        # and it admits the control plane. With a security group in the template, EKS adds no
+        # cluster security group of its own. EFA groups carry it on every interface instead
+        # (a template may not set both).
+        if efa_devices:
+            spec["network_interfaces"] = efa_network_interfaces(
+                efa_devices, self.node_security_group_id
+            )
+        else:
+            spec["vpc_security_group_ids"] = [self.node_security_group_id]
         node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
         template = aws.ec2.LaunchTemplate(
             name,
             description=f"{name}: IMDSv2-only, encrypted gp3 root",
             update_default_version=True,
-            # The pulumi-eks node security group, the one Karpenter's nodes get by discovery tag:
-            # all nodes share it, so pods talk across managed and Karpenter nodes (NCCL,
-            # rendezvous, DNS), and it admits the control plane. With a security group in the
-            # template, EKS adds no cluster security group of its own.
-            vpc_security_group_ids=[self.node_security_group_id],
             tag_specifications=[
                 {"resource_type": "instance", "tags": node_tags},
                 {"resource_type": "volume", "tags": node_tags},

@@ -214,8 +214,14 @@ def test_every_node_group_uses_an_imdsv2_encrypted_launch_template(
         template = templates[group.name]
         assert template.urn in group.dependencies
         assert template.inputs["metadataOptions"]["httpTokens"] == "required"
-        # One node security group for managed and Karpenter nodes alike.
-        assert template.inputs["vpcSecurityGroupIds"] == [node_sg]
+        # One node security group for managed and Karpenter nodes alike (on every interface
+        # of an EFA group's template).
+        interfaces = template.inputs.get("networkInterfaces")
+        if interfaces:
+            assert {sg for i in interfaces for sg in i["securityGroups"]} == {node_sg}
+            assert "vpcSecurityGroupIds" not in template.inputs
+        else:
+            assert template.inputs["vpcSecurityGroupIds"] == [node_sg]
         (mapping,) = template.inputs["blockDeviceMappings"]
         assert mapping["ebs"]["encrypted"] == "true"
         if group.inputs["amiType"] == "AL2023_x86_64_NVIDIA":
@@ -242,3 +248,29 @@ def test_default_storage_class_is_encrypted_gp3(prod: SynthResult) -> None:
     assert sc.inputs["parameters"]["type"] == "gp3"
     assert sc.inputs["parameters"]["encrypted"] == "true"
     assert sc.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_efa_static_group_gets_one_interface_per_efa_card(prod_static: SynthResult) -> None:
+    templates = {t.name: t for t in prod_static.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    interfaces = templates["cluster-h100-od"].inputs["networkInterfaces"]
+    assert len(interfaces) == catalog.instance("p5.48xlarge").efa_devices == 32
+    assert (interfaces[0]["deviceIndex"], interfaces[0]["interfaceType"]) == (0, "efa")
+    assert {(i["deviceIndex"], i["interfaceType"]) for i in interfaces[1:]} == {(1, "efa-only")}
+    assert [i["networkCardIndex"] for i in interfaces] == list(range(32))
+    # g6.xlarge .. g6.4xlarge have no EFA: plain security group, no interfaces.
+    assert "networkInterfaces" not in templates["cluster-l4-spot"].inputs
+
+
+def test_a_static_group_mixing_efa_counts_is_refused(expect_config_error: Any) -> None:
+    cfg = stack_values("prod")
+    cfg["gpu-platform:nodeGroups"]["gpu"] = [
+        {
+            "name": "g6e-od",
+            "capacityType": "on-demand",
+            "instanceTypes": ["g6e.12xlarge", "g6e.24xlarge"],
+            "maxSize": 1,
+        }
+    ]
+    expect_config_error(
+        cfg, "gpu-platform:nodeGroups.gpu[0].instanceTypes", "one EFA device count per group"
+    )
