@@ -101,6 +101,13 @@ class InstanceType:
 #: spot price history over the 30 days before 2026-10-31 rounded to cents. Recorded on
 #: 2026-10-31; they are planning figures for reports, not billing data — re-check before
 #: committing a budget. GPU/EFA counts: EC2 accelerated-computing instance specifications.
+#: EFA counts verified against sources: p5.48xlarge 32 (AWS EFA docs: "a request with 32 EFA
+#: devices and one ENA device"), g5.12xlarge 1 (aws/karpenter-provider-aws@v1.14.1:
+#: pkg/fake/zz_generated.describe_instance_types.go); the others (p4d/p4de 4, p5e 32, p5en 16,
+#: p6-b200 8, g6e 1/2/4, g5/g6 1) are UNVERIFIED (research memo runs.md Q6). They only choose
+#: where the EFA device plugin runs and how many interfaces a static managed group's launch
+#: template gets; Karpenter reads the real count from DescribeInstanceTypes. Every EFA type
+#: here is in the EFA device plugin chart's supported list (tests/platform/test_gpu.py).
 _INSTANCE_ROWS: Final[tuple[InstanceType, ...]] = (
     # name, vcpu, mem, gpus, model, gpu mem, efa, nvme, on-demand $/h, spot $/h
     InstanceType("m6i.large", 2, 8, 0, None, 0, 0, False, 0.096, 0.04),

@@ -115,6 +115,13 @@ def test_coredns_addon_waits_for_the_system_nodes_and_pulumi_eks_creates_none(
     ]
     assert system.urn in coredns.dependencies
     assert coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+    # The node monitoring agent (node health conditions for repair) waits for nodes too.
+    (agent,) = [
+        a
+        for a in prod.of_type("aws:eks/addon:Addon")
+        if a.inputs["addonName"] == "eks-node-monitoring-agent"
+    ]
+    assert system.urn in agent.dependencies
     assert coredns.inputs["addonVersion"] == "v1.12.2-eksbuild.4"
 
 
