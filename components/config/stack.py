@@ -95,14 +95,17 @@ class StackConfig(Model):
                         "memory and break training throughput and isolation)",
                     )
                 )
-        if self.gpu_operator.mig_strategy != "none" and not any(
-            group.gpu_model in catalog.MIG_CAPABLE_GPU_MODELS for group in groups.values()
+        models = {group.gpu_model for group in groups.values()} | {
+            pool.gpu_model for pool in self.karpenter.pools if pool.is_gpu
+        }
+        if self.gpu_operator.mig_strategy != "none" and not (
+            models & catalog.MIG_CAPABLE_GPU_MODELS
         ):
             problems.append(
                 (
                     "gpuOperator.migStrategy",
                     self.gpu_operator.mig_strategy,
-                    "'none' unless a GPU group has a MIG-capable GPU "
+                    "'none' unless a GPU group or pool has a MIG-capable GPU "
                     f"({', '.join(sorted(catalog.MIG_CAPABLE_GPU_MODELS))})",
                 )
             )

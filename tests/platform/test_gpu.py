@@ -173,6 +173,21 @@ def test_mig_strategy_needs_mig_capable_gpus(
     assert "gpu-platform:gpuOperator.migStrategy" in err
 
 
+def test_mig_counts_karpenter_pools_too() -> None:
+    # Prod's H100s are Karpenter's now (no GPU managed group): MIG must still be allowed.
+    from tests.platform.test_scheduling import _config
+
+    cfg = _config("prod")
+    assert not cfg.node_groups.gpu
+    values = stack_values("prod")
+    values["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    from components import config as stack_config
+
+    parsed = stack_config.parse(stack_config.namespace_values(raw))
+    assert parsed.gpu_operator.mig_strategy == "mixed"
+
+
 # --- EFA device plugin ------------------------------------------------------------------------
 
 EFA_VALUES = Path(__file__).parents[1] / "data/charts/aws-efa-k8s-device-plugin/values.yaml"
