@@ -111,6 +111,10 @@ class ClusterConfig(Model):
     #: been taken"; karpenter getting-started _index.md#L93-96): on only in the first stack of
     #: an account that never ran spot.
     create_spot_service_linked_role: bool = False
+    #: Install the EKS node monitoring agent add-on (node health conditions for repair). Its
+    #: default pin is UNVERIFIED (DEFAULT_ADDONS): confirm or override `addons.nodeMonitoringAgent`
+    #: before the first deploy, or turn it off here until then.
+    node_monitoring_agent: bool = True
 
     @field_validator("kubernetes_version")
     @classmethod

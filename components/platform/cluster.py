@@ -322,20 +322,8 @@ class Cluster(pulumi.ComponentResource):
             tags=tags,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )
-        # Node health conditions (AcceleratedHardwareReady: XID/ECC/NVLink from the NVIDIA
-        # driver, KernelReady, NetworkingReady, ...) that managed-group auto repair and
-        # Karpenter's NodeRepair act on (https://docs.aws.amazon.com/eks/latest/userguide/
-        # node-health.html). A DaemonSet: it tolerates every taint, so GPU nodes run it too.
-        aws.eks.Addon(
-            f"{name}-node-monitoring-agent",
-            cluster_name=self.name,
-            addon_name="eks-node-monitoring-agent",
-            addon_version=addons.node_monitoring_agent,
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
-        )
+        if config.node_monitoring_agent:
+            self._node_monitoring_agent(name, addons.node_monitoring_agent, tags)
         if config.create_spot_service_linked_role:
             aws.iam.ServiceLinkedRole(
                 f"{name}-spot-slr",
@@ -467,4 +455,20 @@ class Cluster(pulumi.ComponentResource):
             ignore_scaling_changes=False,
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _node_monitoring_agent(self, name: str, version: str, tags: dict[str, str]) -> None:
+        # Node health conditions (AcceleratedHardwareReady: XID/ECC/NVLink from the NVIDIA
+        # driver, KernelReady, NetworkingReady, ...) that managed-group auto repair and
+        # Karpenter's NodeRepair act on (https://docs.aws.amazon.com/eks/latest/userguide/
+        # node-health.html). A DaemonSet: it tolerates every taint, so GPU nodes run it too.
+        aws.eks.Addon(
+            f"{name}-node-monitoring-agent",
+            cluster_name=self.name,
+            addon_name="eks-node-monitoring-agent",
+            addon_version=version,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )

@@ -281,3 +281,10 @@ def test_a_static_group_mixing_efa_counts_is_refused(expect_config_error: Any) -
     expect_config_error(
         cfg, "gpu-platform:nodeGroups.gpu[0].instanceTypes", "one EFA device count per group"
     )
+
+
+def test_node_monitoring_agent_can_be_left_out_until_its_pin_is_confirmed() -> None:
+    cluster = {**stack_values("prod")["gpu-platform:cluster"], "nodeMonitoringAgent": False}
+    result = run_program("prod", overrides={"gpu-platform:cluster": cluster})
+    names = {a.inputs["addonName"] for a in result.of_type("aws:eks/addon:Addon")}
+    assert "eks-node-monitoring-agent" not in names and "coredns" in names
