@@ -33,7 +33,7 @@ cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_lab
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
 observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
-gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release, account.region))
+gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
 scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster))
 team_resources: dict[str, list[pulumi.Resource]] = {}
 for team in cfg.teams:

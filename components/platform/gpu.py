@@ -35,8 +35,6 @@ EFA_CHART: Final = "aws-efa-k8s-device-plugin"
 EFA_CHART_VERSION: Final = "v0.5.30"
 EFA_REPOSITORY: Final = "https://aws.github.io/eks-charts"
 EFA_NAMESPACE: Final = "kube-system"
-#: The account EKS publishes its add-on images from in commercial regions.
-EKS_IMAGE_ACCOUNT: Final = "602401143452"
 DCGM_METRICS_CONFIGMAP: Final = "gpu-platform-dcgm-metrics"
 DEVICE_PLUGIN_CONFIGMAP: Final = "gpu-platform-device-plugin"
 #: Named device-plugin configs; nodes pick one through `nvidia.com/device-plugin.config`.
@@ -188,16 +186,15 @@ def stack_efa_instance_types(cfg: StackConfig) -> list[str]:
     return sorted(t for t in types if t in catalog.efa_instance_types())
 
 
-def efa_device_plugin_values(instance_types: list[str], region: str) -> dict[str, Any]:
+def efa_device_plugin_values(instance_types: list[str]) -> dict[str, Any]:
     """Values of the EFA device plugin chart. The chart hard-codes a required node affinity on
     `supportedInstanceLabels` (templates/daemonset.yaml#L49-63, no `affinity` value), so the
     list of this stack's EFA types is what pins it to EFA nodes; its only built-in toleration
     is CriticalAddonsOnly, so without the GPU taint's toleration it never lands on a GPU node
-    (runs.md Q6). Image from the region's EKS registry instead of the chart's us-west-2 one."""
+    (runs.md Q6). The image stays the chart's (602401143452.dkr.ecr.us-west-2.amazonaws.com,
+    tag v0.5.20, pinned by the chart version; pulled through NAT from other regions): whether
+    EKS replicates it to every regional registry is UNVERIFIED, so it is not rewritten."""
     return {
-        "image": {
-            "repository": (f"{EKS_IMAGE_ACCOUNT}.dkr.ecr.{region}.amazonaws.com/eks/{EFA_CHART}"),
-        },
         "supportedInstanceLabels": {
             "keys": ["node.kubernetes.io/instance-type"],
             "values": list(instance_types),
@@ -220,12 +217,9 @@ class GpuStackArgs:
     monitoring_release: pulumi.Resource
     #: The stack's EFA-capable GPU instance types (empty: no EFA device plugin).
     efa_instance_types: list[str]
-    region: str
 
     @classmethod
-    def of(
-        cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource, region: str
-    ) -> GpuStackArgs:
+    def of(cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource) -> GpuStackArgs:
         """This component's slice of the stack config, the cluster and the monitoring release
         (its CRDs come before the DCGM ServiceMonitor)."""
         return cls(
@@ -234,7 +228,6 @@ class GpuStackArgs:
             system_node_group=cluster.system_node_group,
             monitoring_release=monitoring,
             efa_instance_types=stack_efa_instance_types(cfg),
-            region=region,
         )
 
 
@@ -319,7 +312,7 @@ class GpuStack(pulumi.ComponentResource):
                 version=EFA_CHART_VERSION,
                 repository_opts={"repo": EFA_REPOSITORY},
                 namespace=EFA_NAMESPACE,
-                values=efa_device_plugin_values(args.efa_instance_types, args.region),
+                values=efa_device_plugin_values(args.efa_instance_types),
                 atomic=True,
                 opts=pulumi.ResourceOptions.merge(
                     k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
