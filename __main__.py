@@ -51,6 +51,7 @@ for team in cfg.teams:
         cluster=cluster,
         aws_account=account,
         tags=tags,
+        observability=observability,
     )
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])

@@ -29,10 +29,19 @@ GPU_TAINT_VALUE: Final = "true"
 GPU_TAINT_EFFECT: Final = "NoSchedule"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
 
-CapacityType = Literal["on-demand", "spot"]
+#: `reserved`: an EC2 On-Demand Capacity Reservation or a Capacity Block, launched by Karpenter
+#: as its own capacity type (aws/karpenter-provider-aws@v1.14.1:
+#: website/content/en/docs/tasks/odcrs.md#L38-46: "Karpenter doesn't model ODCRs as standard
+#: on-demand capacity, and instead uses a dedicated capacity type: `reserved`").
+CapacityType = Literal["on-demand", "spot", "reserved"]
 WorkloadType = Literal["system", "training", "general"]
 
+#: The order Kueue tries flavors in and Karpenter weights pools by: capacity already paid for
+#: (reservations) first, then spot, then on-demand list price.
+CAPACITY_ORDER: Final[dict[CapacityType, int]] = {"reserved": 0, "spot": 1, "on-demand": 2}
+
 #: EKS managed node groups spell capacity types differently from Karpenter and Kubernetes labels.
+#: Reserved capacity is Karpenter's only (docs/karpenter.md#capacity-model).
 EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 
 
@@ -92,6 +101,13 @@ class InstanceType:
 #: spot price history over the 30 days before 2026-10-31 rounded to cents. Recorded on
 #: 2026-10-31; they are planning figures for reports, not billing data — re-check before
 #: committing a budget. GPU/EFA counts: EC2 accelerated-computing instance specifications.
+#: EFA counts verified against sources: p5.48xlarge 32 (AWS EFA docs: "a request with 32 EFA
+#: devices and one ENA device"), g5.12xlarge 1 (aws/karpenter-provider-aws@v1.14.1:
+#: pkg/fake/zz_generated.describe_instance_types.go); the others (p4d/p4de 4, p5e 32, p5en 16,
+#: p6-b200 8, g6e 1/2/4, g5/g6 1) are UNVERIFIED (research memo runs.md Q6). They only choose
+#: where the EFA device plugin runs and how many interfaces a static managed group's launch
+#: template gets; Karpenter reads the real count from DescribeInstanceTypes. Every EFA type
+#: here is in the EFA device plugin chart's supported list (tests/platform/test_gpu.py).
 _INSTANCE_ROWS: Final[tuple[InstanceType, ...]] = (
     # name, vcpu, mem, gpus, model, gpu mem, efa, nvme, on-demand $/h, spot $/h
     InstanceType("m6i.large", 2, 8, 0, None, 0, 0, False, 0.096, 0.04),
@@ -149,9 +165,49 @@ def instance(name: str) -> InstanceType:
 
 
 def price_per_hour(name: str, capacity_type: CapacityType) -> float:
-    """Planning price of one instance of `name` on the given capacity type."""
+    """Planning price of one instance of `name` on the given capacity type. An On-Demand Capacity
+    Reservation bills the on-demand rate whether an instance runs in it or not; a Capacity Block
+    has its own (prepaid) price, which `karpenter.reservations[].priceUsdPerHour` carries."""
     row = INSTANCE_TYPES[name]
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
+
+
+def efa_instance_types() -> list[str]:
+    """Catalog types with at least one EFA device: where the EFA device plugin runs."""
+    return sorted(name for name, row in INSTANCE_TYPES.items() if row.efa_devices > 0)
+
+
+# --- EKS AMI releases ---------------------------------------------------------------------------
+
+#: Release tags of awslabs/amazon-eks-ami that a pinned Karpenter alias (`al2023@vYYYYMMDD`) may
+#: name: the tags Sept 2025 - Jul 2026 of the repository snapshot (HEAD 81fec2e8, 2026-07-23),
+#: `git tag` (/work/research/runs.md Q2). v20251020 is NOT a release (no tag, no CHANGELOG entry):
+#: Karpenter resolves the alias through the SSM parameter
+#: /aws/service/eks/optimized-ami/<k8s>/amazon-linux-2023/x86_64/nvidia/
+#: amazon-eks-node-al2023-x86_64-nvidia-<k8s>-<release>/image_id
+#: (aws/karpenter-provider-aws@v1.14.1:pkg/providers/amifamily/al2023.go#L73-79) and a missing
+#: one leaves the EC2NodeClass AMIsReady=False. Add a tag here when you promote a newer release.
+EKS_AMI_RELEASES: Final[frozenset[str]] = frozenset(
+    {
+        "v20250904",
+        "v20250915",
+        "v20250920",
+        "v20251002",
+        "v20251007",
+        "v20251016",
+        "v20251023",
+        "v20251029",
+        "v20251103",
+        "v20251108",
+        "v20251112",
+        "v20251120",
+        "v20260625",
+        "v20260707",
+        "v20260709",
+        "v20260714",
+        "v20260724",
+    }
+)
 
 
 # --- Queueing vocabulary -------------------------------------------------------------------------
@@ -250,5 +306,13 @@ EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
+#: Training pods' metrics endpoint: the container port the workload layer declares
+#: (components/workloads/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
+#: team NetworkPolicies open to Prometheus. Here because platform code may not import workloads;
+#: tests/platform/test_teams.py keeps the two equal.
+TRAINING_METRICS_PORT: Final = 9401
+TRAINING_METRICS_PORT_NAME: Final = "metrics"
+#: Label every training pod carries (workloads/plan.py JOB_LABEL): what the PodMonitor selects.
+TRAINING_JOB_LABEL: Final = f"{LABEL_DOMAIN}/training-job"
 #: The service account every team namespace has for its training pods (Pod Identity IAM).
 TRAINER_SERVICE_ACCOUNT: Final = "trainer"

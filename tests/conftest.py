@@ -35,6 +35,32 @@ def prod() -> SynthResult:
     return run_program("prod")
 
 
+#: Static GPU managed groups (minSize >= 1: nothing scales managed groups) for tests of the
+#: managed-group path; the stacks themselves take all GPU capacity from Karpenter.
+STATIC_GPU_GROUPS: list[dict[str, Any]] = [
+    {
+        "name": "h100-od",
+        "capacityType": "on-demand",
+        "instanceTypes": ["p5.48xlarge"],
+        "maxSize": 2,
+    },
+    {
+        "name": "l4-spot",
+        "capacityType": "spot",
+        "instanceTypes": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"],
+        "maxSize": 4,
+    },
+    {"name": "l4-od", "capacityType": "on-demand", "instanceTypes": ["g6.4xlarge"], "maxSize": 2},
+]
+
+
+@pytest.fixture(scope="session")
+def prod_static() -> SynthResult:
+    """Prod with the static GPU managed groups of STATIC_GPU_GROUPS added."""
+    groups = {**stack_values("prod")["gpu-platform:nodeGroups"], "gpu": STATIC_GPU_GROUPS}
+    return run_program("prod", overrides={"gpu-platform:nodeGroups": groups})
+
+
 def stack_values(stack: str) -> dict[str, Any]:
     """A stack's `gpu-platform:` values, decoded, for tests to modify."""
     _, config, _ = load_stack_config(stack)

@@ -53,6 +53,14 @@ CASES: dict[str, tuple[Case, Case]] = {
         Case({f"DCGM_FI_DEV_ROW_REMAP_FAILURE{{{GPU}}}": "0 1 1"}, "2m", [NODE_GPU]),
         Case({f"DCGM_FI_DEV_ROW_REMAP_FAILURE{{{GPU}}}": "0x5"}, "5m", []),
     ),
+    "GpuNvlinkErrors": (
+        Case(
+            {f"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{{GPU}}}": "0+50x30"},
+            "20m",
+            [NODE_GPU],
+        ),
+        Case({f"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL{{{GPU}}}": "0+2x30"}, "20m", []),
+    ),
     "GpuThrottled": (
         Case(
             {

@@ -5,6 +5,7 @@ figures its quotas are checked against."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from components import catalog
 from components.config import StackConfig, TrainingJobConfig
@@ -13,16 +14,60 @@ from components.config import StackConfig, TrainingJobConfig
 def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int]:
     """GPUs each (GPU class, capacity type) flavor can provide at most: the one capacity figure
     Kueue quotas are checked against (Kueue itself is capacity-blind). Managed GPU node groups
-    count `maxSize` x GPUs per node; Karpenter GPU NodePools count their `limits.gpus`."""
+    are static (nothing scales them: docs/karpenter.md#capacity-model), so they count
+    `desiredSize` x GPUs per node; Karpenter GPU NodePools count their `limits.gpus`, reserved
+    pools at most what their reservations hold (the config model refuses more)."""
     capacity: dict[tuple[str, catalog.CapacityType], int] = {}
     for group in cfg.node_groups.gpu:
-        key = (group.gpu_class, group.capacity_type)
-        capacity[key] = capacity.get(key, 0) + group.max_size * group.gpus_per_node
+        key: tuple[str, catalog.CapacityType] = (group.gpu_class, group.capacity_type)
+        capacity[key] = capacity.get(key, 0) + group.desired_size * group.gpus_per_node
     for pool in cfg.karpenter.pools:
         if pool.is_gpu and pool.limits.gpus:
+            gpus = pool.limits.gpus
+            if pool.capacity_type == "reserved":
+                gpus = min(gpus, cfg.karpenter.reserved_gpus(pool.resolved_instance_types))
             key = (pool.resolved_gpu_class, pool.capacity_type)
-            capacity[key] = capacity.get(key, 0) + pool.limits.gpus
+            capacity[key] = capacity.get(key, 0) + gpus
     return capacity
+
+
+@dataclass(frozen=True)
+class ReservationRow:
+    """One capacity reservation as the report lists it."""
+
+    name: str
+    #: `cr-…`, or the tag selector as `key=value,…`.
+    selector: str
+    type: str
+    instance_type: str
+    count: int
+    gpus: int
+    #: `start … end` (UTC) for a Capacity Block, empty for an open-ended ODCR.
+    window: str
+    #: What the reservation costs per hour, used or not (count x price per instance-hour).
+    usd_per_hour: float
+
+
+def reservations(cfg: StackConfig) -> list[ReservationRow]:
+    """The stack's capacity reservations: billed whether or not a node runs in them, so their
+    $/h belongs to the idle cost."""
+    rows = []
+    for r in cfg.karpenter.reservations:
+        selector = r.id or ",".join(f"{k}={v}" for k, v in sorted((r.tags or {}).items()))
+        window = f"{r.start} … {r.end}" if r.start and r.end else ""
+        rows.append(
+            ReservationRow(
+                name=r.name,
+                selector=selector,
+                type=r.type,
+                instance_type=r.instance_type,
+                count=r.count,
+                gpus=r.gpus,
+                window=window,
+                usd_per_hour=round(r.count * r.effective_price_usd_per_hour, 2),
+            )
+        )
+    return rows
 
 
 def job_instance_types(cfg: StackConfig, job: TrainingJobConfig) -> list[str]:

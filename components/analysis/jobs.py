@@ -3,7 +3,8 @@ capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace.
 
 from __future__ import annotations
 
-from components.analysis.capacity import gpu_capacity
+from components import catalog
+from components.analysis.capacity import gpu_capacity, job_instance_types
 from components.analysis.quota import job_quota_problems
 from components.config import Problem, StackConfig, gpus_of_class
 
@@ -42,6 +43,20 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                     "training.requireImageDigest is on",
                 )
             )
+        if job.efa:
+            # An explicit `efa: true` on types without EFA would silently run over TCP sockets
+            # (job_resources requests no device): refuse it, naming what the class offers.
+            types = job_instance_types(cfg, job)
+            without = [t for t in types if catalog.instance(t).efa_devices == 0]
+            if without:
+                problems.append(
+                    (
+                        f"{key}.efa",
+                        True,
+                        f"a GPU class whose instance types have EFA devices ({', '.join(without)} "
+                        "have none; EFA types: p4d, p5, p5e, p5en, p6 and the largest g5/g6e)",
+                    )
+                )
         if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
             per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
             world = job.nodes * per_node

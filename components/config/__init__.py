@@ -50,9 +50,11 @@ from components.config.karpenter import (
     AmiAlias,
     KarpenterConfig,
     KarpenterDisruption,
+    KarpenterFeatureGates,
     KarpenterLimits,
     KarpenterNodeClass,
     KarpenterPool,
+    KarpenterReservation,
     gpu_class_instance_types,
 )
 from components.config.load import (
@@ -80,7 +82,6 @@ from components.config.scheduling import (
 )
 from components.config.stack import (
     StackConfig,
-    default_nccl_pool,
 )
 from components.config.storage import (
     BUCKET_PREFIX_MAX,
@@ -164,9 +165,11 @@ __all__ = [
     "JobCheckpoint",
     "KarpenterConfig",
     "KarpenterDisruption",
+    "KarpenterFeatureGates",
     "KarpenterLimits",
     "KarpenterNodeClass",
     "KarpenterPool",
+    "KarpenterReservation",
     "LogType",
     "LustreEvent",
     "Model",
@@ -196,7 +199,6 @@ __all__ = [
     "ValidationConfig",
     "VolcanoQueue",
     "WaitForPodsReady",
-    "default_nccl_pool",
     "format_errors",
     "gpu_class_instance_types",
     "gpus_of_class",

@@ -32,13 +32,65 @@ LOG_TYPES: Final[tuple[LogType, ...]] = (
 
 
 class AddonVersions(Model):
-    """EKS managed add-on versions, pinned (`aws eks describe-addon-versions` lists them)."""
+    """EKS managed add-on versions, pinned (`aws eks describe-addon-versions` lists them). Unset
+    fields take the default of the cluster's Kubernetes version (DEFAULT_ADDONS); set one to
+    override that default."""
 
-    vpc_cni: AddonVersion = "v1.20.1-eksbuild.3"
-    coredns: AddonVersion = "v1.12.2-eksbuild.4"
-    kube_proxy: AddonVersion = "v1.33.3-eksbuild.4"
-    ebs_csi: AddonVersion = "v1.48.0-eksbuild.2"
-    pod_identity_agent: AddonVersion = "v1.3.8-eksbuild.2"
+    vpc_cni: AddonVersion | None = None
+    coredns: AddonVersion | None = None
+    kube_proxy: AddonVersion | None = None
+    ebs_csi: AddonVersion | None = None
+    pod_identity_agent: AddonVersion | None = None
+    #: EKS node monitoring agent: node health conditions for managed-node-group auto repair and
+    #: Karpenter's NodeRepair (docs/runbooks.md#node-repair).
+    node_monitoring_agent: AddonVersion | None = None
+
+
+#: Add-on defaults per supported Kubernetes version. The 1.33 row is the one this platform was
+#: deployed with. The others are planning pins: kube-proxy 1.34 v1.34.0-eksbuild.5 and the 1.32
+#: v1.32.6 line come from the EKS user guide's kube-proxy table
+#: (https://github.com/awsdocs/amazon-eks-user-guide/pull/1146); the 1.32/1.34 CoreDNS builds and
+#: every `eks-node-monitoring-agent` pin are UNVERIFIED (no source reachable offline; research
+#: memo runs.md item 18) - confirm with `aws eks describe-addon-versions --kubernetes-version
+#: <v> --addon-name <name>` before the first deploy of that version; a wrong pin fails the
+#: add-on's create, not the cluster.
+DEFAULT_ADDONS: Final[dict[str, dict[str, str]]] = {
+    "1.32": {
+        "vpc_cni": "v1.20.1-eksbuild.3",
+        "coredns": "v1.11.4-eksbuild.14",
+        "kube_proxy": "v1.32.6-eksbuild.13",
+        "ebs_csi": "v1.48.0-eksbuild.2",
+        "pod_identity_agent": "v1.3.8-eksbuild.2",
+        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+    },
+    "1.33": {
+        "vpc_cni": "v1.20.1-eksbuild.3",
+        "coredns": "v1.12.2-eksbuild.4",
+        "kube_proxy": "v1.33.3-eksbuild.4",
+        "ebs_csi": "v1.48.0-eksbuild.2",
+        "pod_identity_agent": "v1.3.8-eksbuild.2",
+        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+    },
+    "1.34": {
+        "vpc_cni": "v1.20.1-eksbuild.3",
+        "coredns": "v1.12.3-eksbuild.1",
+        "kube_proxy": "v1.34.0-eksbuild.5",
+        "ebs_csi": "v1.48.0-eksbuild.2",
+        "pod_identity_agent": "v1.3.8-eksbuild.2",
+        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+    },
+}
+
+
+class ResolvedAddons(Model):
+    """Every add-on version, resolved for the cluster's Kubernetes version."""
+
+    vpc_cni: AddonVersion
+    coredns: AddonVersion
+    kube_proxy: AddonVersion
+    ebs_csi: AddonVersion
+    pod_identity_agent: AddonVersion
+    node_monitoring_agent: AddonVersion
 
 
 class ClusterConfig(Model):
@@ -53,13 +105,34 @@ class ClusterConfig(Model):
     kms_deletion_window_days: Annotated[int, Field(ge=7, le=30)] = 30
     deletion_protection: bool = True
     addons: AddonVersions = Field(default_factory=AddonVersions)
+    #: Create the EC2 Spot service-linked role (AWSServiceRoleForEC2Spot). Karpenter's spot
+    #: launches fail with ServiceLinkedRoleCreationNotPermitted without it, but creating it
+    #: fails when the account already has one ("Service role name AWSServiceRoleForEC2Spot has
+    #: been taken"; karpenter getting-started _index.md#L93-96): on only in the first stack of
+    #: an account that never ran spot.
+    create_spot_service_linked_role: bool = False
+    #: Install the EKS node monitoring agent add-on (node health conditions for repair). Its
+    #: default pin is UNVERIFIED (DEFAULT_ADDONS): confirm or override `addons.nodeMonitoringAgent`
+    #: before the first deploy, or turn it off here until then.
+    node_monitoring_agent: bool = True
 
     @field_validator("kubernetes_version")
     @classmethod
     def _version(cls, value: str) -> str:
-        if value not in SUPPORTED_KUBERNETES_VERSIONS:
-            raise ValueError(f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}")
+        if value not in SUPPORTED_KUBERNETES_VERSIONS or value not in DEFAULT_ADDONS:
+            raise ValueError(
+                f"must be one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)} "
+                "(a version with add-on pins in config/cluster.py DEFAULT_ADDONS)"
+            )
         return value
+
+    @property
+    def resolved_addons(self) -> ResolvedAddons:
+        """The add-on pins of this Kubernetes version, with the stack's overrides on top."""
+        overrides = {k: v for k, v in self.addons.model_dump().items() if v is not None}
+        return ResolvedAddons.model_validate(
+            {**DEFAULT_ADDONS[self.kubernetes_version], **overrides}
+        )
 
     @field_validator("log_types")
     @classmethod

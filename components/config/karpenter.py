@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Final, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
@@ -16,7 +16,7 @@ from components.config.base import (
     problems_error,
 )
 
-#: An AL2023 alias: a pinned EKS AMI release (`al2023@v20251020`) or `al2023@latest`.
+#: An AL2023 alias: a pinned EKS AMI release (`al2023@v20251023`) or `al2023@latest`.
 AmiAlias = Annotated[str, StringConstraints(pattern=r"^al2023@(latest|v[0-9]{8})$")]
 
 
@@ -95,20 +95,111 @@ class KarpenterDisruption(Model):
         return self
 
 
-#: Default NodePool weights: spot is tried first, on-demand is the fallback.
-DEFAULT_POOL_WEIGHT: Final[dict[catalog.CapacityType, int]] = {"spot": 50, "on-demand": 10}
+#: Default NodePool weights: reservations (already paid for) first, then spot, on-demand last.
+DEFAULT_POOL_WEIGHT: Final[dict[catalog.CapacityType, int]] = {
+    "reserved": 90,
+    "spot": 50,
+    "on-demand": 10,
+}
+
+#: UTC timestamp of a Capacity Block window edge, e.g. `2026-12-01T11:30:00Z`.
+UtcTimestamp = Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")]
+
+
+class KarpenterReservation(Model):
+    """EC2 capacity held for this cluster: an On-Demand Capacity Reservation or a Capacity
+    Block. Karpenter launches into it as capacity type `reserved` through the GPU EC2NodeClass's
+    `capacityReservationSelectorTerms` (aws/karpenter-provider-aws@v1.14.1:
+    pkg/apis/v1/ec2nodeclass.go#L49-55, #L203-222: a term is an `id` or `tags`)."""
+
+    name: Name
+    #: `cr-…` (the reservation's id); or select it by `tags` instead.
+    id: Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-z]+$")] | None = None
+    tags: dict[str, str] | None = None
+    #: Capacity Blocks are reservations too ("modeled as on-demand capacity reservations",
+    #: website/content/en/docs/tasks/odcrs.md#L31-32); Karpenter drains their nodes 40 min
+    #: before the block ends (pkg/controllers/capacityreservation/expiration/controller.go).
+    type: Literal["on-demand-reservation", "capacity-block"] = "on-demand-reservation"
+    instance_type: str
+    count: Annotated[int, Field(ge=1, le=256)]
+    #: Capacity Block window (UTC); informational for the report, EC2 enforces it.
+    start: UtcTimestamp | None = None
+    end: UtcTimestamp | None = None
+    #: $/h per instance. An ODCR bills the on-demand rate used or not (the catalog's price when
+    #: unset); a Capacity Block has its own prepaid price (required for capacity-block).
+    price_usd_per_hour: Annotated[float, Field(gt=0)] | None = None
+
+    @property
+    def gpus(self) -> int:
+        return self.count * catalog.instance(self.instance_type).gpus
+
+    @property
+    def effective_price_usd_per_hour(self) -> float:
+        if self.price_usd_per_hour is not None:
+            return self.price_usd_per_hour
+        return catalog.price_per_hour(self.instance_type, "reserved")
+
+    def selector_term(self) -> dict[str, Any]:
+        """The EC2NodeClass `capacityReservationSelectorTerms` entry selecting it."""
+        return {"id": self.id} if self.id is not None else {"tags": dict(self.tags or {})}
+
+    @model_validator(mode="after")
+    def _check(self) -> KarpenterReservation:
+        problems: list[Problem] = []
+        if (self.id is None) == (self.tags is None):
+            problems.append(("id", self.id, "set exactly one of id (cr-…) or tags"))
+        if self.tags is not None and not 1 <= len(self.tags) <= 20:
+            problems.append(("tags", self.tags, "1 to 20 tags (EC2NodeClass limit)"))
+        if self.instance_type not in catalog.GPU_INSTANCE_TYPES:
+            problems.append(
+                (
+                    "instanceType",
+                    self.instance_type,
+                    f"a GPU instance type from components/catalog.py "
+                    f"({', '.join(sorted(catalog.GPU_INSTANCE_TYPES))})",
+                )
+            )
+        if self.type == "capacity-block":
+            if self.start is None or self.end is None:
+                problems.append(("end", self.end, "a capacity-block needs start and end (UTC)"))
+            elif self.start >= self.end:
+                problems.append(("end", self.end, f"after start ({self.start})"))
+            if self.price_usd_per_hour is None:
+                problems.append(
+                    ("priceUsdPerHour", None, "the Capacity Block's price per instance-hour")
+                )
+        elif self.start is not None or self.end is not None:
+            problems.append(("start", self.start, "start/end only for type capacity-block"))
+        if problems:
+            raise problems_error(problems)
+        return self
+
+
+class KarpenterFeatureGates(Model):
+    """Karpenter feature gates (chart `settings.featureGates`, v1.14.1 values.yaml#L230-248)."""
+
+    #: Beta, on by default since v1.6 (website/content/en/docs/reference/settings.md#L62-63);
+    #: set explicitly because `reserved` pools depend on it.
+    reserved_capacity: Literal[True] = True
+    #: Alpha, off by default (settings.md#L61). Off here: it force-terminates a node whose
+    #: AcceleratedHardwareReady condition is False for 10 min, bypassing drain and
+    #: do-not-disrupt (concepts/disruption.md#L227-256, #L422) - on a multi-node run that is an
+    #: un-checkpointed kill of the whole gang. The GPU alerts page a human instead
+    #: (docs/runbooks.md#node-repair); turn it on per stack once jobs checkpoint often.
+    node_repair: bool = False
 
 
 class KarpenterPool(Model):
     """One Karpenter NodePool: a GPU class (or CPU instance types) on one capacity type."""
 
     name: Name
+    #: `reserved` launches only into `karpenter.reservations` of the pool's instance types.
     capacity_type: catalog.CapacityType
     #: `<model>-x<GPUs per node>` (e.g. `l4-x1`): every catalog type of that shape, unless
     #: `instanceTypes` narrows it down.
     gpu_class: str | None = None
     instance_types: list[str] = []
-    #: Higher is tried first; defaults: spot 50, on-demand 10.
+    #: Higher is tried first; defaults: reserved 90, spot 50, on-demand 10.
     weight: Annotated[int, Field(ge=1, le=100)] | None = None
     workload_type: Literal["training", "general"] = "training"
     limits: KarpenterLimits
@@ -227,17 +318,36 @@ class KarpenterConfig(Model):
     #: namespace's controllers their own flow (leader election keeps working under load).
     namespace: Literal["kube-system", "karpenter"] = "kube-system"
     replicas: Annotated[int, Field(ge=1, le=3)] = 2
-    #: Pinned AL2023 EKS AMI release; the NVIDIA variant is chosen per GPU instance type.
+    #: Pinned AL2023 EKS AMI release (a tag in catalog.EKS_AMI_RELEASES); the NVIDIA variant is
+    #: chosen per GPU instance type.
     ami_alias: AmiAlias
     #: `@latest` rolls every node whenever AWS publishes an AMI: only where a stack allows it.
     allow_latest_ami: bool = False
     gpu_node_class: KarpenterNodeClass = Field(default_factory=_gpu_node_class)
     cpu_node_class: KarpenterNodeClass = Field(default_factory=_cpu_node_class)
     pools: Annotated[list[KarpenterPool], Field(min_length=3)]
+    #: Capacity reservations and Capacity Blocks `reserved` pools launch into.
+    reservations: list[KarpenterReservation] = []
+    feature_gates: KarpenterFeatureGates = Field(default_factory=KarpenterFeatureGates)
+
+    def reserved_gpus(self, instance_types: list[str]) -> int:
+        """GPUs the reservations of these instance types hold."""
+        return sum(r.gpus for r in self.reservations if r.instance_type in instance_types)
 
     @model_validator(mode="after")
     def _check(self) -> KarpenterConfig:
         problems: list[Problem] = []
+        release = self.ami_alias.split("@", 1)[1]
+        if release != "latest" and release not in catalog.EKS_AMI_RELEASES:
+            known = sorted(catalog.EKS_AMI_RELEASES)
+            problems.append(
+                (
+                    "amiAlias",
+                    self.ami_alias,
+                    f"an existing amazon-eks-ami release (catalog.EKS_AMI_RELEASES: "
+                    f"{known[0]} … {known[-1]}); {release} was never released",
+                )
+            )
         if self.ami_alias.endswith("@latest") and not self.allow_latest_ami:
             problems.append(
                 (
@@ -263,31 +373,92 @@ class KarpenterConfig(Model):
             if pool.is_gpu:
                 by_class.setdefault(pool.resolved_gpu_class, []).append(pool)
         for gpu_class, pools in sorted(by_class.items()):
-            spot = [p.effective_weight for p in pools if p.capacity_type == "spot"]
-            on_demand = [p.effective_weight for p in pools if p.capacity_type == "on-demand"]
-            # On-demand alone is fine (p5: one type, no spot diversity; reserved capacity).
-            if spot and not on_demand:
+            weights = {
+                capacity: [p.effective_weight for p in pools if p.capacity_type == capacity]
+                for capacity in catalog.CAPACITY_ORDER
+            }
+            if not weights["on-demand"]:
                 problems.append(
                     (
                         "pools",
                         gpu_class,
-                        "a GPU class on spot needs a spot pool and an on-demand pool "
-                        "(spot first, on-demand fallback)",
+                        "every GPU class needs an on-demand pool (the fallback when spot runs "
+                        "dry or the reservations are full)",
                     )
                 )
-            elif not spot:
-                continue
-            elif min(spot) <= max(on_demand):
-                problems.append(
-                    (
-                        "pools",
-                        gpu_class,
-                        f"spot pools of {gpu_class} need a higher weight than its on-demand "
-                        f"pools (spot {min(spot)} <= on-demand {max(on_demand)})",
+            # Higher weight first: reserved > spot > on-demand (catalog.CAPACITY_ORDER).
+            ordered = sorted(catalog.CAPACITY_ORDER, key=catalog.CAPACITY_ORDER.__getitem__)
+            pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]
+            for first, then in pairs:
+                if weights[first] and weights[then] and min(weights[first]) <= max(weights[then]):
+                    problems.append(
+                        (
+                            "pools",
+                            gpu_class,
+                            f"{first} pools of {gpu_class} need a higher weight than its {then} "
+                            f"pools ({first} {min(weights[first])} <= {then} "
+                            f"{max(weights[then])})",
+                        )
                     )
-                )
+        problems += self._reservation_problems()
         if not any(not pool.is_gpu for pool in self.pools):
             problems.append(("pools", len(self.pools), "at least one CPU pool for general work"))
         if problems:
             raise problems_error(problems)
         return self
+
+    def _reservation_problems(self) -> list[Problem]:
+        """Reserved pools launch only into reservations of their types, their GPU limit is what
+        those hold (a flavor counting more would admit jobs no instance can run), and every
+        reservation is used by a pool (an unused ODCR is billed for nothing)."""
+        problems: list[Problem] = []
+        names: dict[str, int] = {}
+        for index, reservation in enumerate(self.reservations):
+            if reservation.name in names:
+                problems.append(
+                    (
+                        f"reservations[{index}].name",
+                        reservation.name,
+                        f"a unique name (reservations[{names[reservation.name]}] uses it)",
+                    )
+                )
+            names.setdefault(reservation.name, index)
+        reserved_types: set[str] = set()
+        for index, pool in enumerate(self.pools):
+            if pool.capacity_type != "reserved":
+                continue
+            types = pool.resolved_instance_types
+            reserved_types.update(types)
+            if not pool.is_gpu:
+                problems.append(
+                    (f"pools[{index}].capacityType", "reserved", "reserved pools are GPU pools")
+                )
+                continue
+            held = self.reserved_gpus(types)
+            if held == 0:
+                problems.append(
+                    (
+                        f"pools[{index}].capacityType",
+                        "reserved",
+                        f"a karpenter.reservations entry for one of {', '.join(types)}",
+                    )
+                )
+            elif pool.limits.gpus is not None and pool.limits.gpus > held:
+                problems.append(
+                    (
+                        f"pools[{index}].limits.gpus",
+                        pool.limits.gpus,
+                        f"at most the {held} GPUs the reservations of {', '.join(types)} hold",
+                    )
+                )
+        for index, reservation in enumerate(self.reservations):
+            if reservation.instance_type not in reserved_types:
+                problems.append(
+                    (
+                        f"reservations[{index}].instanceType",
+                        reservation.instance_type,
+                        "a type a pool with capacityType reserved launches (an unused "
+                        "reservation is billed for nothing)",
+                    )
+                )
+        return problems

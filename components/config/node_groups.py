@@ -52,14 +52,25 @@ class SystemNodeGroup(Model):
         return self
 
 
+#: Why a GPU managed node group must hold nodes: nothing scales it. Karpenter launches its own
+#: instances through CreateFleet and never changes an Auto Scaling group or a managed node
+#: group's desiredSize (aws/karpenter-provider-aws@v1.14.1:website/content/en/docs/faq.md#L49:
+#: "NodePools are designed to work alongside static capacity management solutions like EKS
+#: Managed Node Groups"; the migration guide scales node groups by hand), and this platform runs
+#: no cluster-autoscaler. A group at desiredSize 0 therefore never has a node, and a Kueue flavor
+#: counting it would admit jobs that never start (docs/karpenter.md#capacity-model).
+STATIC_ONLY = "static capacity only: set minSize >= 1 or move it to karpenter.pools"
+
+
 class GpuNodeGroup(Model):
-    """A managed GPU node group: one GPU model and GPU count, one capacity type."""
+    """A managed GPU node group: static capacity (always-on nodes) of one GPU model and GPU count
+    on one capacity type. Dynamic GPU capacity is Karpenter's (`karpenter.pools`)."""
 
     name: Name
     instance_types: Annotated[list[str], Field(min_length=1)]
-    capacity_type: catalog.CapacityType
-    min_size: Annotated[int, Field(ge=0)] = 0
-    desired_size: Annotated[int, Field(ge=0)] = 0
+    capacity_type: Literal["on-demand", "spot"]
+    min_size: Annotated[int, Field(ge=0)] = 1
+    desired_size: Annotated[int, Field(ge=0)] = 1
     max_size: Annotated[int, Field(ge=1, le=100)]
     #: Training images are 10-20 GB compressed; unpacked layers plus the image cache need room.
     disk_size_gib: Annotated[int, Field(ge=100, le=16000)] = 300
@@ -80,9 +91,18 @@ class GpuNodeGroup(Model):
         """GPU model and count, e.g. `a10g-x1`: the unit queues and jobs are placed by."""
         return f"{self.gpu_model}-x{self.gpus_per_node}"
 
+    @property
+    def efa_devices(self) -> int:
+        """EFA devices per node (catalog): the launch template gets one interface per card."""
+        return catalog.instance(self.instance_types[0]).efa_devices
+
     @model_validator(mode="after")
     def _check(self) -> GpuNodeGroup:
         problems = _check_sizes(self.min_size, self.desired_size, self.max_size)
+        if self.min_size < 1:
+            problems.append(("minSize", self.min_size, STATIC_ONLY))
+        if self.desired_size < 1:
+            problems.append(("desiredSize", self.desired_size, STATIC_ONLY))
         unknown = False
         for index, name in enumerate(self.instance_types):
             if name not in catalog.GPU_INSTANCE_TYPES:
@@ -102,6 +122,16 @@ class GpuNodeGroup(Model):
                 (catalog.instance(n).gpu_model, catalog.instance(n).gpus)
                 for n in self.instance_types
             }
+            efa = {catalog.instance(n).efa_devices for n in self.instance_types}
+            if len(efa) > 1:
+                problems.append(
+                    (
+                        "instanceTypes",
+                        self.instance_types,
+                        "one EFA device count per group (the launch template lays out one "
+                        f"network interface per EFA card; these have {sorted(efa)})",
+                    )
+                )
             if len(shapes) > 1:
                 problems.append(
                     (
@@ -125,10 +155,11 @@ class GpuNodeGroup(Model):
 
 
 class NodeGroupsConfig(Model):
-    """The system group and the managed GPU groups."""
+    """The system group and the (optional, static) managed GPU groups."""
 
     system: SystemNodeGroup = Field(default_factory=SystemNodeGroup)
-    gpu: Annotated[list[GpuNodeGroup], Field(min_length=2)]
+    #: Static GPU capacity only; empty = every GPU node comes from a Karpenter NodePool.
+    gpu: list[GpuNodeGroup] = []
 
     @model_validator(mode="after")
     def _check(self) -> NodeGroupsConfig:
@@ -144,16 +175,6 @@ class NodeGroupsConfig(Model):
                     )
                 )
             seen.setdefault(group.name, index)
-        capacity = {group.capacity_type for group in self.gpu}
-        for needed in ("on-demand", "spot"):
-            if needed not in capacity:
-                problems.append(
-                    (
-                        "gpu",
-                        sorted(capacity),
-                        f"at least one {needed} GPU group (spot first, on-demand fallback)",
-                    )
-                )
         if problems:
             raise problems_error(problems)
         return self

@@ -16,7 +16,7 @@ from components import catalog
 from components.config.base import Model, Problem, problems_error
 from components.config.cluster import ClusterConfig
 from components.config.gpu import GpuOperatorConfig
-from components.config.karpenter import KarpenterConfig
+from components.config.karpenter import KarpenterConfig, KarpenterPool
 from components.config.network import NetworkConfig
 from components.config.node_groups import GpuNodeGroup, NodeGroupsConfig
 from components.config.observability import ObservabilityConfig
@@ -97,30 +97,39 @@ class StackConfig(Model):
                         "memory and break training throughput and isolation)",
                     )
                 )
-        if self.gpu_operator.mig_strategy != "none" and not any(
-            group.gpu_model in catalog.MIG_CAPABLE_GPU_MODELS for group in groups.values()
+        models = {group.gpu_model for group in groups.values()} | {
+            pool.gpu_model for pool in self.karpenter.pools if pool.is_gpu
+        }
+        if self.gpu_operator.mig_strategy != "none" and not (
+            models & catalog.MIG_CAPABLE_GPU_MODELS
         ):
             problems.append(
                 (
                     "gpuOperator.migStrategy",
                     self.gpu_operator.mig_strategy,
-                    "'none' unless a GPU group has a MIG-capable GPU "
+                    "'none' unless a GPU group or pool has a MIG-capable GPU "
                     f"({', '.join(sorted(catalog.MIG_CAPABLE_GPU_MODELS))})",
                 )
             )
         nccl = self.validation.nccl
         if self.validation.enabled and self.validation.nccl_test:
-            if nccl.pool is not None and nccl.pool not in groups:
+            targets = self.nccl_targets()
+            if nccl.pool is not None and nccl.pool not in targets:
                 problems.append(
-                    ("validation.nccl.pool", nccl.pool, f"one of {', '.join(sorted(groups))}")
+                    (
+                        "validation.nccl.pool",
+                        nccl.pool,
+                        f"a GPU node group or Karpenter GPU pool ({', '.join(sorted(targets))})",
+                    )
                 )
-            target = groups.get(nccl.pool) if nccl.pool else default_nccl_pool(self.node_groups)
-            if target is not None and target.max_size < nccl.nodes:
+            target = self.nccl_pool()
+            if target is not None and targets[target.name] < nccl.nodes:
                 problems.append(
                     (
                         "validation.nccl.nodes",
                         nccl.nodes,
-                        f"at most the pool's maxSize ({target.name}: {target.max_size})",
+                        f"at most the nodes its pool reaches ({target.name}: "
+                        f"{targets[target.name]})",
                     )
                 )
         if problems:
@@ -165,18 +174,27 @@ class StackConfig(Model):
     def bucket_prefix(self) -> str:
         return (self.storage.bucket_prefix or self.cluster.name).lower()
 
-    def nccl_pool(self) -> GpuNodeGroup:
-        """The GPU node group the NCCL test runs on (named, or the default)."""
+    def nccl_targets(self) -> dict[str, int]:
+        """Pools the NCCL test may run on and the most nodes each reaches: static GPU node groups
+        (desiredSize: nothing scales them) and Karpenter GPU pools (limits.gpus / GPUs per node)."""
+        targets = {group.name: group.desired_size for group in self.node_groups.gpu}
+        for pool in self.karpenter.pools:
+            if pool.is_gpu and pool.limits.gpus is not None:
+                targets[pool.name] = pool.limits.gpus // pool.gpus_per_node
+        return targets
+
+    def nccl_pool(self) -> GpuNodeGroup | KarpenterPool | None:
+        """Where the NCCL test runs: the named pool, else the first on-demand static GPU group,
+        else the first non-spot Karpenter GPU pool (no preemption mid-test)."""
         named = self.validation.nccl.pool
-        for group in self.node_groups.gpu:
-            if group.name == named:
-                return group
-        return default_nccl_pool(self.node_groups)
-
-
-def default_nccl_pool(node_groups: NodeGroupsConfig) -> GpuNodeGroup:
-    """The NCCL test's pool when none is named: the first on-demand GPU group (no preemption)."""
-    for group in node_groups.gpu:
-        if group.capacity_type == "on-demand":
-            return group
-    return node_groups.gpu[0]
+        candidates: list[GpuNodeGroup | KarpenterPool] = [
+            *self.node_groups.gpu,
+            *(pool for pool in self.karpenter.pools if pool.is_gpu),
+        ]
+        for candidate in candidates:
+            if candidate.name == named:
+                return candidate
+        for candidate in candidates:
+            if candidate.capacity_type != "spot":
+                return candidate
+        return candidates[0] if candidates else None

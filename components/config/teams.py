@@ -100,10 +100,17 @@ class IamStatement(Model):
 
 
 class TeamEgress(Model):
-    """Egress beyond the namespace and DNS: HTTPS (443) only, to these CIDRs."""
+    """Egress beyond the namespace and DNS: HTTPS (443) only (docs/scheduling.md#s3-egress)."""
 
+    #: HTTPS to these CIDRs (the VPC, for interface endpoints such as ECR and STS).
     https_cidrs: list[str] = []
-    #: Allow 443 to anywhere (0.0.0.0/0); only when the stack says so explicitly.
+    #: HTTPS to public IPv4 space (0.0.0.0/0 minus private, link-local and CGNAT ranges): how
+    #: pods reach S3. S3's addresses are hundreds of changing prefixes (ip-ranges.json) that a
+    #: NetworkPolicy cannot follow, and the gateway endpoint's prefix list is not expressible
+    #: in one; the data boundary is the trainer role's IAM (team prefixes only). Off: the team
+    #: reaches no S3 (checkpoints to S3, datasets) - only where it needs none.
+    s3: bool = True
+    #: Allow 443 to anywhere (0.0.0.0/0) incl. cluster-internal; only when the stack says so.
     allow_all_https: bool = False
 
     @field_validator("https_cidrs")

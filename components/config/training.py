@@ -198,7 +198,10 @@ class TrainingJobConfig(Model):
     #: Defaults to the GPU class's GPUs per node; when given it must equal them.
     gpus_per_node: Annotated[int, Field(ge=1, le=16)] | None = None
     gpu_class: str
-    capacity: Literal["spot", "on-demand", "either"] = "on-demand"
+    #: `reserved`: the stack's capacity reservations first, on-demand when they are full (Kueue
+    #: tries the reserved flavor first; an ODCR can be interrupted and a Capacity Block ends, so
+    #: the spot checkpoint rules apply).
+    capacity: Literal["spot", "on-demand", "reserved", "either"] = "on-demand"
     checkpoint: JobCheckpoint = Field(default_factory=JobCheckpoint)
     deepspeed: DeepSpeedSettings | None = None
     fsdp: FsdpSettings | None = None
@@ -295,6 +298,8 @@ class TrainingJobConfig(Model):
     def capacity_types(self) -> tuple[catalog.CapacityType, ...]:
         if self.capacity == "either":
             return ("spot", "on-demand")
+        if self.capacity == "reserved":
+            return ("reserved", "on-demand")
         return (self.capacity,)
 
 

@@ -166,6 +166,18 @@ def alerts(t: AlertThresholds) -> list[Alert]:
             "> 0",
         ),
         Alert(
+            "GpuNvlinkErrors",
+            # CRC flit errors are retried by the link, so a few are noise; hundreds in 10 min
+            # mean a degrading NVLink that turns into XID 74 and a hung all-reduce.
+            "increase(DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL[10m]) > 100",
+            "5m",
+            "warning",
+            "NVLink CRC errors climbing on GPU {{ $labels.gpu }} of node {{ $labels.Hostname }}",
+            "{{ $value }} NVLink flit CRC errors in 10 min; the link is degrading and will "
+            "stall NCCL collectives.",
+            "> 100 CRC flit errors in 10 min for 5m",
+        ),
+        Alert(
             "GpuThrottled",
             # Violation counters are nanoseconds of throttling: rate()/1e9 = fraction of time.
             "(rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) + rate(DCGM_FI_DEV_POWER_VIOLATION[5m]))"

@@ -70,6 +70,26 @@ def launch_template_spec(
     }
 
 
+def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dict[str, Any]]:
+    """Launch-template network interfaces of an EFA node: one per EFA network card, the first
+    an EFA (with ENA) interface at device index 0, the others EFA-only at device index 1 - the
+    layout pulumi-eks's `enableEfaSupport` builds (pulumi/pulumi-eks@v4.3.0:
+    nodejs/eks/nodes/instances.ts#L86-103, after https://docs.aws.amazon.com/AWSEC2/latest/
+    UserGuide/efa-start.html#efa-start-tempinstance: "the first interface ... device index 0,
+    all the secondary interfaces ... device index 1"). Managed groups get no EFA interface
+    otherwise (Karpenter adds them itself when pods request vpc.amazonaws.com/efa)."""
+    return [
+        {
+            "network_card_index": index,
+            "device_index": 0 if index == 0 else 1,
+            "interface_type": "efa" if index == 0 else "efa-only",
+            "security_groups": [security_group_id],
+            "delete_on_termination": "true",
+        }
+        for index in range(efa_devices)
+    ]
+
+
 def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
     """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use)."""
     return {
@@ -139,6 +159,9 @@ class Cluster(pulumi.ComponentResource):
     k8s_provider: k8s.Provider
     system_node_group: eks.ManagedNodeGroup
     gpu_node_groups: dict[str, eks.ManagedNodeGroup]
+    coredns: aws.eks.Addon
+    #: The literal cluster name (for IAM conditions that cannot wait for an Output).
+    physical_name: str
 
     def __init__(
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -146,6 +169,8 @@ class Cluster(pulumi.ComponentResource):
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         config = args.config
+        self.physical_name = config.name
+        addons = config.resolved_addons
         tags = args.tags
         account_id = args.aws_account.account_id
 
@@ -203,14 +228,17 @@ class Cluster(pulumi.ComponentResource):
             skip_default_node_group=True,
             deletion_protection=config.deletion_protection,
             vpc_cni_options=eks.VpcCniOptionsArgs(
-                addon_version=config.addons.vpc_cni,
+                addon_version=addons.vpc_cni,
                 # NetworkPolicy objects are only enforced when the VPC CNI's agent is on.
                 enable_network_policy=True,
             ),
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(version=config.addons.coredns),
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(
-                version=config.addons.kube_proxy
-            ),
+            # Off here, created below after the system node group: pulumi-eks creates its
+            # CoreDNS add-on with no dependency on any node group, so with only managed groups
+            # it waits 20 min for nodes and fails DEGRADED
+            # (https://github.com/pulumi/pulumi-eks/issues/1819; nodejs/eks/cluster/cluster.ts
+            # #L1175-1245 at v4.3.0). No configurationValues here: they would re-enable it.
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
             tags=tags,
             cluster_tags=tags,
             opts=child,
@@ -221,12 +249,28 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
         self.node_security_group_id = cluster.node_security_group_id
+        # EFA needs a security group that allows all traffic to and from itself, inbound AND
+        # outbound (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, "Prepare
+        # an EFA-enabled security group"). pulumi-eks gives the node group self ingress
+        # (nodejs/eks/nodes/securitygroup.ts#L130-140) and egress to 0.0.0.0/0; the explicit
+        # self egress keeps EFA working if that broad egress is ever narrowed.
+        aws.ec2.SecurityGroupRule(
+            f"{name}-node-efa-self-egress",
+            type="egress",
+            description="EFA: all traffic to members of the node security group",
+            security_group_id=self.node_security_group_id,
+            self=True,
+            protocol="-1",
+            from_port=0,
+            to_port=0,
+            opts=child,
+        )
 
         pod_identity_agent = aws.eks.Addon(
             f"{name}-pod-identity-agent",
             cluster_name=self.name,
             addon_name="eks-pod-identity-agent",
-            addon_version=config.addons.pod_identity_agent,
+            addon_version=addons.pod_identity_agent,
             resolve_conflicts_on_update="OVERWRITE",
             tags=tags,
             opts=child,
@@ -261,13 +305,43 @@ class Cluster(pulumi.ComponentResource):
                 disk=(group.disk_size_gib, group.disk_iops, group.disk_throughput_mibps),
                 labels={**gpu_group_labels(group), **args.extra_gpu_labels.get(group.name, {})},
                 taints=[eks_gpu_taint()],
+                efa_devices=group.efa_devices,
             )
             for group in args.node_groups.gpu
         }
 
+        # CoreDNS needs nodes: the EKS add-on adopts (OVERWRITE) the self-managed CoreDNS that
+        # EKS bootstraps and goes ACTIVE once the system nodes run it (runs.md Q4 workaround).
+        self.coredns = aws.eks.Addon(
+            f"{name}-coredns",
+            cluster_name=self.name,
+            addon_name="coredns",
+            addon_version=addons.coredns,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+        )
+        if config.node_monitoring_agent:
+            self._node_monitoring_agent(name, addons.node_monitoring_agent, tags)
+        if config.create_spot_service_linked_role:
+            aws.iam.ServiceLinkedRole(
+                f"{name}-spot-slr",
+                aws_service_name="spot.amazonaws.com",
+                description="EC2 Spot: lets Karpenter launch spot instances",
+                opts=child,
+            )
+
         ebs_csi_role = aws.iam.Role(
             f"{name}-ebs-csi",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id,
+                    cluster_name=config.name,
+                    namespace="kube-system",
+                    service_account=EBS_CSI_SERVICE_ACCOUNT,
+                )
+            ),
             managed_policy_arns=[
                 f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy",
             ],
@@ -279,7 +353,7 @@ class Cluster(pulumi.ComponentResource):
             f"{name}-ebs-csi",
             cluster_name=self.name,
             addon_name="aws-ebs-csi-driver",
-            addon_version=config.addons.ebs_csi,
+            addon_version=addons.ebs_csi,
             resolve_conflicts_on_update="OVERWRITE",
             pod_identity_associations=[
                 {"role_arn": ebs_csi_role.arn, "service_account": EBS_CSI_SERVICE_ACCOUNT}
@@ -332,21 +406,28 @@ class Cluster(pulumi.ComponentResource):
         disk: tuple[int, int, int],
         labels: dict[str, str],
         taints: list[dict[str, str]],
+        efa_devices: int = 0,
     ) -> eks.ManagedNodeGroup:
         size, iops, throughput = disk
-        spec = launch_template_spec(
+        spec: dict[str, Any] = launch_template_spec(
             disk_size_gib=size, disk_iops=iops, disk_throughput_mibps=throughput
         )
+        # The pulumi-eks node security group, the one Karpenter's nodes select by id: all nodes
+        # share it, so pods talk across managed and Karpenter nodes (NCCL, rendezvous, DNS),
+        # and it admits the control plane. With a security group in the template, EKS adds no
+        # cluster security group of its own. EFA groups carry it on every interface instead
+        # (a template may not set both).
+        if efa_devices:
+            spec["network_interfaces"] = efa_network_interfaces(
+                efa_devices, self.node_security_group_id
+            )
+        else:
+            spec["vpc_security_group_ids"] = [self.node_security_group_id]
         node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
         template = aws.ec2.LaunchTemplate(
             name,
             description=f"{name}: IMDSv2-only, encrypted gp3 root",
             update_default_version=True,
-            # The pulumi-eks node security group, the one Karpenter's nodes get by discovery tag:
-            # all nodes share it, so pods talk across managed and Karpenter nodes (NCCL,
-            # rendezvous, DNS), and it admits the control plane. With a security group in the
-            # template, EKS adds no cluster security group of its own.
-            vpc_security_group_ids=[self.node_security_group_id],
             tag_specifications=[
                 {"resource_type": "instance", "tags": node_tags},
                 {"resource_type": "volume", "tags": node_tags},
@@ -368,8 +449,26 @@ class Cluster(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             labels=labels,
             taints=taints,
-            # Karpenter and the cluster autoscaler move desiredSize; Pulumi must not undo it.
-            ignore_scaling_changes=True,
+            # Static capacity: nothing but this program scales managed groups (no cluster
+            # autoscaler; Karpenter never touches them), so Pulumi owns desiredSize and a
+            # manual `aws eks update-nodegroup-config` is reverted on the next `up`.
+            ignore_scaling_changes=False,
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
+        )
+
+    def _node_monitoring_agent(self, name: str, version: str, tags: dict[str, str]) -> None:
+        # Node health conditions (AcceleratedHardwareReady: XID/ECC/NVLink from the NVIDIA
+        # driver, KernelReady, NetworkingReady, ...) that managed-group auto repair and
+        # Karpenter's NodeRepair act on (https://docs.aws.amazon.com/eks/latest/userguide/
+        # node-health.html). A DaemonSet: it tolerates every taint, so GPU nodes run it too.
+        aws.eks.Addon(
+            f"{name}-node-monitoring-agent",
+            cluster_name=self.name,
+            addon_name="eks-node-monitoring-agent",
+            addon_version=version,
+            resolve_conflicts_on_create="OVERWRITE",
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
         )

@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 
 CHART: Final = "gpu-operator"
 REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
+#: AWS EFA device plugin: advertises `vpc.amazonaws.com/efa` on EFA nodes. Chart version with
+#: its leading `v` as published (aws/eks-charts@5239609:stable/aws-efa-k8s-device-plugin/
+#: Chart.yaml `version: v0.5.30`, appVersion v0.5.20); values vendored in
+#: schemas/charts/aws-efa-k8s-device-plugin/ (schemas/SOURCES.md).
+EFA_CHART: Final = "aws-efa-k8s-device-plugin"
+EFA_CHART_VERSION: Final = "v0.5.30"
+EFA_REPOSITORY: Final = "https://aws.github.io/eks-charts"
+EFA_NAMESPACE: Final = "kube-system"
 DCGM_METRICS_CONFIGMAP: Final = "gpu-platform-dcgm-metrics"
 DEVICE_PLUGIN_CONFIGMAP: Final = "gpu-platform-device-plugin"
 #: Named device-plugin configs; nodes pick one through `nvidia.com/device-plugin.config`.
@@ -170,6 +178,31 @@ def dcgm_service_monitor_spec(config: GpuOperatorConfig, namespace: str) -> dict
     }
 
 
+def stack_efa_instance_types(cfg: StackConfig) -> list[str]:
+    """The stack's GPU instance types with EFA devices (catalog counts), over managed groups
+    and Karpenter pools: the nodes the EFA device plugin must run on."""
+    types = {t for group in cfg.node_groups.gpu for t in group.instance_types}
+    types |= {t for pool in cfg.karpenter.pools for t in pool.resolved_instance_types}
+    return sorted(t for t in types if t in catalog.efa_instance_types())
+
+
+def efa_device_plugin_values(instance_types: list[str]) -> dict[str, Any]:
+    """Values of the EFA device plugin chart. The chart hard-codes a required node affinity on
+    `supportedInstanceLabels` (templates/daemonset.yaml#L49-63, no `affinity` value), so the
+    list of this stack's EFA types is what pins it to EFA nodes; its only built-in toleration
+    is CriticalAddonsOnly, so without the GPU taint's toleration it never lands on a GPU node
+    (runs.md Q6). The image stays the chart's (602401143452.dkr.ecr.us-west-2.amazonaws.com,
+    tag v0.5.20, pinned by the chart version; pulled through NAT from other regions): whether
+    EKS replicates it to every regional registry is UNVERIFIED, so it is not rewritten."""
+    return {
+        "supportedInstanceLabels": {
+            "keys": ["node.kubernetes.io/instance-type"],
+            "values": list(instance_types),
+        },
+        "tolerations": [catalog.gpu_toleration()],
+    }
+
+
 @dataclass(frozen=True)
 class GpuStackArgs:
     """Inputs of the GpuStack component."""
@@ -182,6 +215,8 @@ class GpuStackArgs:
     system_node_group: pulumi.Resource
     #: The release that installs the prometheus-operator CRDs (ServiceMonitor waits for it).
     monitoring_release: pulumi.Resource
+    #: The stack's EFA-capable GPU instance types (empty: no EFA device plugin).
+    efa_instance_types: list[str]
 
     @classmethod
     def of(cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource) -> GpuStackArgs:
@@ -192,6 +227,7 @@ class GpuStackArgs:
             k8s_provider=cluster.k8s_provider,
             system_node_group=cluster.system_node_group,
             monitoring_release=monitoring,
+            efa_instance_types=stack_efa_instance_types(cfg),
         )
 
 
@@ -267,4 +303,24 @@ class GpuStack(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[args.monitoring_release, self.release]),
             ),
         )
+        self.efa_release: k8s.helm.v3.Release | None = None
+        if args.efa_instance_types:
+            # A DaemonSet with no matching node is ready at once: Helm's --wait does not block
+            # on GPU nodes that Karpenter has not launched yet.
+            self.efa_release = k8s.helm.v3.Release(
+                f"{name}-efa-device-plugin",
+                name=EFA_CHART,
+                chart=EFA_CHART,
+                version=EFA_CHART_VERSION,
+                repository_opts={"repo": EFA_REPOSITORY},
+                namespace=EFA_NAMESPACE,
+                values=efa_device_plugin_values(args.efa_instance_types),
+                # Explicit (tests/synth/test_awaits.py): a DaemonSet on EFA types only; with no
+                # EFA node yet Helm has nothing to wait for, so the default suffices.
+                timeout=300,
+                atomic=True,
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
+                ),
+            )
         self.register_outputs({"namespace": self.namespace})

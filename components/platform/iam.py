@@ -49,10 +49,35 @@ def service_trust_policy(service: str) -> dict[str, Any]:
     }
 
 
-def pod_identity_trust_policy(account_id: str, cluster_arn: str | None = None) -> dict[str, Any]:
-    """Trust for EKS Pod Identity. Which service account may use the role is decided by the
-    PodIdentityAssociation; the conditions pin the role to this account (and cluster)."""
-    condition: dict[str, Any] = {"StringEquals": {"aws:SourceAccount": account_id}}
+def pod_identity_trust_policy(
+    account_id: str,
+    cluster_arn: str | None = None,
+    *,
+    cluster_name: str | None = None,
+    namespace: str | None = None,
+    service_account: str | None = None,
+) -> dict[str, Any]:
+    """Trust for EKS Pod Identity, pinned to this account and, through the session tags EKS
+    Pod Identity adds to every AssumeRole, to one cluster, namespace and service account: a
+    PodIdentityAssociation in another cluster of the account (or for another service account)
+    cannot use the role.
+
+    Session tags `eks-cluster-name`, `kubernetes-namespace`, `kubernetes-service-account`: the
+    namespace/service-account condition is the EKS user guide's own example
+    (https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html); the list of tags incl.
+    `eks-cluster-arn`/`eks-cluster-name` is from awsdocs/amazon-eks-user-guide PR #1047
+    (pod-id-role.adoc). They are present unless an association sets `disableSessionTags`
+    (none here). `aws:SourceAccount` (and `aws:SourceArn` = cluster ARN) on the EKS Auth call:
+    UNVERIFIED in AWS documentation (research memo runs.md item 20) - kept from the previous
+    policy, the session tags are the documented pin."""
+    equals: dict[str, Any] = {"aws:SourceAccount": account_id}
+    if cluster_name is not None:
+        equals["aws:RequestTag/eks-cluster-name"] = cluster_name
+    if namespace is not None:
+        equals["aws:RequestTag/kubernetes-namespace"] = namespace
+    if service_account is not None:
+        equals["aws:RequestTag/kubernetes-service-account"] = service_account
+    condition: dict[str, Any] = {"StringEquals": equals}
     if cluster_arn is not None:
         condition["ArnEquals"] = {"aws:SourceArn": cluster_arn}
     return {

@@ -3,7 +3,7 @@
 Owns the controller (two pinned Helm releases: `karpenter-crd` first so CRDs are upgraded with
 the chart, then `karpenter` with `skip_crds`), its Pod Identity role scoped to this cluster and
 region, the node role with its instance profile and `EC2_LINUX` access entry, the SQS
-interruption queue with its four EventBridge rules, and the EC2NodeClasses and NodePools built
+interruption queue with its five EventBridge rules, and the EC2NodeClasses and NodePools built
 from the stack config.
 
 Teardown order is carried by `depends_on`: NodePools depend on their EC2NodeClass and on the
@@ -31,8 +31,8 @@ from components.platform.karpenter_builders import (
     CONTROLLER_CHART,
     CPU_NODE_CLASS,
     CRD_CHART,
-    DISCOVERY_TAG,
     GPU_NODE_CLASS,
+    GPU_RESERVED_NODE_CLASS,
     INTERRUPTION_EVENTS,
     INTERRUPTION_RETENTION_S,
     NODECLASS_API_VERSION,
@@ -129,14 +129,8 @@ class Karpenter(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        # Subnets carry the discovery tag from the Network component; the node SG gets it here.
-        sg_tag = aws.ec2.Tag(
-            f"{name}-node-sg-discovery",
-            resource_id=cluster.node_security_group_id,
-            key=DISCOVERY_TAG,
-            value=cluster_name,
-            opts=child,
-        )
+        # Subnets carry the discovery tag from the Network component; the node security group
+        # is selected by id in the EC2NodeClasses (no tag on a group pulumi-eks owns).
 
         # --- interruption handling: queue, four rules, queue policy ---
         queue_name = f"{cluster_name}-karpenter"
@@ -178,12 +172,19 @@ class Karpenter(pulumi.ComponentResource):
         # --- controller identity: Pod Identity role scoped to this cluster and region ---
         self.controller_role = aws.iam.Role(
             f"{name}-controller",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id,
+                    cluster_name=cluster_name,
+                    namespace=config.namespace,
+                    service_account=SERVICE_ACCOUNT,
+                )
+            ),
             tags=tags,
             opts=child,
         )
         controller_policy_doc = pulumi.Output.all(
-            self.interruption_queue.arn, self.node_role.arn, instance_profile.arn
+            self.interruption_queue.arn, self.node_role.arn
         ).apply(
             lambda arns: json.dumps(
                 controller_policy(
@@ -193,7 +194,6 @@ class Karpenter(pulumi.ComponentResource):
                     partition=partition,
                     queue_arn=arns[0],
                     node_role_arn=arns[1],
-                    instance_profile_arn=arns[2],
                 )
             )
         )
@@ -242,6 +242,7 @@ class Karpenter(pulumi.ComponentResource):
                 queue_name=queue_name,
                 region=region,
                 replicas=config.replicas,
+                feature_gates=config.feature_gates,
             ),
             opts=pulumi.ResourceOptions.merge(
                 k8s_child,
@@ -259,9 +260,13 @@ class Karpenter(pulumi.ComponentResource):
 
         # --- EC2NodeClasses and NodePools: deleted before the controller on destroy ---
         classes = {
-            GPU_NODE_CLASS: (config.gpu_node_class, [p for p in config.pools if p.is_gpu]),
-            CPU_NODE_CLASS: (config.cpu_node_class, [p for p in config.pools if not p.is_gpu]),
+            class_name: (
+                config.cpu_node_class if class_name == CPU_NODE_CLASS else config.gpu_node_class,
+                [p for p in config.pools if pool_node_class(p) == class_name],
+            )
+            for class_name in (GPU_NODE_CLASS, GPU_RESERVED_NODE_CLASS, CPU_NODE_CLASS)
         }
+        reservation_terms = [r.selector_term() for r in config.reservations]
         self.node_classes = {}
         for class_name, (disk, pools) in classes.items():
             if not pools:
@@ -271,9 +276,13 @@ class Karpenter(pulumi.ComponentResource):
                 cluster_name=cluster_name,
                 ami_alias=config.ami_alias,
                 instance_profile=profile_name,
+                security_group_id=cluster.node_security_group_id,
                 disk=disk,
                 instance_store_raid0=all(catalog.instance(t).nvme_instance_store for t in types),
                 tags=node_class_tags(tags, cluster_name=cluster_name, node_class=class_name),
+                capacity_reservations=(
+                    reservation_terms if class_name == GPU_RESERVED_NODE_CLASS else None
+                ),
             )
             self.node_classes[class_name] = k8s.apiextensions.CustomResource(
                 f"{name}-class-{class_name}",
@@ -288,7 +297,6 @@ class Karpenter(pulumi.ComponentResource):
                             self.controller_release,
                             instance_profile,
                             access_entry,
-                            sg_tag,
                         ]
                     ),
                 ),

@@ -4,14 +4,10 @@ tested without Pulumi; `components.platform.karpenter` turns them into resources
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from components import catalog
-from components.config import KarpenterNodeClass, KarpenterPool
-
-if TYPE_CHECKING:
-    pass
-
+from components.config import KarpenterFeatureGates, KarpenterNodeClass, KarpenterPool
 
 CHART_REGISTRY: Final = "oci://public.ecr.aws/karpenter"
 CONTROLLER_CHART: Final = f"{CHART_REGISTRY}/karpenter"
@@ -22,6 +18,9 @@ NODECLASS_GROUP: Final = "karpenter.k8s.aws"
 NODECLASS_API_VERSION: Final = f"{NODECLASS_GROUP}/v1"
 NODEPOOL_API_VERSION: Final = "karpenter.sh/v1"
 GPU_NODE_CLASS: Final = "gpu"
+#: Reserved pools launch from a class of their own: only it carries the reservation selector,
+#: so an on-demand or spot pool can never draw a reservation down.
+GPU_RESERVED_NODE_CLASS: Final = "gpu-reserved"
 CPU_NODE_CLASS: Final = "cpu"
 
 # Well-known requirement keys (karpenter.sh/docs/concepts/scheduling, AWS provider labels).
@@ -42,6 +41,15 @@ INTERRUPTION_EVENTS: Final[dict[str, dict[str, list[str]]]] = {
         "detail-type": ["EC2 Instance State-change Notification"],
     },
     "health": {"source": ["aws.health"], "detail-type": ["AWS Health Event"]},
+    # Interruptible ODCRs: Karpenter drains on the 2-minute warning
+    # (aws/karpenter-provider-aws@v1.14.1: website/content/en/docs/getting-started/
+    # getting-started-with-karpenter/cloudformation.yaml#L454-464,
+    # CapacityReservationInterruptionRule;
+    # pkg/controllers/interruption/messages/capacityreservationinterruption/parser.go#L42-43).
+    "capacity-reservation-interruption": {
+        "source": ["aws.ec2"],
+        "detail-type": ["EC2 Capacity Reservation Instance Interruption Warning"],
+    },
 }
 #: Karpenter deletes a message once handled; older ones describe instances long gone.
 INTERRUPTION_RETENTION_S: Final = 300
@@ -52,6 +60,8 @@ INTERRUPTION_RETENTION_S: Final = 300
 
 def pool_node_class(pool: KarpenterPool) -> str:
     """The EC2NodeClass a pool launches from."""
+    if pool.capacity_type == "reserved":
+        return GPU_RESERVED_NODE_CLASS
     return GPU_NODE_CLASS if pool.is_gpu else CPU_NODE_CLASS
 
 
@@ -140,20 +150,33 @@ def ec2nodeclass_spec(
     cluster_name: str,
     ami_alias: str,
     instance_profile: str,
+    security_group_id: Any,
     disk: KarpenterNodeClass,
     instance_store_raid0: bool,
     tags: dict[str, str],
+    capacity_reservations: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The EC2NodeClass `spec`: AL2023 by alias (Karpenter picks the NVIDIA variant for GPU
-    types), discovery-tag subnets and security groups, IMDSv2 with hop limit 1 (pods reach AWS
-    through Pod Identity, never the node's credentials), an encrypted gp3 root sized for
-    multi-GB images and, where every type has NVMe instance store, RAID0 over it for the image
-    cache and ephemeral storage."""
+    types), discovery-tag subnets, the node security group by id, IMDSv2 with hop limit 1 (pods
+    reach AWS through Pod Identity, never the node's credentials), an encrypted gp3 root sized
+    for multi-GB images and, where every type has NVMe instance store, RAID0 over it for the
+    image cache and ephemeral storage.
+
+    The security group is selected by id (`securityGroupSelectorTerms[].id`,
+    aws/karpenter-provider-aws@v1.14.1:pkg/apis/v1/ec2nodeclass.go#L187-200): it is the
+    pulumi-eks node security group every managed node group's launch template uses, so all
+    nodes share one group (pod-to-pod traffic, DNS, NCCL/EFA self-traffic) without tagging a
+    group another resource owns (an aws.ec2.Tag on a pulumi-eks-managed group fights its owner).
+
+    EFA: Karpenter adds one EFA interface per network card when a pod requests
+    `vpc.amazonaws.com/efa` (pkg/providers/instance/instance.go#L699-721,
+    launchtemplate.go#L334-350), with these security groups; each takes a subnet address.
+    `capacity_reservations`: `capacityReservationSelectorTerms` for the reserved class."""
     spec: dict[str, Any] = {
         "amiSelectorTerms": [{"alias": ami_alias}],
         "instanceProfile": instance_profile,
         "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
-        "securityGroupSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
+        "securityGroupSelectorTerms": [{"id": security_group_id}],
         "metadataOptions": {
             "httpEndpoint": "enabled",
             "httpProtocolIPv6": "disabled",
@@ -178,6 +201,8 @@ def ec2nodeclass_spec(
     }
     if instance_store_raid0:
         spec["instanceStorePolicy"] = "RAID0"
+    if capacity_reservations:
+        spec["capacityReservationSelectorTerms"] = capacity_reservations
     return spec
 
 
@@ -199,12 +224,20 @@ def controller_policy(
     partition: str,
     queue_arn: str,
     node_role_arn: str,
-    instance_profile_arn: str,
 ) -> dict[str, Any]:
-    """The controller's IAM policy, after upstream's getting-started CloudFormation (v1),
-    narrowed: the instance profile is ours (no profile management), every EC2 write is tied to
-    this cluster's tags, reads to the requested region, `iam:PassRole` to the node role only."""
+    """The controller's IAM policy: upstream's v1.14.1 getting-started CloudFormation
+    (aws/karpenter-provider-aws@v1.14.1:website/content/en/docs/getting-started/
+    getting-started-with-karpenter/cloudformation.yaml#L27-378, six managed policies) as one
+    inline policy, statement for statement, with every EC2 write tied to this cluster's tags and
+    reads to the requested region. Nothing is left out: `iam:ListInstanceProfiles` on `*` and
+    `iam:GetInstanceProfile` on `instance-profile/*` are needed even though the EC2NodeClasses
+    name our instance profile, because the EC2NodeClass finalizer lists and reads profiles on
+    delete and only NotFound is ignored - without them `pulumi destroy` hangs on the finalizer
+    (https://github.com/aws/karpenter-provider-aws/issues/9185;
+    pkg/controllers/nodeclass/controller.go#L175-234 at v1.14.1). tests/platform/
+    test_karpenter.py keeps upstream's action list as data and checks every action is here."""
     ec2 = f"arn:{partition}:ec2:{region}"
+    iam = f"arn:{partition}:iam::{account_id}"
     cluster_tag = f"kubernetes.io/cluster/{cluster_name}"
     created = [
         f"{ec2}:*:{kind}/*"
@@ -231,6 +264,7 @@ def controller_policy(
     return {
         "Version": "2012-10-17",
         "Statement": [
+            # --- KarpenterControllerNodeLifecyclePolicy (CFN#L27-169) ---
             {
                 "Sid": "AllowScopedEC2InstanceAccessActions",
                 "Effect": "Allow",
@@ -240,6 +274,7 @@ def controller_policy(
                     f"{ec2}::snapshot/*",
                     f"{ec2}:*:security-group/*",
                     f"{ec2}:*:subnet/*",
+                    # Reserved pools launch into ODCRs / Capacity Blocks (CFN#L46).
                     f"{ec2}:*:capacity-reservation/*",
                     f"{ec2}:*:placement-group/*",
                 ],
@@ -295,6 +330,100 @@ def controller_policy(
                 "Resource": [f"{ec2}:*:instance/*", f"{ec2}:*:launch-template/*"],
                 "Condition": owned,
             },
+            # --- KarpenterControllerIAMIntegrationPolicy (CFN#L170-254) ---
+            {
+                "Sid": "AllowPassingInstanceRole",
+                "Effect": "Allow",
+                "Action": "iam:PassRole",
+                "Resource": node_role_arn,
+                "Condition": {
+                    "StringEquals": {
+                        "iam:PassedToService": ["ec2.amazonaws.com", "ec2.amazonaws.com.cn"]
+                    }
+                },
+            },
+            {
+                # Karpenter manages profiles only for EC2NodeClasses with `spec.role`; ours use
+                # `spec.instanceProfile`, but the statements stay so a class switched to a role
+                # works and its finalizer can clean up (all scoped to this cluster's tags).
+                "Sid": "AllowScopedInstanceProfileCreationActions",
+                "Effect": "Allow",
+                "Action": "iam:CreateInstanceProfile",
+                "Resource": f"{iam}:instance-profile/*",
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:RequestTag/{cluster_tag}": "owned",
+                        "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                        "aws:RequestTag/topology.kubernetes.io/region": region,
+                    },
+                    "StringLike": {"aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                },
+            },
+            {
+                "Sid": "AllowScopedInstanceProfileTagActions",
+                "Effect": "Allow",
+                "Action": "iam:TagInstanceProfile",
+                "Resource": f"{iam}:instance-profile/*",
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:ResourceTag/{cluster_tag}": "owned",
+                        "aws:ResourceTag/topology.kubernetes.io/region": region,
+                        f"aws:RequestTag/{cluster_tag}": "owned",
+                        "aws:RequestTag/eks:eks-cluster-name": cluster_name,
+                        "aws:RequestTag/topology.kubernetes.io/region": region,
+                    },
+                    "StringLike": {
+                        "aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                        "aws:RequestTag/karpenter.k8s.aws/ec2nodeclass": "*",
+                    },
+                },
+            },
+            {
+                "Sid": "AllowScopedInstanceProfileActions",
+                "Effect": "Allow",
+                "Action": [
+                    "iam:AddRoleToInstanceProfile",
+                    "iam:RemoveRoleFromInstanceProfile",
+                    "iam:DeleteInstanceProfile",
+                ],
+                "Resource": f"{iam}:instance-profile/*",
+                "Condition": {
+                    "StringEquals": {
+                        f"aws:ResourceTag/{cluster_tag}": "owned",
+                        "aws:ResourceTag/topology.kubernetes.io/region": region,
+                    },
+                    "StringLike": {"aws:ResourceTag/karpenter.k8s.aws/ec2nodeclass": "*"},
+                },
+            },
+            # --- KarpenterControllerEKSIntegrationPolicy (CFN#L255-273) ---
+            {
+                "Sid": "AllowAPIServerEndpointDiscovery",
+                "Effect": "Allow",
+                "Action": "eks:DescribeCluster",
+                "Resource": f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}",
+            },
+            # --- KarpenterControllerInterruptionPolicy (CFN#L274-296) ---
+            {
+                "Sid": "AllowInterruptionQueueActions",
+                "Effect": "Allow",
+                "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
+                "Resource": queue_arn,
+            },
+            # --- KarpenterControllerZonalShiftPolicy (CFN#L297-320) ---
+            {
+                "Sid": "AllowZonalShiftStatusReadOnly",
+                "Effect": "Allow",
+                "Action": "arc-zonal-shift:GetManagedResource",
+                "Resource": "*",
+                "Condition": {
+                    "StringEquals": {
+                        "arc-zonal-shift:ResourceIdentifier": (
+                            f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}"
+                        )
+                    }
+                },
+            },
+            # --- KarpenterControllerResourceDiscoveryPolicy (CFN#L321-378) ---
             {
                 "Sid": "AllowRegionalReadActions",
                 "Effect": "Allow",
@@ -303,6 +432,7 @@ def controller_policy(
                     "ec2:DescribeCapacityReservations",
                     "ec2:DescribeImages",
                     "ec2:DescribeInstances",
+                    "ec2:DescribeInstanceStatus",
                     "ec2:DescribeInstanceTypeOfferings",
                     "ec2:DescribeInstanceTypes",
                     "ec2:DescribeLaunchTemplates",
@@ -328,29 +458,20 @@ def controller_policy(
                 "Resource": "*",
             },
             {
-                "Sid": "AllowInterruptionQueueActions",
+                # The EC2NodeClass finalizer lists profiles under /karpenter/<region>/<cluster>/
+                # (issue #9185): unscoped upstream because ListInstanceProfiles takes no ARN.
+                "Sid": "AllowUnscopedInstanceProfileListAction",
                 "Effect": "Allow",
-                "Action": ["sqs:DeleteMessage", "sqs:GetQueueUrl", "sqs:ReceiveMessage"],
-                "Resource": queue_arn,
+                "Action": "iam:ListInstanceProfiles",
+                "Resource": "*",
             },
             {
-                "Sid": "AllowPassingInstanceRole",
-                "Effect": "Allow",
-                "Action": "iam:PassRole",
-                "Resource": node_role_arn,
-                "Condition": {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}},
-            },
-            {
+                # Any profile, not only ours: the finalizer also reads the legacy
+                # `<cluster>_<hash>` name and a 403 (not a 404) wedges it.
                 "Sid": "AllowInstanceProfileReadActions",
                 "Effect": "Allow",
                 "Action": "iam:GetInstanceProfile",
-                "Resource": instance_profile_arn,
-            },
-            {
-                "Sid": "AllowAPIServerEndpointDiscovery",
-                "Effect": "Allow",
-                "Action": "eks:DescribeCluster",
-                "Resource": f"arn:{partition}:eks:{region}:{account_id}:cluster/{cluster_name}",
+                "Resource": f"{iam}:instance-profile/*",
             },
         ],
     }
@@ -382,14 +503,28 @@ def interruption_queue_policy(queue_arn: str, rule_arns: list[str]) -> dict[str,
 
 
 def helm_values(
-    *, cluster_name: str, queue_name: str, region: str, replicas: int
+    *,
+    cluster_name: str,
+    queue_name: str,
+    region: str,
+    replicas: int,
+    feature_gates: KarpenterFeatureGates,
 ) -> dict[str, Any]:
     """Chart values (every key exists in the chart's values.yaml;
     tests/platform/test_karpenter.py)."""
     return {
         "replicas": replicas,
         "serviceAccount": {"name": SERVICE_ACCOUNT},
-        "settings": {"clusterName": cluster_name, "interruptionQueue": queue_name},
+        "settings": {
+            "clusterName": cluster_name,
+            "interruptionQueue": queue_name,
+            # Explicit, not the chart default: reserved pools and node repair depend on them
+            # (charts/karpenter/values.yaml#L230-248 at v1.14.1; KarpenterFeatureGates says why).
+            "featureGates": {
+                "reservedCapacity": feature_gates.reserved_capacity,
+                "nodeRepair": feature_gates.node_repair,
+            },
+        },
         "controller": {
             # Hop limit 1 keeps pods away from IMDS, so the SDK cannot discover the region.
             "env": [{"name": "AWS_REGION", "value": region}],

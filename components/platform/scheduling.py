@@ -136,9 +136,10 @@ class Flavor:
 
 
 def flavors(cfg: StackConfig) -> list[Flavor]:
-    """Every flavor the pools provide, spot before on-demand within a GPU class (the order a
-    ClusterQueue tries them in)."""
-    order = {"spot": 0, "on-demand": 1}
+    """Every flavor the pools provide; within a GPU class reserved first (paid for whether used
+    or not), then spot, then on-demand (catalog.CAPACITY_ORDER): the order a ClusterQueue tries
+    them in."""
+    order = catalog.CAPACITY_ORDER
     return [
         Flavor(gpu_class, capacity_type, gpus)
         for (gpu_class, capacity_type), gpus in sorted(

@@ -48,8 +48,8 @@ from components.platform.storage_builders import (
     lifecycle_rules,
     log_bucket_policy,
     log_lifecycle_rules,
-    team_volume_specs,
 )
+from components.platform.team_volumes import create_team_volumes
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -313,7 +313,11 @@ class Storage(pulumi.ComponentResource):
         account_id = self._args.aws_account.account_id
         role = aws.iam.Role(
             f"{name}-{driver}-csi",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    account_id, namespace=CSI_NAMESPACE, service_account=service_account
+                )
+            ),
             tags=args.tags,
             opts=child,
         )
@@ -558,61 +562,3 @@ class Storage(pulumi.ComponentResource):
                 parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
             ),
         )
-
-
-def create_team_volumes(
-    name: str,
-    *,
-    team: str,
-    namespace: str,
-    rwx: RwxType,
-    checkpoint_size: str,
-    datasets: bool,
-    lustre: pulumi.Output[LustreVolume] | None,
-    opts: pulumi.ResourceOptions,
-) -> list[pulumi.CustomResource]:
-    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims)."""
-    if rwx == "fsx" and lustre is None:
-        raise ValueError("FSx team volumes need the Lustre file system")
-    placeholder = LustreVolume("fs-0", "", "", "")
-    shapes = team_volume_specs(
-        team=team,
-        namespace=namespace,
-        rwx=rwx,
-        checkpoint_size=checkpoint_size,
-        datasets=datasets,
-        lustre=placeholder if rwx == "fsx" else None,
-    )
-    created: list[pulumi.CustomResource] = []
-    volumes: list[pulumi.Resource] = []
-    for index, shape in enumerate(shapes):
-        kind, object_name = shape["kind"], shape["metadata"]["name"]
-
-        def spec_of(volume: LustreVolume | None, at: int = index) -> Any:
-            return team_volume_specs(
-                team=team,
-                namespace=namespace,
-                rwx=rwx,
-                checkpoint_size=checkpoint_size,
-                datasets=datasets,
-                lustre=volume,
-            )[at]["spec"]
-
-        spec: Any = lustre.apply(spec_of) if lustre is not None else shape["spec"]
-        if kind == "PersistentVolume":
-            resource: pulumi.CustomResource = k8s.core.v1.PersistentVolume(
-                f"{name}-{object_name}-pv",
-                metadata=shape["metadata"],
-                spec=spec,
-                opts=opts,
-            )
-            volumes.append(resource)
-        else:
-            resource = k8s.core.v1.PersistentVolumeClaim(
-                f"{name}-{object_name}",
-                metadata=shape["metadata"],
-                spec=spec,
-                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=volumes)),
-            )
-        created.append(resource)
-    return created

@@ -34,6 +34,7 @@ from components.platform.scheduling import (
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
+    from components.platform.observability import Observability
     from components.platform.scheduling import Scheduling
     from components.platform.storage import Storage
 
@@ -44,6 +45,15 @@ COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
 #: restricted egress must still reach it to get credentials.
 POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"
 POD_IDENTITY_AGENT_PORT: Final = 80
+#: Address space that is never S3: RFC 1918 (the VPC, other VPCs, on-prem), link-local (IMDS,
+#: the Pod Identity agent), CGNAT. The S3 egress rule allows 443 everywhere else.
+NON_PUBLIC_CIDRS: Final = (
+    "10.0.0.0/8",
+    "172.16.0.0/12",
+    "192.168.0.0/16",
+    "169.254.0.0/16",
+    "100.64.0.0/10",
+)
 RBAC_API: Final = "rbac.authorization.k8s.io"
 EDIT_VERBS: Final = ("get", "list", "watch", "create", "update", "patch", "delete")
 READ_VERBS: Final = ("get", "list", "watch")
@@ -139,7 +149,7 @@ def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
 
 
 def ordered_quota(team: TeamConfig, flavors: Sequence[Flavor]) -> list[FlavorQuota]:
-    """The team's quota entries in the cluster's flavor order: spot before on-demand."""
+    """The team's quota entries in the cluster's flavor order: reserved, spot, on-demand."""
     rank = {flavor.name: index for index, flavor in enumerate(flavors)}
     return sorted(team.quota, key=lambda entry: rank[entry.flavor])
 
@@ -165,7 +175,7 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
             "reclaimWithinCohort": "Any",
             "borrowWithinCohort": {"policy": "Never"},
         },
-        # Try the next (on-demand) flavor before borrowing or preempting on spot.
+        # Try the next flavor (spot, then on-demand) before borrowing or preempting.
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
     }
 
@@ -219,9 +229,10 @@ def role_rules() -> list[dict[str, Any]]:
     ]
 
 
-def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
-    """name -> NetworkPolicy spec. Ingress: only from the namespace (NCCL, rendezvous).
-    Egress: the namespace, cluster DNS, the Pod Identity agent and HTTPS to configured CIDRs."""
+def network_policies(team: TeamConfig, monitoring_namespace: str) -> dict[str, dict[str, Any]]:
+    """name -> NetworkPolicy spec. Ingress: from the namespace (NCCL, rendezvous) and from the
+    monitoring namespace to the training metrics port only. Egress: the namespace, cluster DNS,
+    the Pod Identity agent and HTTPS to configured CIDRs."""
     everyone: dict[str, Any] = {}
     https_blocks = ["0.0.0.0/0"] if team.egress.allow_all_https else list(team.egress.https_cidrs)
     egress: list[dict[str, Any]] = [
@@ -249,6 +260,14 @@ def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
                 "ports": [{"protocol": "TCP", "port": 443}],
             }
         )
+    if team.egress.s3 and not team.egress.allow_all_https:
+        # S3 (through the gateway endpoint's route: the addresses stay S3's public ones).
+        egress.append(
+            {
+                "to": [{"ipBlock": {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_CIDRS)}}],
+                "ports": [{"protocol": "TCP", "port": 443}],
+            }
+        )
     return {
         "default-deny-ingress": {"podSelector": everyone, "policyTypes": ["Ingress"]},
         "allow-same-namespace": {
@@ -256,7 +275,42 @@ def network_policies(team: TeamConfig) -> dict[str, dict[str, Any]]:
             "policyTypes": ["Ingress"],
             "ingress": [{"from": [{"podSelector": {}}]}],
         },
+        # Prometheus scrapes the trainers (the team PodMonitor) and nothing else.
+        "allow-metrics-scrape": {
+            "podSelector": {
+                "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
+            },
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [
+                        {
+                            "namespaceSelector": {
+                                "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
+                            }
+                        }
+                    ],
+                    "ports": [{"protocol": "TCP", "port": catalog.TRAINING_METRICS_PORT}],
+                }
+            ],
+        },
         "restrict-egress": {"podSelector": everyone, "policyTypes": ["Egress"], "egress": egress},
+    }
+
+
+def training_pod_monitor_spec(team: TeamConfig) -> dict[str, Any]:
+    """The team's PodMonitor: every training pod's `metrics` port (the reference trainer's
+    Prometheus endpoint). kube-prometheus-stack selects PodMonitors in every namespace
+    (observability.chart_values: podMonitorSelectorNilUsesHelmValues false, namespace selector
+    {}; runs.md Q12)."""
+    return {
+        "selector": {
+            "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
+        },
+        "namespaceSelector": {"matchNames": [team.namespace]},
+        "podMetricsEndpoints": [
+            {"port": catalog.TRAINING_METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
+        ],
     }
 
 
@@ -347,6 +401,11 @@ class TeamArgs:
     tags: dict[str, str]
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
+    #: The literal cluster name for the trainer role's trust conditions (None: not pinned).
+    physical_cluster_name: str | None = None
+    #: Where Prometheus runs, and the release whose CRDs the PodMonitor needs.
+    monitoring_namespace: str = "monitoring"
+    monitoring_release: pulumi.Resource | None = None
 
     @classmethod
     def of(
@@ -358,8 +417,9 @@ class TeamArgs:
         cluster: Cluster,
         aws_account: AwsAccount,
         tags: dict[str, str],
+        observability: Observability | None = None,
     ) -> TeamArgs:
-        """One team's config with the queues, buckets and cluster it lives in."""
+        """One team's config with the queues, buckets, cluster and monitoring it lives in."""
         return cls(
             config=team,
             flavors=scheduling.flavors,
@@ -367,11 +427,14 @@ class TeamArgs:
             buckets={role: bucket.bucket for role, bucket in storage.buckets.items()},
             kms_key_arn=storage.kms_key_arn,
             cluster_name=cluster.name,
+            physical_cluster_name=cluster.physical_name,
             account_id=aws_account.account_id,
             k8s_provider=cluster.k8s_provider,
             kueue_release=scheduling.kueue,
             volcano_release=scheduling.volcano,
             tags=tags,
+            monitoring_namespace=observability.namespace if observability else "monitoring",
+            monitoring_release=observability.release if observability else None,
         )
 
 
@@ -423,7 +486,14 @@ class Team(pulumi.ComponentResource):
         self.trainer_role = aws.iam.Role(
             f"{name}-trainer",
             description=f"Training pods of team {team.name}: its S3 prefixes only",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    args.account_id,
+                    cluster_name=args.physical_cluster_name,
+                    namespace=ns,
+                    service_account=TRAINER_SERVICE_ACCOUNT,
+                )
+            ),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -464,12 +534,25 @@ class Team(pulumi.ComponentResource):
             subjects=cast(Any, [{"apiGroup": RBAC_API, "kind": "Group", "name": team.group}]),
             opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
         )
-        for policy_name, spec in network_policies(team).items():
+        for policy_name, spec in network_policies(team, args.monitoring_namespace).items():
             k8s.networking.v1.NetworkPolicy(
                 f"{name}-{policy_name}",
                 metadata=meta(policy_name),
                 spec=cast(Any, spec),
                 opts=in_ns,
+            )
+        if args.monitoring_release is not None:
+            k8s.apiextensions.CustomResource(
+                f"{name}-training-metrics",
+                api_version="monitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata=meta("training-metrics"),
+                spec=training_pod_monitor_spec(team),
+                opts=pulumi.ResourceOptions(
+                    parent=self,
+                    provider=args.k8s_provider,
+                    depends_on=[self.namespace, args.monitoring_release],
+                ),
             )
 
         kueue_opts = pulumi.ResourceOptions(

@@ -370,11 +370,11 @@ class ValidationArgs:
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
             cfg.karpenter.pools
         )
-        nccl_name = cfg.nccl_pool().name
+        target = cfg.nccl_pool()
         return cls(
             config=cfg.validation,
             pools=pools,
-            nccl_pool=next(pool for pool in pools if pool.name == nccl_name),
+            nccl_pool=next((pool for pool in pools if target and pool.name == target.name), None),
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu.release,
         )

@@ -94,23 +94,49 @@ def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
 # --- placement ----------------------------------------------------------------------------------
 
 
+def _h100_as_managed(cfg: StackConfig, *, max_nodes: int) -> list[NodeSource]:
+    """The stack's H100 sources as an EKS managed group would be: no EFA interfaces (the launch
+    template adds none unless asked), a fixed size that nothing scales."""
+    return [
+        replace(
+            s,
+            kind="managed",
+            scaler="static",
+            max_nodes=max_nodes,
+            limit_text=f"desiredSize {max_nodes}",
+            allocatable={t: replace(a, efa=0) for t, a in s.allocatable.items()},
+        )
+        if s.gpu_class == "h100-x8"
+        else s
+        for s in node_sources(cfg)
+    ]
+
+
 def test_efa_job_on_managed_h100_group_only_cannot_run() -> None:
     """Defect: managed groups have no EFA interfaces; without a Karpenter H100 pool the EFA job
     has nowhere to go."""
-
-    def drop_h100_pool(values: dict[str, Any]) -> None:
-        values["karpenter"]["pools"] = [
-            p for p in values["karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
-        ]
-        values["nodeGroups"]["gpu"][0]["maxSize"] = 4  # the quotas' 32 GPUs, as before
-
-    cfg = _cfg("prod", drop_h100_pool)
-    index, _ = _job(cfg, "pretrain-7b")
-    found = problems(cfg)
+    cfg = _cfg("prod")
+    index, job = _job(cfg, "pretrain-7b")
+    verdict = training_verdict(cfg, index, job, sources=_h100_as_managed(cfg, max_nodes=4))
+    assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].efa" and "no matching node source provides EFA" in why
-        for key, _, why in found
-    ), found
+        for key, _, why in verdict.problems
+    ), verdict.problems
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable
+
+
+def test_efa_on_a_class_without_efa_types_is_a_config_error() -> None:
+    cfg = _cfg("prod")
+    index, _ = _job(cfg, "finetune-l4")
+
+    def efa_on_l4(values: dict[str, Any]) -> None:
+        values["trainingJobs"][index]["efa"] = True
+
+    found = problems(_cfg("prod", efa_on_l4))
+    assert any(key == f"trainingJobs[{index}].efa" and "have none" in why for key, _, why in found)
+    assert not problems(cfg)
 
 
 def test_pod_larger_than_the_instance_fits_no_source() -> None:
@@ -157,32 +183,26 @@ def test_toleration_matching() -> None:
 
 
 def test_managed_group_with_desired_size_zero_provides_nothing() -> None:
-    """Defect 1: prod's H100 capacity was a desiredSize-0 managed group that nothing scales."""
-
-    def managed_only(values: dict[str, Any]) -> None:
-        values["karpenter"]["pools"] = [
-            p for p in values["karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
-        ]
-        values["nodeGroups"]["gpu"][0]["maxSize"] = 4
-        values["trainingJobs"][0]["efa"] = False
-
-    cfg = _cfg("prod", managed_only)
-    found = problems(cfg)
+    """Defect 1: prod's H100 capacity was a desiredSize-0 managed group that nothing scales (the
+    config now refuses such a group; the analysis still says why it could not work)."""
+    cfg = _cfg("prod")
+    index, job = _job(cfg, "pretrain-7b")
+    no_efa = job.model_copy(update={"efa": False})
+    verdict = training_verdict(cfg, index, no_efa, sources=_h100_as_managed(cfg, max_nodes=0))
+    assert verdict is not None
     assert any(
-        key == "trainingJobs[0].gpuClass"
+        key == f"trainingJobs[{index}].gpuClass"
         and "nothing brings a node" in why
         and "desiredSize 0" in why
-        for key, _, why in found
-    ), found
-    h100 = next(s for s in node_sources(cfg) if s.name == "h100-od")
-    assert (h100.scaler, h100.max_nodes) == ("static", 0)
+        for key, _, why in verdict.problems
+    ), verdict.problems
 
 
 def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
     sources = {s.name: s for s in node_sources(_cfg("prod"))}
-    assert (sources["kp-h100-od"].scaler, sources["kp-h100-od"].max_nodes) == ("karpenter", 2)
-    assert sources["kp-h100-od"].allocatable["p5.48xlarge"].efa == 32
-    assert sources["h100-od"].allocatable["p5.48xlarge"].efa == 0
+    for name in ("kp-h100-reserved", "kp-h100-od"):
+        assert (sources[name].scaler, sources[name].max_nodes) == ("karpenter", 2)
+        assert sources[name].allocatable["p5.48xlarge"].efa == 32
 
 
 # --- gang -----------------------------------------------------------------------------------------
@@ -191,7 +211,7 @@ def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
 def test_gang_larger_than_the_pools_can_hold_is_an_error() -> None:
     cfg = _cfg("prod")
     index, job = _job(cfg, "pretrain-7b")
-    small = [replace(s, max_nodes=1) if s.name == "kp-h100-od" else s for s in node_sources(cfg)]
+    small = [replace(s, max_nodes=1) if s.gpu_class == "h100-x8" else s for s in node_sources(cfg)]
     verdict = training_verdict(cfg, index, job, sources=small)
     assert verdict is not None
     assert any(
@@ -251,15 +271,12 @@ def test_checkpoint_claim_the_analysis_names_is_the_one_storage_creates(dev: Any
 
 
 def test_validation_jobs_on_a_group_that_holds_no_node_cannot_run() -> None:
-    def no_nodes(values: dict[str, Any]) -> None:
-        for group in values["nodeGroups"]["gpu"]:
-            group["desiredSize"] = 0
-
-    cfg = _cfg("dev", no_nodes)
-    found = problems(cfg)
+    cfg = _cfg("dev")
+    empty = [replace(s, max_nodes=0, limit_text="desiredSize 0") for s in node_sources(cfg)]
+    found = [p for v in validation_verdicts(cfg, empty) for p in v.problems]
     keys = {key for key, _, _ in found}
     assert {"validation.smokeTest", "validation.nccl.nodes"} <= keys, found
-    assert all(v.runnable for v in validation_verdicts(_cfg("dev")))
+    assert all(v.runnable for v in validation_verdicts(cfg))
 
 
 # --- memory ---------------------------------------------------------------------------------------
@@ -320,13 +337,10 @@ def test_a_job_that_cannot_run_makes_synth_exit_2_naming_its_key(
     expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:
     config = stack_values("prod")
-    config["gpu-platform:karpenter"]["pools"] = [
-        p for p in config["gpu-platform:karpenter"]["pools"] if p.get("gpuClass") != "h100-x8"
-    ]
-    config["gpu-platform:nodeGroups"]["gpu"][0]["maxSize"] = 4
-    expect_config_error(
-        config, "gpu-platform:trainingJobs[0].efa", "no matching node source provides EFA"
-    )
+    jobs = config["gpu-platform:trainingJobs"]
+    index = next(i for i, j in enumerate(jobs) if j["name"] == "finetune-l4")
+    jobs[index]["efa"] = True
+    expect_config_error(config, f"gpu-platform:trainingJobs[{index}].efa", "have none")
 
 
 def test_node_source_of_every_gpu_pool_and_group() -> None:

@@ -13,11 +13,13 @@ import pytest
 
 from components import config as stack_config
 from synth.harness import run_program
-from tests.conftest import stack_values
+from tests.conftest import STATIC_GPU_GROUPS, stack_values
 
 
 def _prod() -> dict[str, Any]:
-    return copy.deepcopy(stack_values("prod"))
+    cfg = copy.deepcopy(stack_values("prod"))
+    cfg["gpu-platform:nodeGroups"]["gpu"] = copy.deepcopy(STATIC_GPU_GROUPS)
+    return cfg
 
 
 def _set(cfg: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
@@ -78,12 +80,29 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "a unique name",
     ),
     (
-        "no spot group",
-        lambda c: _set(
-            c, "nodeGroups.gpu", [c["gpu-platform:nodeGroups"]["gpu"][i] for i in (0, 2)]
+        # Defect 1: nothing scales a managed group, so one at 0 never has a node.
+        "GPU group that starts at zero nodes",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].minSize", 0),
+            _set(c, "nodeGroups.gpu[0].desiredSize", 0),
         ),
-        "gpu-platform:nodeGroups.gpu",
-        "at least one spot GPU group",
+        "gpu-platform:nodeGroups.gpu[0].minSize",
+        "static capacity only: set minSize >= 1 or move it to karpenter.pools",
+    ),
+    (
+        "GPU group at desiredSize zero",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].minSize", 0),
+            _set(c, "nodeGroups.gpu[0].desiredSize", 0),
+        ),
+        "gpu-platform:nodeGroups.gpu[0].desiredSize",
+        "static capacity only",
+    ),
+    (
+        "reserved capacity on a managed group",
+        lambda c: _set(c, "nodeGroups.gpu[0].capacityType", "reserved"),
+        "gpu-platform:nodeGroups.gpu[0].capacityType",
+        "'on-demand' or 'spot'",
     ),
     (
         "group mixing GPU models",
@@ -246,12 +265,12 @@ def test_message_shows_the_bad_value() -> None:
             {
                 "environment": "dev",
                 "cluster": {"name": "c", "kubernetesVersion": "1.20"},
-                "nodeGroups": {"gpu": []},
+                "nodeGroups": {"gpu": [{**STATIC_GPU_GROUPS[0], "minSize": 0, "desiredSize": 0}]},
             }
         )
     text = "\n".join(info.value.lines)
     assert 'gpu-platform:cluster.kubernetesVersion: got "1.20"; must be one of' in text
-    assert "gpu-platform:nodeGroups.gpu: got []" in text
+    assert "gpu-platform:nodeGroups.gpu[0].minSize: got 0; static capacity only" in text
 
 
 def test_config_error_is_a_run_error_so_the_cli_prints_no_traceback() -> None:
@@ -262,7 +281,7 @@ def test_config_error_is_a_run_error_so_the_cli_prints_no_traceback() -> None:
 def test_invalid_config_registers_no_resource() -> None:
     cfg = stack_values("prod")
     spot = dict(cfg["gpu-platform:nodeGroups"])
-    spot["gpu"] = spot["gpu"][:1]
+    spot["gpu"] = [{**STATIC_GPU_GROUPS[0], "minSize": 0, "desiredSize": 0}]
     with pytest.raises(stack_config.ConfigError):
         run_program("prod", overrides={"gpu-platform:nodeGroups": spot})
     from synth import harness

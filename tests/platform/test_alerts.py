@@ -25,6 +25,7 @@ REQUIRED = {
     "GpuXidError",
     "GpuEccDoubleBitError",
     "GpuRowRemapFailure",
+    "GpuNvlinkErrors",
     "GpuThrottled",
     "TrainingPodPending",
     "PodRestartLoop",
@@ -156,3 +157,12 @@ def test_promtool_unit_tests_fire_and_stay_silent(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"SUCCESS", done.stdout + done.stderr)
+
+
+def test_gpu_hardware_alerts_link_their_runbook_to_the_node_repair_path() -> None:
+    text = RUNBOOKS.read_text()
+    sections = {block.split("\n", 1)[0].strip(): block for block in text.split("\n## ")[1:]}
+    assert "Node repair" in sections
+    assert "nodeclaim" in sections["Node repair"]
+    for name in ("GpuXidError", "GpuEccDoubleBitError", "GpuRowRemapFailure", "GpuNvlinkErrors"):
+        assert "(#node-repair)" in sections[name], name

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from components import catalog
 from components.config import LOG_TYPES, GpuNodeGroup
@@ -12,7 +13,8 @@ from components.platform.cluster import (
     gpu_group_labels,
     launch_template_spec,
 )
-from synth.harness import SynthResult
+from synth.harness import SynthResult, run_program
+from tests.conftest import stack_values
 
 
 def test_launch_template_requires_imdsv2_and_encrypts_the_root_volume() -> None:
@@ -81,14 +83,18 @@ def test_managed_addons_are_pinned_with_network_policy_enforcement(prod: SynthRe
     (cluster,) = prod.of_type("eks:index:Cluster")
     assert cluster.inputs["vpcCniOptions"]["enableNetworkPolicy"] is True
     assert cluster.inputs["vpcCniOptions"]["addonVersion"].startswith("v1.")
-    assert "eksbuild" in cluster.inputs["corednsAddonOptions"]["version"]
     assert "eksbuild" in cluster.inputs["kubeProxyAddonOptions"]["version"]
     addons = {
         a.inputs["addonName"]: a
         for a in prod.of_type("aws:eks/addon:Addon")
         if a.name.startswith("cluster")  # the Logging component owns the CloudWatch add-on
     }
-    assert set(addons) == {"aws-ebs-csi-driver", "eks-pod-identity-agent"}
+    assert set(addons) == {
+        "aws-ebs-csi-driver",
+        "coredns",
+        "eks-node-monitoring-agent",
+        "eks-pod-identity-agent",
+    }
     assert all("eksbuild" in a.inputs["addonVersion"] for a in addons.values())
     ebs = addons["aws-ebs-csi-driver"]
     assert addons["eks-pod-identity-agent"].urn in ebs.dependencies
@@ -96,8 +102,93 @@ def test_managed_addons_are_pinned_with_network_policy_enforcement(prod: SynthRe
     assert association["serviceAccount"] == "ebs-csi-controller-sa"
 
 
-def test_prod_has_system_on_demand_gpu_and_spot_gpu_groups(prod: SynthResult) -> None:
-    groups = {g.name: g.inputs for g in prod.of_type("eks:index:ManagedNodeGroup")}
+def test_coredns_addon_waits_for_the_system_nodes_and_pulumi_eks_creates_none(
+    prod: SynthResult,
+) -> None:
+    # Defect 5: pulumi-eks's own CoreDNS add-on has no node-group dependency and times out
+    # DEGRADED (pulumi/pulumi-eks#1819); ours is created after the system node group.
+    (cluster,) = prod.of_type("eks:index:Cluster")
+    options = cluster.inputs["corednsAddonOptions"]
+    # configurationValues would re-enable pulumi-eks's add-on (corednsExplicitlyEnabled).
+    assert options["enabled"] is False and "configurationValues" not in options
+    (system,) = [
+        g for g in prod.of_type("eks:index:ManagedNodeGroup") if g.name == "cluster-system"
+    ]
+    (coredns,) = [
+        a for a in prod.of_type("aws:eks/addon:Addon") if a.inputs["addonName"] == "coredns"
+    ]
+    assert system.urn in coredns.dependencies
+    assert coredns.inputs["resolveConflictsOnCreate"] == "OVERWRITE"
+    # The node monitoring agent (node health conditions for repair) waits for nodes too.
+    (agent,) = [
+        a
+        for a in prod.of_type("aws:eks/addon:Addon")
+        if a.inputs["addonName"] == "eks-node-monitoring-agent"
+    ]
+    assert system.urn in agent.dependencies
+    assert coredns.inputs["addonVersion"] == "v1.12.2-eksbuild.4"
+
+
+def test_addon_pins_follow_the_kubernetes_version() -> None:
+    from components.config import ClusterConfig
+    from components.config.cluster import DEFAULT_ADDONS
+
+    assert set(DEFAULT_ADDONS) == {"1.32", "1.33", "1.34"}
+    for version, pins in DEFAULT_ADDONS.items():
+        resolved = ClusterConfig(name="c", kubernetes_version=version).resolved_addons
+        assert resolved.model_dump() == pins
+        assert resolved.kube_proxy.startswith(f"v{version}.")
+    override = ClusterConfig.model_validate(
+        {"name": "c", "kubernetesVersion": "1.34", "addons": {"coredns": "v1.12.9-eksbuild.1"}}
+    )
+    assert override.resolved_addons.coredns == "v1.12.9-eksbuild.1"
+    assert override.resolved_addons.kube_proxy == DEFAULT_ADDONS["1.34"]["kube_proxy"]
+
+
+def test_unpinned_kubernetes_version_is_a_config_error(
+    expect_config_error: Any,
+) -> None:
+    cfg = stack_values("prod")
+    cfg["gpu-platform:cluster"]["kubernetesVersion"] = "1.35"
+    expect_config_error(cfg, "gpu-platform:cluster.kubernetesVersion", "a version with add-on pins")
+
+
+def test_node_security_group_allows_all_traffic_to_itself_for_efa(prod: SynthResult) -> None:
+    (rule,) = [
+        r
+        for r in prod.of_type("aws:ec2/securityGroupRule:SecurityGroupRule")
+        if r.name == "cluster-node-efa-self-egress"
+    ]
+    assert rule.inputs["type"] == "egress" and rule.inputs["self"] is True
+    assert (rule.inputs["protocol"], rule.inputs["fromPort"], rule.inputs["toPort"]) == ("-1", 0, 0)
+    (_cluster,) = prod.of_type("eks:index:Cluster")
+    assert rule.inputs["securityGroupId"].startswith("sg-")
+
+
+def test_spot_service_linked_role_only_when_asked(prod: SynthResult) -> None:
+    assert not prod.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+    cluster = {**stack_values("prod")["gpu-platform:cluster"], "createSpotServiceLinkedRole": True}
+    result = run_program("prod", overrides={"gpu-platform:cluster": cluster})
+    (slr,) = result.of_type("aws:iam/serviceLinkedRole:ServiceLinkedRole")
+    assert slr.inputs["awsServiceName"] == "spot.amazonaws.com"
+
+
+def test_stacks_have_no_gpu_managed_group_at_zero(prod: SynthResult, dev: SynthResult) -> None:
+    # Defect 1: every GPU node is Karpenter's unless a group is static (minSize >= 1).
+    for result in (prod, dev):
+        groups = result.of_type("eks:index:ManagedNodeGroup")
+        assert groups
+        for group in groups:
+            assert group.inputs["scalingConfig"]["minSize"] >= 1
+            assert group.inputs["scalingConfig"]["desiredSize"] >= 1
+            # Static: Pulumi owns the size, nothing else moves it.
+            assert group.inputs.get("ignoreScalingChanges") is False
+
+
+def test_static_gpu_groups_are_tainted_labelled_and_start_with_nodes(
+    prod_static: SynthResult,
+) -> None:
+    groups = {g.name: g.inputs for g in prod_static.of_type("eks:index:ManagedNodeGroup")}
     assert len(groups) >= 3
     system = groups["cluster-system"]
     assert system["amiType"] == "AL2023_x86_64_STANDARD" and system["capacityType"] == "ON_DEMAND"
@@ -107,7 +198,7 @@ def test_prod_has_system_on_demand_gpu_and_spot_gpu_groups(prod: SynthResult) ->
     assert spot and on_demand
     assert all(len(g["instanceTypes"]) >= 3 for g in spot)
     for group in gpu.values():
-        assert group["scalingConfig"]["minSize"] == 0
+        assert group["scalingConfig"]["minSize"] >= 1
         assert group["taints"] == [eks_gpu_taint()]
         labels = group["labels"]
         for key in (
@@ -121,20 +212,27 @@ def test_prod_has_system_on_demand_gpu_and_spot_gpu_groups(prod: SynthResult) ->
         assert labels[catalog.LABEL_CAPACITY_TYPE] == expected
 
 
-def test_every_node_group_uses_an_imdsv2_encrypted_launch_template(prod: SynthResult) -> None:
+def test_every_node_group_uses_an_imdsv2_encrypted_launch_template(
+    prod_static: SynthResult,
+) -> None:
+    prod = prod_static
     templates = {t.name: t for t in prod.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
-    (discovery,) = [
-        t
-        for t in prod.of_type("aws:ec2/tag:Tag")
-        if t.inputs["key"] == "karpenter.sh/discovery" and t.inputs["resourceId"].startswith("sg-")
-    ]
-    node_sg = discovery.inputs["resourceId"]
+    (node_class, *_) = prod.of_type("kubernetes:karpenter.k8s.aws/v1:EC2NodeClass")
+    (term,) = node_class.inputs["spec"]["securityGroupSelectorTerms"]
+    node_sg = term["id"]
+    assert node_sg.startswith("sg-")
     for group in prod.of_type("eks:index:ManagedNodeGroup"):
         template = templates[group.name]
         assert template.urn in group.dependencies
         assert template.inputs["metadataOptions"]["httpTokens"] == "required"
-        # One node security group for managed and Karpenter nodes alike.
-        assert template.inputs["vpcSecurityGroupIds"] == [node_sg]
+        # One node security group for managed and Karpenter nodes alike (on every interface
+        # of an EFA group's template).
+        interfaces = template.inputs.get("networkInterfaces")
+        if interfaces:
+            assert {sg for i in interfaces for sg in i["securityGroups"]} == {node_sg}
+            assert "vpcSecurityGroupIds" not in template.inputs
+        else:
+            assert template.inputs["vpcSecurityGroupIds"] == [node_sg]
         (mapping,) = template.inputs["blockDeviceMappings"]
         assert mapping["ebs"]["encrypted"] == "true"
         if group.inputs["amiType"] == "AL2023_x86_64_NVIDIA":
@@ -161,3 +259,36 @@ def test_default_storage_class_is_encrypted_gp3(prod: SynthResult) -> None:
     assert sc.inputs["parameters"]["type"] == "gp3"
     assert sc.inputs["parameters"]["encrypted"] == "true"
     assert sc.inputs["volumeBindingMode"] == "WaitForFirstConsumer"
+
+
+def test_efa_static_group_gets_one_interface_per_efa_card(prod_static: SynthResult) -> None:
+    templates = {t.name: t for t in prod_static.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    interfaces = templates["cluster-h100-od"].inputs["networkInterfaces"]
+    assert len(interfaces) == catalog.instance("p5.48xlarge").efa_devices == 32
+    assert (interfaces[0]["deviceIndex"], interfaces[0]["interfaceType"]) == (0, "efa")
+    assert {(i["deviceIndex"], i["interfaceType"]) for i in interfaces[1:]} == {(1, "efa-only")}
+    assert [i["networkCardIndex"] for i in interfaces] == list(range(32))
+    # g6.xlarge .. g6.4xlarge have no EFA: plain security group, no interfaces.
+    assert "networkInterfaces" not in templates["cluster-l4-spot"].inputs
+
+
+def test_a_static_group_mixing_efa_counts_is_refused(expect_config_error: Any) -> None:
+    cfg = stack_values("prod")
+    cfg["gpu-platform:nodeGroups"]["gpu"] = [
+        {
+            "name": "g6e-od",
+            "capacityType": "on-demand",
+            "instanceTypes": ["g6e.12xlarge", "g6e.24xlarge"],
+            "maxSize": 1,
+        }
+    ]
+    expect_config_error(
+        cfg, "gpu-platform:nodeGroups.gpu[0].instanceTypes", "one EFA device count per group"
+    )
+
+
+def test_node_monitoring_agent_can_be_left_out_until_its_pin_is_confirmed() -> None:
+    cluster = {**stack_values("prod")["gpu-platform:cluster"], "nodeMonitoringAgent": False}
+    result = run_program("prod", overrides={"gpu-platform:cluster": cluster})
+    names = {a.inputs["addonName"] for a in result.of_type("aws:eks/addon:Addon")}
+    assert "eks-node-monitoring-agent" not in names and "coredns" in names

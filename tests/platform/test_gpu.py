@@ -15,7 +15,7 @@ from components.config import GpuOperatorConfig
 from components.platform import gpu
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult
-from tests.conftest import stack_values
+from tests.conftest import STATIC_GPU_GROUPS, stack_values
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -126,6 +126,7 @@ def test_time_slicing_refused_on_training_pool(
     make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = stack_values("prod")
+    cfg["gpu-platform:nodeGroups"]["gpu"] = STATIC_GPU_GROUPS
     cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["h100-od", "nope"]}}
     code, err, _out = _run(make_stack, cfg, capsys)
     assert code == 2
@@ -138,7 +139,15 @@ def test_time_slicing_labels_a_general_pool(
     make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
     cfg = stack_values("dev")
-    cfg["gpu-platform:nodeGroups"]["gpu"][1]["workloadType"] = "general"
+    cfg["gpu-platform:nodeGroups"]["gpu"] = [
+        {
+            "name": "a10g-od",
+            "capacityType": "on-demand",
+            "instanceTypes": ["g5.2xlarge"],
+            "maxSize": 1,
+            "workloadType": "general",
+        }
+    ]
     cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["a10g-od"], "replicas": 4}}
     code, err, out = _run(make_stack, cfg, capsys)
     assert code == 0, err
@@ -162,3 +171,81 @@ def test_mig_strategy_needs_mig_capable_gpus(
     code, err, _out = _run(make_stack, cfg, capsys)
     assert code == 2
     assert "gpu-platform:gpuOperator.migStrategy" in err
+
+
+def test_mig_counts_karpenter_pools_too() -> None:
+    # Prod's H100s are Karpenter's now (no GPU managed group): MIG must still be allowed.
+    from tests.platform.test_scheduling import _config
+
+    cfg = _config("prod")
+    assert not cfg.node_groups.gpu
+    values = stack_values("prod")
+    values["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    from components import config as stack_config
+
+    parsed = stack_config.parse(stack_config.namespace_values(raw))
+    assert parsed.gpu_operator.mig_strategy == "mixed"
+
+
+# --- EFA device plugin ------------------------------------------------------------------------
+
+EFA_VALUES = Path(__file__).parents[2] / "schemas/charts/aws-efa-k8s-device-plugin/values.yaml"
+
+
+def _efa_release(result: SynthResult) -> Any:
+    (release,) = [
+        r
+        for r in result.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["name"] == gpu.EFA_CHART
+    ]
+    return release
+
+
+def test_efa_device_plugin_runs_on_the_stacks_efa_types_and_tolerates_the_gpu_taint(
+    prod: SynthResult,
+) -> None:
+    release = _efa_release(prod)
+    assert release.inputs["version"] == "v0.5.30"
+    assert release.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
+    values = release.inputs["values"]
+    # The chart's only built-in toleration is CriticalAddonsOnly: without ours it never lands.
+    assert catalog.gpu_toleration() in values["tolerations"]
+    types = values["supportedInstanceLabels"]["values"]
+    assert "p5.48xlarge" in types
+    assert all(catalog.instance(t).efa_devices > 0 for t in types)
+    # g6.xlarge (no EFA) is in prod's L4 pools but not in the list.
+    assert "g6.xlarge" not in types
+    # The chart's own image (pinned by the chart version): no unverified registry rewrite.
+    assert "image" not in values
+
+
+def test_efa_values_keys_exist_in_the_vendored_chart(prod: SynthResult) -> None:
+    upstream = yaml.safe_load(EFA_VALUES.read_text())
+    values = _efa_release(prod).inputs["values"]
+
+    def paths(tree: dict[str, Any], prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+        out = []
+        for key, value in tree.items():
+            out.append((*prefix, key))
+            if isinstance(value, dict) and key not in {"nodeSelector", "tolerations"}:
+                out += paths(value, (*prefix, key))
+        return out
+
+    for path in paths(values):
+        node: Any = upstream
+        for part in path:
+            assert isinstance(node, dict) and part in node, ".".join(path)
+            node = node[part]
+    # Every catalog EFA type is one the chart knows (its list is upstream's EFA table).
+    supported = set(upstream["supportedInstanceLabels"]["values"])
+    assert set(catalog.efa_instance_types()) <= supported
+
+
+def test_stack_efa_types_are_the_catalog_efa_types_its_pools_launch() -> None:
+    from components.platform.gpu import stack_efa_instance_types
+    from tests.platform.test_scheduling import _config
+
+    cfg = _config("dev")
+    # dev's a10g-x1 spot pool includes g5.8xlarge/g5.16xlarge (1 EFA device each).
+    assert stack_efa_instance_types(cfg) == ["g5.16xlarge", "g5.8xlarge"]

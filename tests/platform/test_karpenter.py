@@ -12,13 +12,18 @@ import pytest
 
 from components import catalog
 from components.analysis import costs
-from components.config import KarpenterConfig, KarpenterNodeClass, KarpenterPool
+from components.config import (
+    KarpenterConfig,
+    KarpenterFeatureGates,
+    KarpenterNodeClass,
+    KarpenterPool,
+)
 from components.platform import karpenter_builders as kpb
 from components.platform.cluster import gpu_group_labels
 from synth import report
 from synth.harness import Registration, SynthResult
 from synth.validate import default_validator
-from tests.conftest import stack_values
+from tests.conftest import STATIC_GPU_GROUPS, stack_values
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -132,13 +137,14 @@ def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None
     disk = KarpenterNodeClass(disk_size_gib=500, disk_throughput_mibps=1000, disk_iops=16000)
     spec = kpb.ec2nodeclass_spec(
         cluster_name="c",
-        ami_alias="al2023@v20251020",
+        ami_alias="al2023@v20251023",
         instance_profile="c-karpenter-node",
+        security_group_id="sg-0123",
         disk=disk,
         instance_store_raid0=True,
         tags={"team": "t"},
     )
-    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20251020"}]
+    assert spec["amiSelectorTerms"] == [{"alias": "al2023@v20251023"}]
     assert spec["metadataOptions"]["httpTokens"] == "required"
     assert spec["metadataOptions"]["httpPutResponseHopLimit"] == 1
     (root,) = spec["blockDeviceMappings"]
@@ -153,60 +159,21 @@ def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None
     }
     assert spec["instanceStorePolicy"] == "RAID0"
     assert spec["subnetSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "c"}}]
-    assert spec["securityGroupSelectorTerms"] == [{"tags": {"karpenter.sh/discovery": "c"}}]
+    # Defect 9: the node security group by id, no discovery tag on a group pulumi-eks owns.
+    assert spec["securityGroupSelectorTerms"] == [{"id": "sg-0123"}]
+    assert "capacityReservationSelectorTerms" not in spec
     no_nvme = kpb.ec2nodeclass_spec(
         cluster_name="c",
         ami_alias="al2023@latest",
         instance_profile="p",
+        security_group_id="sg-0123",
         disk=disk,
         instance_store_raid0=False,
         tags={},
+        capacity_reservations=[{"id": "cr-0abc"}],
     )
     assert "instanceStorePolicy" not in no_nvme
-
-
-def _policy() -> dict[str, Any]:
-    return kpb.controller_policy(
-        cluster_name="gpu-x",
-        region="eu-west-1",
-        account_id="123456789012",
-        partition="aws",
-        queue_arn="arn:aws:sqs:eu-west-1:123456789012:gpu-x-karpenter",
-        node_role_arn="arn:aws:iam::123456789012:role/karpenter-node",
-        instance_profile_arn="arn:aws:iam::123456789012:instance-profile/gpu-x-karpenter-node",
-    )
-
-
-def test_controller_may_pass_only_the_node_role_to_ec2() -> None:
-    statements = _policy()["Statement"]
-    passing = [s for s in statements if "iam:PassRole" in json.dumps(s["Action"])]
-    assert len(passing) == 1
-    assert passing[0]["Resource"] == "arn:aws:iam::123456789012:role/karpenter-node"
-    assert passing[0]["Condition"] == {"StringEquals": {"iam:PassedToService": "ec2.amazonaws.com"}}
-
-
-def test_controller_ec2_writes_are_scoped_to_cluster_tags_and_reads_to_region() -> None:
-    statements = {s["Sid"]: s for s in _policy()["Statement"]}
-    for sid in (
-        "AllowScopedEC2LaunchTemplateAccessActions",
-        "AllowScopedEC2InstanceActionsWithTags",
-        "AllowScopedResourceCreationTagging",
-        "AllowScopedResourceTagging",
-        "AllowScopedDeletion",
-    ):
-        text = json.dumps(statements[sid]["Condition"])
-        assert "kubernetes.io/cluster/gpu-x" in text, sid
-    reads = statements["AllowRegionalReadActions"]
-    assert reads["Condition"] == {"StringEquals": {"aws:RequestedRegion": "eu-west-1"}}
-    for statement in statements.values():
-        if statement["Resource"] == "*":
-            assert statement["Sid"] in {"AllowRegionalReadActions", "AllowPricingReadActions"}
-        for resource in (
-            [statement["Resource"]]
-            if isinstance(statement["Resource"], str)
-            else statement["Resource"]
-        ):
-            assert resource == "*" or "eu-west-1" in resource or ":iam::" in resource
+    assert no_nvme["capacityReservationSelectorTerms"] == [{"id": "cr-0abc"}]
 
 
 def test_interruption_queue_accepts_only_eventbridge_rules() -> None:
@@ -219,13 +186,16 @@ def test_interruption_queue_accepts_only_eventbridge_rules() -> None:
     assert allows[0]["Condition"] == {"ArnEquals": {"aws:SourceArn": rules}}
 
 
-def test_four_interruption_event_patterns() -> None:
+def test_five_interruption_event_patterns_as_upstream() -> None:
+    # aws/karpenter-provider-aws@v1.14.1 cloudformation.yaml#L410-464: five rules, the last one
+    # for interruptible capacity reservations.
     detail_types = {p["detail-type"][0] for p in kpb.INTERRUPTION_EVENTS.values()}
     assert detail_types == {
         "EC2 Spot Instance Interruption Warning",
         "EC2 Instance Rebalance Recommendation",
         "EC2 Instance State-change Notification",
         "AWS Health Event",
+        "EC2 Capacity Reservation Instance Interruption Warning",
     }
 
 
@@ -236,7 +206,14 @@ KARPENTER_OPEN = frozenset({"podAnnotations", "podLabels", "additionalLabels"})
 
 
 def test_every_helm_values_key_exists_in_the_pinned_chart(dev: SynthResult) -> None:
-    helper = kpb.helm_values(cluster_name="c", queue_name="q", region="r", replicas=2)
+    helper = kpb.helm_values(
+        cluster_name="c",
+        queue_name="q",
+        region="r",
+        replicas=2,
+        feature_gates=KarpenterFeatureGates(node_repair=True),
+    )
+    assert helper["settings"]["featureGates"] == {"reservedCapacity": True, "nodeRepair": True}
     assert missing_keys("karpenter", helper, open_keys=KARPENTER_OPEN) == []
     (controller,) = [r for r in dev.of_type(RELEASE) if r.inputs["name"] == "karpenter"]
     values = controller.inputs["values"]
@@ -268,16 +245,16 @@ def stack(request: pytest.FixtureRequest) -> SynthResult:
     return result
 
 
-def test_interruption_queue_and_four_rules_target_it(stack: SynthResult) -> None:
+def test_interruption_queue_and_five_rules_target_it(stack: SynthResult) -> None:
     (queue,) = stack.of_type("aws:sqs/queue:Queue")
     assert queue.inputs["messageRetentionSeconds"] == 300
     assert queue.inputs["sqsManagedSseEnabled"] is True
     rules = stack.of_type("aws:cloudwatch/eventRule:EventRule")
-    assert len(rules) == 4
+    assert len(rules) == 5
     patterns = {json.loads(r.inputs["eventPattern"])["detail-type"][0] for r in rules}
     assert patterns == {p["detail-type"][0] for p in kpb.INTERRUPTION_EVENTS.values()}
     targets = stack.of_type("aws:cloudwatch/eventTarget:EventTarget")
-    assert len(targets) == 4
+    assert len(targets) == 5
     assert {t.inputs["arn"] for t in targets} == {
         f"arn:aws:sqs:us-east-1:123456789012:{queue.inputs['name']}"
     }
@@ -285,7 +262,7 @@ def test_interruption_queue_and_four_rules_target_it(stack: SynthResult) -> None
     document = json.loads(policy.inputs["policy"])
     allow = [s for s in document["Statement"] if s["Effect"] == "Allow"]
     assert [s["Principal"] for s in allow] == [{"Service": "events.amazonaws.com"}]
-    assert len(allow[0]["Condition"]["ArnEquals"]["aws:SourceArn"]) == 4
+    assert len(allow[0]["Condition"]["ArnEquals"]["aws:SourceArn"]) == 5
 
 
 def test_crds_come_from_their_own_release_installed_first(stack: SynthResult) -> None:
@@ -344,8 +321,18 @@ def test_node_role_has_instance_profile_and_ec2_linux_access_entry(stack: SynthR
     classes = stack.of_type(NODECLASS)
     assert classes
     assert {c.inputs["spec"]["instanceProfile"] for c in classes} == {profile.inputs["name"]}
-    (sg_tag,) = [r for r in _karpenter(stack) if r.type == "aws:ec2/tag:Tag"]
-    assert sg_tag.inputs["key"] == "karpenter.sh/discovery"
+
+
+def test_node_classes_select_the_node_security_group_by_id_and_tag_nothing(
+    stack: SynthResult,
+) -> None:
+    # Defect 9: no aws.ec2.Tag on the pulumi-eks node security group (it would fight its owner).
+    assert not [r for r in stack.resources if r.type == "aws:ec2/tag:Tag"]
+    (_cluster,) = stack.of_type("eks:index:Cluster")
+    classes = stack.of_type(NODECLASS)
+    assert classes
+    ids = {term["id"] for c in classes for term in c.inputs["spec"]["securityGroupSelectorTerms"]}
+    assert len(ids) == 1 and next(iter(ids)).startswith("sg-")
 
 
 def test_stack_has_gpu_spot_gpu_on_demand_and_cpu_pools(stack: SynthResult) -> None:
@@ -363,7 +350,8 @@ def test_stack_has_gpu_spot_gpu_on_demand_and_cpu_pools(stack: SynthResult) -> N
     assert any(kind == "cpu" for kind, _ in kinds)
 
 
-def test_gpu_pools_use_the_managed_group_label_keys(stack: SynthResult) -> None:
+def test_gpu_pools_use_the_managed_group_label_keys(prod_static: SynthResult) -> None:
+    stack = prod_static
     group_keys = {
         frozenset(g.inputs["labels"])
         for g in stack.of_type("eks:index:ManagedNodeGroup")
@@ -473,7 +461,14 @@ def test_every_karpenter_object_passes_the_upstream_crds(
 
 
 def _prod_cfg() -> dict[str, Any]:
-    return copy.deepcopy(stack_values("prod"))
+    """Prod with the L4/L40S/CPU pools at indexes 0-4, the H100 pools (reserved, on-demand) at
+    5 and 6, and static GPU managed groups (for the shared-name rule)."""
+    cfg = copy.deepcopy(stack_values("prod"))
+    pools = cfg["gpu-platform:karpenter"]["pools"]
+    h100 = [p for p in pools if p.get("gpuClass") == "h100-x8"]
+    cfg["gpu-platform:karpenter"]["pools"] = [p for p in pools if p not in h100] + h100
+    cfg["gpu-platform:nodeGroups"]["gpu"] = copy.deepcopy(STATIC_GPU_GROUPS)
+    return cfg
 
 
 def _pools(cfg: dict[str, Any]) -> list[dict[str, Any]]:
@@ -510,8 +505,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
                 "limits": {"gpus": 8},
             }
         ),
-        # prod has six pools (kp-h100-od included): the appended one is the seventh.
-        "gpu-platform:karpenter.pools[6].gpuClass",
+        "gpu-platform:karpenter.pools[7].gpuClass",
         "at least 3 instance types",
     ),
     (
@@ -542,7 +536,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "GPU class without an on-demand fallback",
         lambda c: _pools(c).pop(1),
         "gpu-platform:karpenter.pools",
-        "a spot pool and an on-demand pool",
+        "every GPU class needs an on-demand pool",
     ),
     (
         "pool named like a managed node group",
@@ -552,8 +546,8 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
     ),
     (
         "CPU pool without a CPU limit",
-        lambda c: _pools(c)[5].update(limits={"memoryGib": 64}),
-        "gpu-platform:karpenter.pools[5].limits.cpu",
+        lambda c: _pools(c)[4].update(limits={"memoryGib": 64}),
+        "gpu-platform:karpenter.pools[4].limits.cpu",
         "required for a CPU pool",
     ),
     (

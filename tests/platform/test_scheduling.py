@@ -26,7 +26,7 @@ from components.platform.scheduling import (
     volcano_values,
 )
 from synth.harness import SynthResult
-from tests.conftest import SCHEMAS, stack_values
+from tests.conftest import SCHEMAS, STATIC_GPU_GROUPS, stack_values
 from tests.helm_values import missing_keys
 
 CRDS = SCHEMAS / "crds"
@@ -49,11 +49,20 @@ def _config(stack: str) -> stack_config.StackConfig:
 # --- pure builders ------------------------------------------------------------------------------
 
 
-def test_gpu_capacity_sums_managed_groups_and_karpenter_limits_per_flavor() -> None:
-    prod = _config("prod")
-    managed = {
-        (g.gpu_class, g.capacity_type): g.max_size * g.gpus_per_node for g in prod.node_groups.gpu
-    }
+def _static_prod() -> stack_config.StackConfig:
+    values = stack_values("prod")
+    values["gpu-platform:nodeGroups"]["gpu"] = STATIC_GPU_GROUPS
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    return stack_config.parse(stack_config.namespace_values(raw))
+
+
+def test_gpu_capacity_sums_static_groups_and_karpenter_limits_per_flavor() -> None:
+    prod = _static_prod()
+    # Static managed groups count the nodes they hold (desiredSize): nothing scales them.
+    managed: dict[tuple[str, str], int] = {}
+    for g in prod.node_groups.gpu:
+        key = (g.gpu_class, g.capacity_type)
+        managed[key] = managed.get(key, 0) + g.desired_size * g.gpus_per_node
     pools: dict[tuple[str, str], int] = {}
     for pool in prod.karpenter.pools:
         if pool.is_gpu:
@@ -62,14 +71,38 @@ def test_gpu_capacity_sums_managed_groups_and_karpenter_limits_per_flavor() -> N
     assert managed and pools
     expected = {k: managed.get(k, 0) + pools.get(k, 0) for k in {*managed, *pools}}
     assert gpu_capacity(prod) == expected
-    # prod: 2 x p5 (8 GPUs) managed + 16 GPUs of kp-h100-od; L4 from groups plus pool limits.
-    assert expected[("h100-x8", "on-demand")] == 32
-    assert expected[("l4-x1", "spot")] == 16 + pools[("l4-x1", "spot")]
+    # One static p5 (desiredSize 1, maxSize 2) counts 8, not 16; the reservation 2 x 8.
+    assert expected[("h100-x8", "on-demand")] == 8 + 16
+    assert expected[("h100-x8", "reserved")] == 16
+    assert gpu_capacity(_config("prod"))[("h100-x8", "on-demand")] == 16
 
 
-def test_flavors_put_spot_before_on_demand_within_a_gpu_class() -> None:
+def test_every_flavor_kueue_counts_can_come_into_existence(
+    prod: SynthResult, dev: SynthResult
+) -> None:
+    # Defect 1: a flavor backed only by a group at desiredSize 0 admitted jobs that never ran.
+    # Every ResourceFlavor must match the node labels of a Karpenter NodePool or of a managed
+    # group that holds nodes.
+    for result in (prod, dev):
+        sources = [
+            p.inputs["spec"]["template"]["metadata"]["labels"]
+            for p in result.of_type("kubernetes:karpenter.sh/v1:NodePool")
+        ] + [
+            g.inputs["labels"]
+            for g in result.of_type("eks:index:ManagedNodeGroup")
+            if g.inputs["scalingConfig"]["desiredSize"] >= 1
+        ]
+        flavors_ = result.of_type(f"kubernetes:{KUEUE_API}:ResourceFlavor")
+        assert flavors_
+        for flavor in flavors_:
+            wanted = flavor.inputs["spec"]["nodeLabels"]
+            assert any(wanted.items() <= labels.items() for labels in sources), wanted
+
+
+def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> None:
     names = [flavor.name for flavor in flavors(_config("prod"))]
     assert names == [
+        "h100-x8-reserved",
         "h100-x8-on-demand",
         "l4-x1-spot",
         "l4-x1-on-demand",
@@ -238,5 +271,6 @@ def test_report_shows_quota_against_capacity_per_flavor(prod: SynthResult) -> No
 
     text = report(prod)
     assert "## Queues and quotas" in text
-    assert "| h100-x8-on-demand | 32 | 32 | 100 % |" in text
+    assert "| h100-x8-on-demand | 16 | 16 | 100 % |" in text
+    assert "| h100-x8-reserved | 16 | 16 | 100 % |" in text
     assert "| research | gpu-platform | 2 | l4-x1-spot | 12 | 4 | all |" in text

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.config import BucketLifecycle
-from components.platform import storage, storage_builders
+from components.platform import storage_builders, team_volumes
 from synth import __main__ as synth_cli
 from synth import harness
 from synth.harness import SynthResult
@@ -428,7 +428,7 @@ def test_create_team_volumes_registers_claims_with_the_given_provider() -> None:
         lustre = pulumi.Output.from_input(
             storage_builders.LustreVolume("fs-0abc", "fs-0abc.fsx.example", "mnt12345", "/datasets")
         )
-        storage.create_team_volumes(
+        team_volumes.create_team_volumes(
             "storage-nlp",
             team="nlp",
             namespace="team-nlp",

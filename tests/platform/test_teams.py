@@ -15,6 +15,7 @@ from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
 from components.platform.scheduling import flavors
 from components.platform.teams import (
+    NON_PUBLIC_CIDRS,
     TRAINER_SERVICE_ACCOUNT,
     cluster_queue_spec,
     data_buckets,
@@ -25,6 +26,7 @@ from components.platform.teams import (
 from synth.harness import ACCOUNT_ID, SynthResult
 from tests.conftest import stack_values
 
+RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
 QUOTA = "kubernetes:core/v1:ResourceQuota"
 LIMIT_RANGE = "kubernetes:core/v1:LimitRange"
@@ -75,7 +77,7 @@ def test_cluster_queue_preempts_by_priority_reclaims_in_cohort_and_tries_spot_fi
 
 def test_network_policies_deny_foreign_ingress_and_restrict_egress() -> None:
     prod = _config("prod")
-    policies = network_policies(prod.teams[0])
+    policies = network_policies(prod.teams[0], "monitoring")
     deny = policies["default-deny-ingress"]
     assert deny == {"podSelector": {}, "policyTypes": ["Ingress"]}
     assert policies["allow-same-namespace"]["ingress"] == [{"from": [{"podSelector": {}}]}]
@@ -83,15 +85,29 @@ def test_network_policies_deny_foreign_ingress_and_restrict_egress() -> None:
     dns = [rule for rule in egress if {"protocol": "UDP", "port": 53} in rule.get("ports", [])]
     assert dns and dns[0]["to"][0]["podSelector"] == {"matchLabels": {"k8s-app": "kube-dns"}}
     https = [rule for rule in egress if {"protocol": "TCP", "port": 443} in rule.get("ports", [])]
-    cidrs = {block["ipBlock"]["cidr"] for rule in https for block in rule["to"]}
-    assert cidrs == set(prod.teams[0].egress.https_cidrs)
-    assert "0.0.0.0/0" not in json.dumps(policies)
+    blocks = [block["ipBlock"] for rule in https for block in rule["to"]]
+    assert {b["cidr"] for b in blocks if "except" not in b} == set(prod.teams[0].egress.https_cidrs)
+    # S3: public address space only; the VPC, other private ranges and link-local stay closed.
+    (s3,) = [b for b in blocks if "except" in b]
+    assert s3 == {"cidr": "0.0.0.0/0", "except": list(NON_PUBLIC_CIDRS)}
+    assert {"10.0.0.0/8", "169.254.0.0/16"} <= set(s3["except"])
+
+
+def test_s3_egress_needs_no_hand_kept_cidrs_and_can_be_turned_off() -> None:
+    prod = _config("prod")
+    # Defect 11: prod's teams list no S3 CIDRs any more (they went stale with ip-ranges.json).
+    assert all(team.egress.https_cidrs == ["10.0.0.0/16"] for team in prod.teams)
+    closed = prod.teams[0].model_copy(
+        update={"egress": prod.teams[0].egress.model_copy(update={"s3": False})}
+    )
+    egress = network_policies(closed, "monitoring")["restrict-egress"]["egress"]
+    assert "0.0.0.0/0" not in json.dumps(egress)
 
 
 def test_all_https_egress_only_when_the_stack_says_so() -> None:
     dev = _config("dev")
     assert dev.teams[0].egress.allow_all_https
-    egress = network_policies(dev.teams[0])["restrict-egress"]["egress"]
+    egress = network_policies(dev.teams[0], "monitoring")["restrict-egress"]["egress"]
     open_rules = [
         r
         for r in egress
@@ -236,7 +252,12 @@ def test_every_team_gets_its_namespace_quota_limits_policies_and_identity(
         policies = {
             p["metadata"]["name"] for p in _in_namespace(result, NETWORK_POLICY, team.namespace)
         }
-        assert policies == {"default-deny-ingress", "allow-same-namespace", "restrict-egress"}
+        assert policies == {
+            "default-deny-ingress",
+            "allow-same-namespace",
+            "allow-metrics-scrape",
+            "restrict-egress",
+        }
         accounts = {
             a["metadata"]["name"] for a in _in_namespace(result, SERVICE_ACCOUNT, team.namespace)
         }
@@ -300,7 +321,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "nominal GPU quota over the pools' capacity",
         lambda c: _teams(c)[1]["quota"][0].update(gpus=9),
         "gpu-platform:teams[1].quota[0].gpus",
-        "over the 32 GPUs its pools provide",
+        "over the 16 GPUs its pools provide",
     ),
     (
         "team referencing an unknown GPU class",
@@ -348,7 +369,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "lending more GPUs than the team holds",
         lambda c: _teams(c)[0]["quota"][0].update(lendingLimitGpus=30),
         "gpu-platform:teams[0].quota[0].lendingLimitGpus",
-        "at most gpus (24)",
+        "at most gpus (16)",
     ),
     (
         "the same flavor twice in one team",
@@ -426,3 +447,81 @@ def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
         "ReadWriteOwnPrefixes",
         "UseDataKeyThroughS3",
     ]
+
+
+# --- training metrics (defect 10: trainers were never scraped) ---------------------------------
+
+
+def test_catalog_metrics_port_is_the_workload_layers() -> None:
+    from components.workloads import plan
+
+    assert catalog.TRAINING_METRICS_PORT == plan.METRICS_PORT
+    assert catalog.TRAINING_JOB_LABEL == plan.JOB_LABEL
+
+
+def test_each_team_has_a_pod_monitor_on_its_trainers_metrics_port(prod: SynthResult) -> None:
+    monitors = prod.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+    teams = _config("prod").teams
+    assert {m.inputs["metadata"]["namespace"] for m in monitors} == {t.namespace for t in teams}
+    (release,) = [r for r in prod.of_type(RELEASE) if r.inputs["name"] == "kube-prometheus-stack"]
+    prometheus = release.inputs["values"]["prometheus"]["prometheusSpec"]
+    # Without this, Prometheus selects only PodMonitors labelled with its release (runs.md Q12).
+    assert prometheus["podMonitorSelectorNilUsesHelmValues"] is False
+    assert prometheus.get("podMonitorNamespaceSelector", {}) == {}
+    for monitor in monitors:
+        spec = monitor.inputs["spec"]
+        (endpoint,) = spec["podMetricsEndpoints"]
+        assert endpoint["port"] == "metrics"
+        (expression,) = spec["selector"]["matchExpressions"]
+        assert expression == {"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}
+        assert release.urn in monitor.dependencies
+
+
+def test_trainer_pods_name_the_metrics_port_the_pod_monitor_scrapes(dev: SynthResult) -> None:
+    (job,) = [
+        j
+        for j in dev.of_type("kubernetes:batch/v1:Job")
+        if j.inputs["metadata"].get("name") == "ddp-smoke"
+    ]
+    pod = job.inputs["spec"]["template"]
+    assert catalog.TRAINING_JOB_LABEL in pod["metadata"]["labels"]
+    ports = [p for c in pod["spec"]["containers"] for p in c.get("ports", [])]
+    assert {"name": "metrics", "containerPort": catalog.TRAINING_METRICS_PORT} in ports
+
+
+def test_monitoring_may_reach_the_metrics_port_only(prod: SynthResult) -> None:
+    policies = network_policies(_config("prod").teams[0], "monitoring")
+    scrape = policies["allow-metrics-scrape"]
+    (rule,) = scrape["ingress"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": 9401}]
+    assert rule["from"] == [
+        {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}
+    ]
+    names = {
+        p.inputs["metadata"]["name"]
+        for p in prod.of_type("kubernetes:networking.k8s.io/v1:NetworkPolicy")
+    }
+    assert "allow-metrics-scrape" in names
+
+
+def test_pod_identity_roles_are_pinned_to_cluster_namespace_and_service_account(
+    prod: SynthResult,
+) -> None:
+    # Defect 11: a PodIdentityAssociation in any other cluster of the account could use them.
+    roles = {
+        r.name: json.loads(r.inputs["assumeRolePolicy"]) for r in prod.of_type("aws:iam/role:Role")
+    }
+    expected = {
+        "karpenter-controller": ("gpu-prod", "kube-system", "karpenter"),
+        "cluster-ebs-csi": ("gpu-prod", "kube-system", "ebs-csi-controller-sa"),
+        "team-pretrain-trainer": ("gpu-prod", "team-pretrain", TRAINER_SERVICE_ACCOUNT),
+    }
+    for name, (cluster, namespace, account) in expected.items():
+        (statement,) = roles[name]["Statement"]
+        assert statement["Principal"] == {"Service": "pods.eks.amazonaws.com"}
+        assert statement["Condition"]["StringEquals"] == {
+            "aws:SourceAccount": ACCOUNT_ID,
+            "aws:RequestTag/eks-cluster-name": cluster,
+            "aws:RequestTag/kubernetes-namespace": namespace,
+            "aws:RequestTag/kubernetes-service-account": account,
+        }

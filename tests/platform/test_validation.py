@@ -29,13 +29,12 @@ def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> N
     jobs = _jobs(dev)
     assert jobs
     names = {j.inputs["metadata"]["name"] for j in jobs}
-    # One smoke Job per GPU pool: managed node groups and Karpenter GPU NodePools alike.
+    # One smoke Job per GPU pool (dev's GPU capacity is all Karpenter's); NCCL on the
+    # on-demand pool the stack names.
     assert names == {
-        "gpu-smoke-a10g-spot",
-        "gpu-smoke-a10g-od",
         "gpu-smoke-kp-a10g-spot",
         "gpu-smoke-kp-a10g-od",
-        "nccl-allreduce-a10g-od",
+        "nccl-allreduce-kp-a10g-od",
     }
 
 
@@ -123,4 +122,4 @@ def test_nccl_nodes_must_fit_the_pool(
     )
     err = capsys.readouterr().err
     assert code == 2
-    assert "gpu-platform:validation.nccl.nodes: got 9; at most the pool's maxSize" in err
+    assert "gpu-platform:validation.nccl.nodes: got 9; at most the nodes its pool reaches" in err

@@ -378,7 +378,16 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
         ),
         (
             "H100 group able to grow to 800 GPUs",
-            lambda c: c["gpu-platform:nodeGroups"]["gpu"][0].update(maxSize=100),
+            lambda c: c["gpu-platform:nodeGroups"].update(
+                gpu=[
+                    {
+                        "name": "h100-static",
+                        "capacityType": "on-demand",
+                        "instanceTypes": ["p5.48xlarge"],
+                        "maxSize": 100,
+                    }
+                ]
+            ),
             "gpu-platform-eks-gpu-node-group-bounded",
         ),
     ],

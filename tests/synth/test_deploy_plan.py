@@ -183,15 +183,22 @@ def test_efa_request_without_the_efa_device_plugin_is_flagged() -> None:
     assert prerequisite_problems(SynthResult("t", [job, gpu, efa])) == []
 
 
-def test_prod_names_the_missing_efa_device_plugin_and_dev_needs_none(
+def test_a_pod_requesting_efa_needs_the_efa_device_plugin_release(
     dev: SynthResult, prod: SynthResult
 ) -> None:
-    # Known today: no EFA device plugin is deployed (the platform lane adds it); pretrain-7b's
-    # EFA pods would stay Pending. Dev requests no EFA.
-    found = prerequisite_problems(prod)
-    assert found and all("vpc.amazonaws.com/efa" in p for p in found), found
-    assert any("pretrain-7b" in p for p in found)
+    # Both stacks deploy the plugins their pods need (the EFA plugin since the platform lane
+    # added it; before that, prod's pretrain-7b pods would have stayed Pending).
+    assert prerequisite_problems(prod) == []
     assert prerequisite_problems(dev) == []
+    efa = {"vpc.amazonaws.com/efa": 32}
+    spec = {"template": {"spec": {"containers": [{"resources": {"limits": efa}}]}}}
+    job = _r("train", "kubernetes:batch/v1:Job", inputs={"spec": spec})
+    found = prerequisite_problems(SynthResult("t", [job]))
+    assert len(found) == 1 and "vpc.amazonaws.com/efa" in found[0] and "train" in found[0]
+    plugin = _r(
+        "efa", "kubernetes:helm.sh/v3:Release", inputs={"chart": "aws-efa-k8s-device-plugin"}
+    )
+    assert prerequisite_problems(SynthResult("t", [job, plugin])) == []
 
 
 def test_any_job_outside_the_webhook_exempt_namespaces_must_follow_kueue() -> None:

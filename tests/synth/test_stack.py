@@ -65,9 +65,9 @@ def test_output_does_not_depend_on_echoing_nested_inputs(stack: str, tmp_path: P
         assert (tmp_path / "scalar" / name).read_bytes() == (tmp_path / "full" / name).read_bytes()
 
 
-def test_report_lists_node_groups_with_gpu_capacity(prod: SynthResult) -> None:
-    text = report.report(prod)
-    assert "| h100-od | h100-x8 | on-demand | p5.48xlarge | 0/2 | 8 | 16 |" in text
+def test_report_lists_node_groups_with_gpu_capacity(prod_static: SynthResult) -> None:
+    text = report.report(prod_static)
+    assert "| h100-od | h100-x8 | on-demand | p5.48xlarge | 1/2 | 8 | 16 |" in text
     assert "| l4-spot | l4-x1 | spot |" in text
     assert "## Resources by type" in text
 

@@ -167,8 +167,8 @@ def test_tolerations_and_affinity_match_the_pools(dev: SynthResult, token: str, 
     pools = _pool_label_sets(dev)
     assert pools
     matching = [labels for labels in pools if _matches(expressions, labels)]
-    # The spot a10g-x1 managed group and the spot Karpenter pool; no on-demand one.
-    assert len(matching) == 2
+    # The spot a10g-x1 Karpenter pool (dev has no GPU managed group); no on-demand one.
+    assert len(matching) == 1
     assert {labels[catalog.LABEL_CAPACITY_TYPE] for labels in matching} == {"spot"}
     assert all(labels[catalog.LABEL_GPU_CLASS] == "a10g-x1" for labels in matching)
 
