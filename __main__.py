@@ -9,6 +9,7 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.analysis.platform_facts import platform_facts
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
@@ -17,6 +18,7 @@ from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
 from components.platform.storage import Storage, StorageArgs
+from components.platform.team_deploy import deploy_identity
 from components.platform.teams import Team, TeamArgs
 from components.platform.validation import Validation, ValidationArgs
 from components.workloads.training import TrainingJobs, TrainingJobsArgs
@@ -48,6 +50,7 @@ for team in cfg.teams:
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
     team_resources[team.name] = [component, *volumes]
+    deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
 
 # Workload layer.
@@ -63,3 +66,6 @@ pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)
 pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
 pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
+# What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
+facts = platform_facts(cfg, account_id=account.account_id, storage_class=storage.storage_class_name)
+pulumi.export("jobPlatform", facts)

@@ -101,6 +101,7 @@ from components.config.teams import (
     NamespaceLimits,
     Quantity,
     TeamConfig,
+    TeamDeploy,
     TeamEgress,
     VolcanoQueue,
 )
@@ -187,6 +188,7 @@ __all__ = [
     "SubnetId",
     "SystemNodeGroup",
     "TeamConfig",
+    "TeamDeploy",
     "TeamEgress",
     "TimeSlicingConfig",
     "TrainingConfig",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, kubernetes, platform
+from policies.rules import aws, kubernetes, platform, tenancy
 
 PACK_NAME = "gpu-platform"
 
 
 def all_policies() -> list[Policy]:
     """Every rule of the pack, in a stable order (area, then declaration order)."""
-    return [*aws.POLICIES, *kubernetes.POLICIES, *platform.POLICIES]
+    return [*aws.POLICIES, *kubernetes.POLICIES, *platform.POLICIES, *tenancy.POLICIES]
