@@ -124,10 +124,13 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
         raise _facts_problem(
             jobs.platform_stack, f"a deployed platform stack exporting `{FACTS_OUTPUT}`"
         )
-    if facts["version"] != FACTS_VERSION:
+    # Numbers cross the engine's wire as doubles: version 1 arrives as 1.0.
+    version = facts["version"]
+    if version != FACTS_VERSION:
+        shown = int(version) if isinstance(version, float) and version.is_integer() else version
         raise _facts_problem(
             jobs.platform_stack,
-            f"`{FACTS_OUTPUT}` version {FACTS_VERSION} (it has {facts['version']}): update the "
+            f"`{FACTS_OUTPUT}` version {FACTS_VERSION} (it has {shown}): update the "
             "platform stack or this repository",
         )
     teams = facts.get("teams") or {}

@@ -46,7 +46,7 @@ def read_platform(jobs: JobStackConfig) -> PlatformStack:
     ref = pulumi.StackReference("platform", stack_name=jobs.platform_stack)
     details = _sync_await(ref.get_output_details(FACTS_OUTPUT))
     facts = details.value if details.value is not None else details.secret_value
-    return PlatformStack(facts=facts, kubeconfig=ref.require_output(KUBECONFIG_OUTPUT))
+    return PlatformStack(facts=facts, kubeconfig=ref.get_output(KUBECONFIG_OUTPUT))
 
 
 def namespace_problems(manifests: list[dict[str, Any]], namespace: str) -> list[str]:

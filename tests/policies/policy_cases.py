@@ -1446,7 +1446,7 @@ CASES: list[Case] = [
     ("gpu-platform-helm-chart-pinned", "exact version", INTERRUPTION[-1:], {}, False),
 ]
 
-# --- tenancy: a team job stack stays in its namespace ----------------------------------------------
+# --- tenancy: a team job stack stays in its namespace -------------------------------------------
 
 TEAM_NS = {"gpu-platform-job-stack-confined": {"teamNamespace": "team-research"}}
 TEAM_JOB = r(
@@ -1497,15 +1497,16 @@ CASES += [
     ),
 ]
 
-# --- IAM: GitHub OIDC trusts of team deploy roles ---------------------------------------------------
+# --- IAM: GitHub OIDC trusts of team deploy roles ------------------------------------------------
+
+
+GITHUB = "token.actions.githubusercontent.com"
 
 
 def _github_role(sub: Any, aud: str = "sts.amazonaws.com") -> Res:
     trust = {
         "Effect": "Allow",
-        "Principal": {
-            "Federated": "arn:aws:iam::123456789012:oidc-provider/token.actions.githubusercontent.com"
-        },
+        "Principal": {"Federated": f"arn:aws:iam::123456789012:oidc-provider/{GITHUB}"},
         "Action": "sts:AssumeRoleWithWebIdentity",
         "Condition": {
             "StringEquals": {
