@@ -106,7 +106,7 @@ def test_roles_trust_only_the_teams_repository(dev: SynthResult) -> None:
         want = (
             ["repo:gpu-platform/gpu-platform:pull_request"]
             if name.endswith("preview")
-            else ["repo:gpu-platform/gpu-platform:ref:refs/heads/main"]
+            else ["repo:gpu-platform/gpu-platform:environment:jobs-research-dev"]
         )
         assert equals["token.actions.githubusercontent.com:sub"] == want
 
