@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from components import catalog
-from components.analysis import jobs as job_rules
+from components import analysis, catalog
 from components.analysis.capacity import gpu_capacity
 from components.config import ConfigError, Problem, StackConfig, parse
 from components.config.errors import problem_lines
@@ -168,9 +167,12 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
 def job_problems(cfg: StackConfig) -> list[Problem]:
     """WILL-IT-RUN HOOK: every rule a job-stack job is judged by, key paths `trainingJobs[i]...`.
 
-    Today the cross-area job rules of analysis.jobs (team, GPU class and capacity type the pools
-    provide, whole nodes, quota + borrowing, namespace limits, pool capacity, DeepSpeed batch,
-    image digests). The will-it-run analysis (components/analysis/willrun.py) plugs in here: add
-    its per-job problems to this list, and job stacks get them with no other change.
+    The platform's own cross-area rules (`analysis.problems`, the list `analysis.check` runs for
+    the platform), kept to the `trainingJobs` keys: the rest judges the platform's config, which
+    its own stack already passed. Today that is analysis.jobs (team, GPU class and capacity type
+    the pools provide, whole nodes, quota + borrowing, namespace limits, pool capacity, DeepSpeed
+    batch, image digests). The will-it-run analysis (components/analysis/willrun.py) applies
+    here as soon as `analysis.problems` lists it; if it must judge job stacks only, add its
+    per-job problems to this list — nothing else changes.
     """
-    return job_rules.check_training_jobs(cfg)
+    return [p for p in analysis.problems(cfg) if p[0].startswith("trainingJobs[")]
