@@ -86,11 +86,15 @@ def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> 
                 for entry in team.quota
             ],
             "limits": {"gpus": team.limits.gpus, "cpu": team.limits.cpu},
-            "deployRoleArn": (
-                f"arn:aws:iam::{account_id}:role/{deploy_role_name(cfg.cluster.name, team.name)}"
-                if team.deploy is not None
-                else None
-            ),
+            # The team's CI roles (components/platform/team_deploy.py), when it has them.
+            **{
+                f"{kind}RoleArn": (
+                    f"arn:aws:iam::{account_id}:role/{name(cfg.cluster.name, team.name)}"
+                    if team.deploy is not None
+                    else None
+                )
+                for kind, name in (("deploy", deploy_role_name), ("preview", preview_role_name))
+            },
         }
     platform_jobs: dict[str, list[str]] = {}
     namespaces = {team.name: team.namespace for team in cfg.teams}

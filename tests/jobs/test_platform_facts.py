@@ -47,3 +47,19 @@ def test_the_platform_exports_the_facts(dev: SynthResult) -> None:
     # The kubeconfig is a separate, secret output; the facts stay readable.
     assert dev.outputs[exported["cluster"]["kubeconfigOutput"]] == "[secret]"
     assert exported["platformJobs"]["team-research"] == ["ddp-smoke"]
+
+
+def test_facts_name_the_team_roles_the_platform_creates(dev: SynthResult) -> None:
+    research = dev.outputs["jobPlatform"]["teams"]["research"]
+    roles = {
+        r.inputs["name"]
+        for r in dev.of_type("aws:iam/role:Role")
+        if r.name.startswith("team-research-jobs-")
+    }
+    assert roles == {
+        research["deployRoleArn"].rsplit("/", 1)[1],
+        research["previewRoleArn"].rsplit("/", 1)[1],
+    }
+    assert research["deployRoleArn"].startswith(f"arn:aws:iam::{ACCOUNT_ID}:role/")
+    applied = dev.outputs["jobPlatform"]["teams"]["applied"]
+    assert applied["deployRoleArn"] is None and applied["previewRoleArn"] is None
