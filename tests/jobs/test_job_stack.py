@@ -239,3 +239,16 @@ def test_python_m_synth_project_jobs_exits_2_naming_the_job(
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("gpu-platform-jobs:trainingJobs[0].nodes: got 8; "), proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_team_jobs_refuse_manifests_outside_the_namespace() -> None:
+    from components.workloads.job_stack import namespace_problems
+
+    inside = {"kind": "Job", "metadata": {"name": "a", "namespace": "team-research"}}
+    other = {"kind": "Job", "metadata": {"name": "b", "namespace": "team-applied"}}
+    cluster = {"kind": "ClusterTrainingRuntime", "metadata": {"name": "c"}}
+    assert namespace_problems([inside], "team-research") == []
+    assert namespace_problems([inside, other, cluster], "team-research") == [
+        "Job/b in team-applied",
+        "ClusterTrainingRuntime/c in no namespace (cluster-scoped)",
+    ]
