@@ -17,6 +17,7 @@ from synth.jobs import JOBS_ROOT, run_job_stack
 JOB_STACKS = {
     "research-dev": ("dev", "research", "team-research"),
     "pretrain-prod": ("prod", "pretrain", "team-pretrain"),
+    "research-prod": ("prod", "research", "team-research"),
 }
 
 
@@ -28,6 +29,11 @@ def research_dev(dev: SynthResult) -> SynthResult:
 @pytest.fixture(scope="session")
 def pretrain_prod(prod: SynthResult) -> SynthResult:
     return run_job_stack("pretrain-prod", platform_outputs=prod.outputs)
+
+
+@pytest.fixture(scope="session")
+def research_prod(prod: SynthResult) -> SynthResult:
+    return run_job_stack("research-prod", platform_outputs=prod.outputs)
 
 
 @pytest.fixture

@@ -22,6 +22,11 @@ from synth.jobs import JOBS_ROOT, run_job_stack
 from tests.jobs.conftest import JOB_STACKS, job_stack_values
 
 K8S_JOB = "kubernetes:batch/v1:Job"
+LAUNCHERS = {
+    K8S_JOB,
+    "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
+    "kubernetes:batch.volcano.sh/v1alpha1:Job",
+}
 
 
 def _stack(name: str, request: pytest.FixtureRequest) -> SynthResult:
@@ -49,7 +54,8 @@ def test_job_stacks_deploy_their_jobs(job_stack: tuple[str, SynthResult]) -> Non
     assert sorted(c.name for c in components) == sorted(
         f"jobs-{JOB_STACKS[name][1]}-{job['name']}" for job in jobs
     )
-    assert result.of_type(K8S_JOB)
+    launchers = [r for r in result.resources if r.type in LAUNCHERS]
+    assert len(launchers) == len(jobs)
     assert result.outputs["namespace"] == JOB_STACKS[name][2]
 
 
