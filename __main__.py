@@ -9,7 +9,7 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
-from components.analysis.platform_facts import platform_facts
+from components.analysis.platform_facts import exported, platform_facts
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
@@ -68,4 +68,4 @@ pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
 # What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
 facts = platform_facts(cfg, account_id=account.account_id, storage_class=storage.storage_class_name)
-pulumi.export("jobPlatform", facts)
+pulumi.export("jobPlatform", exported(facts))

@@ -26,11 +26,11 @@ def run_job_stack(
     stack: str,
     *,
     overrides: Mapping[str, Any] | None = None,
-    platform_outputs: Mapping[str, Any] | None = None,
+    platform: SynthResult | None = None,
     root: Path = JOBS_ROOT,
 ) -> SynthResult:
     """Synthesize job stack `stack`. `overrides` replace whole `gpu-platform-jobs:` keys (a bare
-    key is put in that namespace); `platform_outputs` replaces the platform synth (tests pass
+    key is put in that namespace); `platform` replaces the platform synth (tests pass
     their session's platform synth). Raises like `run_program`."""
     full = {(k if ":" in k else f"{JOBS_NAMESPACE}:{k}"): v for k, v in (overrides or {}).items()}
     _, config, _ = load_stack_config(stack, root)
@@ -40,11 +40,6 @@ def run_job_stack(
         else:
             config[key] = value if isinstance(value, str) else json.dumps(value)
     jobs = parse_job_stack(job_namespace_values(config))
-    if platform_outputs is None:
-        platform_outputs = run_program(jobs.platform_env).outputs
-    return run_program(
-        stack,
-        root=root,
-        overrides=full,
-        stack_outputs={jobs.platform_stack: platform_outputs},
-    )
+    if platform is None:
+        platform = run_program(jobs.platform_env)
+    return run_program(stack, root=root, overrides=full, stack_refs={jobs.platform_stack: platform})

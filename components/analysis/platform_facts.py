@@ -115,6 +115,20 @@ def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> 
     }
 
 
+def exported(facts: dict[str, Any]) -> Any:
+    """The facts as `pulumi.export` should publish them: plain, unless a key of the platform's
+    namespace was set as a secret (`pulumi config set --secret`): `platformConfig` then carries
+    its value, so the whole output is marked secret rather than leak it (no key is one today;
+    a job stack reads secret facts all the same). `is_config_secret` is the pinned SDK's."""
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    given = runtime_config.CONFIG.get()
+    if any(k.startswith("gpu-platform:") and runtime_config.is_config_secret(k) for k in given):
+        return pulumi.Output.secret(facts)
+    return facts
+
+
 def _facts_problem(platform_stack: str, what: str) -> ConfigError:
     return ConfigError([f"{JOBS_NAMESPACE}:platformStack: got {platform_stack!r}; {what}"])
 

@@ -23,17 +23,17 @@ JOB_STACKS = {
 
 @pytest.fixture(scope="session")
 def research_dev(dev: SynthResult) -> SynthResult:
-    return run_job_stack("research-dev", platform_outputs=dev.outputs)
+    return run_job_stack("research-dev", platform=dev)
 
 
 @pytest.fixture(scope="session")
 def pretrain_prod(prod: SynthResult) -> SynthResult:
-    return run_job_stack("pretrain-prod", platform_outputs=prod.outputs)
+    return run_job_stack("pretrain-prod", platform=prod)
 
 
 @pytest.fixture(scope="session")
 def research_prod(prod: SynthResult) -> SynthResult:
-    return run_job_stack("research-prod", platform_outputs=prod.outputs)
+    return run_job_stack("research-prod", platform=prod)
 
 
 @pytest.fixture

@@ -180,7 +180,7 @@ def test_a_job_that_cannot_run_is_a_config_error_naming_its_key(
         run_job_stack(
             stack,
             overrides={"trainingJobs": _with_job(stack, **changes)},
-            platform_outputs=platform.outputs,
+            platform=platform,
         )
     lines = [line for line in caught.value.lines if line.startswith(f"gpu-platform-jobs:{key}:")]
     assert lines, caught.value.lines
@@ -192,18 +192,18 @@ def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
         run_job_stack(
             "research-dev",
             overrides={"team": "nobody", "trainingJobs": _with_job("research-dev", team="nobody")},
-            platform_outputs=dev.outputs,
+            platform=dev,
         )
     assert caught.value.lines == [
         "gpu-platform-jobs:team: got 'nobody'; a team of gpu-platform/gpu-platform/dev "
         "(applied, research)"
     ]
     with pytest.raises(ConfigError) as caught:
-        run_job_stack("research-dev", platform_outputs={})
+        run_job_stack("research-dev", platform=SynthResult(stack="dev"))
     assert caught.value.lines[0].startswith("gpu-platform-jobs:platformStack: got ")
     stale = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "version": 0}}
     with pytest.raises(ConfigError) as caught:
-        run_job_stack("research-dev", platform_outputs=stale)
+        run_job_stack("research-dev", platform=SynthResult(stack="dev", outputs=stale))
     assert "version 1 (it has 0)" in caught.value.lines[0]
 
 

@@ -61,7 +61,7 @@ def _plan(stack: str, name: str) -> job_plan.JobPlan:
 @pytest.fixture(scope="module")
 def pretrain_prod(prod: SynthResult) -> SynthResult:
     """Prod's pretraining run lives in team pretrain's job stack (jobs/)."""
-    return run_job_stack("pretrain-prod", platform_outputs=prod.outputs)
+    return run_job_stack("pretrain-prod", platform=prod)
 
 
 def _launcher(result: SynthResult, token: str, name: str) -> dict[str, Any]:
