@@ -85,7 +85,11 @@ def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> 
                 }
                 for entry in team.quota
             ],
-            "limits": {"gpus": team.limits.gpus, "cpu": team.limits.cpu},
+            "limits": {
+                "gpus": team.limits.gpus,
+                "cpu": team.limits.cpu,
+                "memoryGib": team.limits.memory_gib,
+            },
             # The team's CI roles (components/platform/team_deploy.py), when it has them.
             **{
                 f"{kind}RoleArn": (
