@@ -9,6 +9,7 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.analysis.platform_facts import exported, platform_facts
 from components.platform.admission import Admission, AdmissionArgs
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
@@ -21,6 +22,7 @@ from components.platform.registry import Registry, RegistryArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
 from components.platform.secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.storage import Storage, StorageArgs
+from components.platform.team_deploy import deploy_identity
 from components.platform.teams import Team, TeamArgs
 from components.platform.validation import Validation, ValidationArgs
 from components.workloads.training import TrainingJobs, TrainingJobsArgs
@@ -43,19 +45,13 @@ gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
 scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster))
 admission = Admission("admission", AdmissionArgs.of(cfg, cluster, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
+platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster, "tags": tags}
 for team in cfg.teams:
-    args = TeamArgs.of(
-        team,
-        scheduling=scheduling,
-        storage=storage,
-        cluster=cluster,
-        aws_account=account,
-        tags=tags,
-        observability=observability,
-    )
+    args = TeamArgs.of(team, **platform, aws_account=account, observability=observability)
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
     team_resources[team.name] = [component, *volumes, *admission.guards]
+    deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 teams = {name: resources[0] for name, resources in team_resources.items()}
 secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
 for name, store in secrets.stores.items():
@@ -76,3 +72,6 @@ pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.bucket
 pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("ecrRepositories", registry.repository_urls)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
+# What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
+facts = platform_facts(cfg, account_id=account.account_id, storage_class=storage.storage_class_name)
+pulumi.export("jobPlatform", exported(facts))

@@ -1,5 +1,8 @@
 """`python -m synth --stack <name> [--out DIR]`: offline preview of what `pulumi up` would create.
 
+`--project jobs --stack <team>-<env>` synthesizes a team's job stack (jobs/) instead, against
+the platform's own synth of the stack it references (synth/jobs.py); output in build/jobs/<stack>.
+
 Exit codes: 0 synthesized; 1 mandatory policy violation; 2 invalid config (one line per
 problem, no traceback); 3 internal error (a bug: the traceback is printed).
 """
@@ -31,6 +34,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="directory with Pulumi.yaml, Pulumi.<stack>.yaml and __main__.py (default: this repo)",
     )
+    parser.add_argument(
+        "--project",
+        choices=("platform", "jobs"),
+        default="platform",
+        help="platform (this repo's root) or jobs (a team's job stack, jobs/Pulumi.<stack>.yaml)",
+    )
     args = parser.parse_args(argv)
     # A synth allocates ~500k short-lived objects (Outputs, futures) on top of the SDKs' large
     # heap; with the default thresholds the cyclic GC rescans that heap hundreds of times. A
@@ -44,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
         from policies.rules import all_policies
         from synth import output, policy
         from synth.harness import PROJECT_ROOT, StackFileError, run_program
+        from synth.jobs import JOBS_ROOT, run_job_stack
 
-        root = args.project_dir or PROJECT_ROOT
+        jobs = args.project == "jobs"
+        root = args.project_dir or (JOBS_ROOT if jobs else PROJECT_ROOT)
         policies = all_policies()
         try:
             pack_config = policy.load_config(policy.config_path(root, args.stack), policies)
@@ -54,7 +65,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(line, file=sys.stderr)
             return EXIT_CONFIG
         try:
-            result = run_program(args.stack, root=root)
+            if jobs:
+                result = run_job_stack(args.stack, root=root)
+            else:
+                result = run_program(args.stack, root=root)
         except ConfigError as exc:
             for line in exc.lines:
                 print(line, file=sys.stderr)
@@ -69,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_CONFIG
         violations = policy.evaluate(result, policies, pack_config)
         result.policy_violations = [v.to_json() for v in violations]
-        out_dir = args.out or root / "build" / args.stack
+        default_out = PROJECT_ROOT / "build" / "jobs" if jobs else root / "build"
+        out_dir = args.out or default_out / args.stack
         paths = output.write(result, out_dir)
     except Exception:  # noqa: BLE001 - anything else is a bug; Python's own exit 1 would lie
         traceback.print_exc()

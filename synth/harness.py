@@ -25,7 +25,7 @@ import yaml
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.proto import resource_pb2
-from pulumi.runtime.sync_await import _ensure_event_loop
+from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT_ID = "123456789012"
@@ -85,6 +85,11 @@ class SynthResult:
     policy_violations: list[dict[str, str]] | None = None
     #: The validated stack config the program ran with (the report's "will it run" reads it).
     config: Any = None
+    #: The stack's exports (`pulumi.export`), resolved: what a StackReference to this stack
+    #: reads (the job stacks' stub of the platform, jobs/). Never written to the build files.
+    outputs: dict[str, Any] = field(default_factory=dict)
+    #: Names of the exports that are secrets (StackReference's `secretOutputNames`).
+    secret_outputs: list[str] = field(default_factory=list)
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]
@@ -189,11 +194,22 @@ _ZONES = {"us-east-1": 6, "us-west-2": 4, "us-west-1": 2}
 class PlatformMocks(pulumi_mocks.Mocks):
     """Deterministic outputs: ids and ARNs derived from the resource's type and name."""
 
-    def __init__(self, region: str) -> None:
+    def __init__(self, region: str, stack_refs: Mapping[str, SynthResult] | None = None) -> None:
         self.region = region
+        #: Referenced stack name -> its synth, for `pulumi.StackReference` reads (jobs/).
+        self.stack_refs = dict(stack_refs or {})
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         name, typ = args.name, args.typ
+        if typ == "pulumi:pulumi:StackReference":
+            # A read of another stack's outputs: those of its synth (jobs/ reads the platform).
+            target = str(args.inputs.get("name") or args.resource_id or name)
+            ref = self.stack_refs.get(target) or SynthResult(stack=target)
+            return target, {
+                "name": target,
+                "outputs": dict(ref.outputs),
+                "secretOutputNames": list(ref.secret_outputs),
+            }
         short = _digest(typ, name)[:17]
         service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
         state: dict[str, Any] = dict(args.inputs)
@@ -398,12 +414,14 @@ def run_program(
     overrides: Mapping[str, Any] | None = None,
     root: Path = PROJECT_ROOT,
     echo_nested: bool = False,
+    stack_refs: Mapping[str, SynthResult] | None = None,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
     `pulumi config set` would; a value of None removes the key.
 
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
-    `StackFileError` for unreadable stack files; anything else is a bug.
+    `StackFileError` for unreadable stack files; anything else is a bug. `stack_refs` answer
+    StackReferences (referenced stack name -> that stack's synth, whose outputs they read).
     """
     project, config, secret_keys = load_stack_config(stack, root)
     for key, value in (overrides or {}).items():
@@ -412,7 +430,7 @@ def run_program(
         else:
             config[key] = _encode(value)
     region = config.get("aws:region", "us-east-1")
-    mocks = PlatformMocks(region)
+    mocks = PlatformMocks(region, stack_refs)
     monitor = CapturingMonitor(mocks, echo_nested=echo_nested)
     # set_mocks builds a root Stack resource only when none exists: without this reset a second
     # stack synthesized in the same process (the test session) parents its top-level components
@@ -427,15 +445,35 @@ def run_program(
         sys.path.insert(0, str(root))
     main = str(root / "__main__.py")
 
+    exports: dict[str, Any] = {}
+    secrets: list[str] = []
+
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> None:
         runpy.run_path(main, run_name="__main__")
+        _sync_await(_resolve_exports(exports, secrets))
 
     program()
+    from components.config.base import NAMESPACE
     from components.config.load import namespace_values, parse
 
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
-        config=parse(namespace_values(config)),
+        # The platform's validated config (the report's "will it run" reads it); a job stack
+        # (jobs/, another project and namespace) has none of its own.
+        config=parse(namespace_values(config)) if project == NAMESPACE else None,
+        outputs=exports,
+        secret_outputs=secrets,
     )
+
+
+async def _resolve_exports(into: dict[str, Any], secrets: list[str]) -> None:
+    # Under the mocks the root stack never sends its exports to the monitor: read them from the
+    # Stack resource (private SDK state of the pinned SDK, like `settings.ROOT` above).
+    root = pulumi.runtime.settings.get_root_resource()
+    for name, value in sorted(getattr(root, "outputs", {}).items()):
+        out = pulumi.Output.from_input(value)
+        if await out.is_secret():
+            secrets.append(name)
+        into[name] = _plain(await out.future())

@@ -112,3 +112,37 @@ def expect_config_error(
         assert not (project / "build").exists(), "an invalid config must write nothing"
 
     return check
+
+
+def job_stack_jobs(env: str) -> list[dict[str, Any]]:
+    """The training jobs of every team job stack on `env` (jobs/Pulumi.<team>-<env>.yaml), each
+    with its team: what the platform stack would hold if those jobs were declared in it. Tests
+    of job rendering and analysis use them on the platform config (the same components and
+    rules run in the job project, tests/jobs)."""
+    jobs: list[dict[str, Any]] = []
+    for path in sorted((PROJECT_ROOT / "jobs").glob(f"Pulumi.*-{env}.yaml")):
+        config = yaml.safe_load(path.read_text())["config"]
+        team = config["gpu-platform-jobs:team"]
+        jobs += [{"team": team, **job} for job in config["gpu-platform-jobs:trainingJobs"]]
+    return jobs
+
+
+def values_with_jobs(stack: str) -> dict[str, Any]:
+    """`stack_values(stack)` with the job stacks' jobs on that environment in `trainingJobs`."""
+    values = stack_values(stack)
+    values["gpu-platform:trainingJobs"] = [
+        *values.get("gpu-platform:trainingJobs", []),
+        *job_stack_jobs(stack),
+    ]
+    return values
+
+
+@pytest.fixture(scope="session")
+def prod_jobs() -> SynthResult:
+    """Prod with its teams' job-stack jobs declared in the platform (see `job_stack_jobs`)."""
+    return run_program(
+        "prod",
+        overrides={
+            "gpu-platform:trainingJobs": values_with_jobs("prod")["gpu-platform:trainingJobs"]
+        },
+    )

@@ -102,6 +102,7 @@ from components.config.teams import (
     NamespaceLimits,
     Quantity,
     TeamConfig,
+    TeamDeploy,
     TeamEgress,
     VolcanoQueue,
 )
@@ -192,6 +193,7 @@ __all__ = [
     "SubnetId",
     "SystemNodeGroup",
     "TeamConfig",
+    "TeamDeploy",
     "TeamEgress",
     "TimeSlicingConfig",
     "TrainingConfig",

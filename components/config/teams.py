@@ -130,6 +130,30 @@ class VolcanoQueue(Model):
     weight: Annotated[int, Field(ge=1, le=1000)] = 1
 
 
+class TeamDeploy(Model):
+    """Who may deploy the team's job stack (jobs/): GitHub Actions of one repository, through
+    the account's GitHub OIDC provider. The platform makes a deploy role (edit rights in the
+    team's namespace only) and a preview role (read-only there) per team (docs/training-jobs.md).
+    """
+
+    #: `owner/repo` whose workflows may assume the roles.
+    github_repo: Annotated[
+        str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", max_length=200)
+    ]
+    #: Branches whose workflows may deploy (`pulumi up`).
+    branches: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_./-]+$")]] = ["main"]
+    #: GitHub environments whose jobs may deploy (e.g. one with required reviewers for prod).
+    environments: list[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_. -]+$")]] = []
+
+    @model_validator(mode="after")
+    def _someone(self) -> TeamDeploy:
+        if not self.branches and not self.environments:
+            raise problems_error(
+                [("branches", [], "at least one branch or environment that may deploy")]
+            )
+        return self
+
+
 class TeamConfig(Model):
     """One tenant: namespace, queues, quotas, identity and network boundaries."""
 
@@ -146,6 +170,8 @@ class TeamConfig(Model):
     volcano: VolcanoQueue = Field(default_factory=VolcanoQueue)
     #: Appended to the `trainer` role's policy after the platform's own statements.
     extra_iam_statements: list[IamStatement] = []
+    #: CI identity of the team's job stack; unset = no deploy/preview roles for this team.
+    deploy: TeamDeploy | None = None
 
     @field_validator("namespace")
     @classmethod

@@ -181,23 +181,24 @@ class TrainingJobs(pulumi.ComponentResource):
         super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
         cfg = args.config
         runtimes: list[pulumi.Resource] = []
-        if any(job.launcher == "kubeflow" for job in cfg.training_jobs):
-            for priority in POD_PRIORITY_CLASS:
-                manifest = cluster_training_runtime(priority, cfg.training.default_image)
-                runtimes.append(
-                    k8s.apiextensions.CustomResource(
-                        f"{name}-runtime-{priority}",
-                        api_version=manifest["apiVersion"],
-                        kind=manifest["kind"],
-                        metadata=manifest["metadata"],
-                        spec=manifest["spec"],
-                        opts=pulumi.ResourceOptions(
-                            parent=self,
-                            provider=args.k8s_provider,
-                            depends_on=[args.trainer_release],
-                        ),
-                    )
+        # Always: team job stacks (jobs/) run TrainJobs on these runtimes without owning them
+        # (they are cluster-scoped; a job stack creates objects in its team's namespace only).
+        for priority in POD_PRIORITY_CLASS:
+            manifest = cluster_training_runtime(priority, cfg.training.default_image)
+            runtimes.append(
+                k8s.apiextensions.CustomResource(
+                    f"{name}-runtime-{priority}",
+                    api_version=manifest["apiVersion"],
+                    kind=manifest["kind"],
+                    metadata=manifest["metadata"],
+                    spec=manifest["spec"],
+                    opts=pulumi.ResourceOptions(
+                        parent=self,
+                        provider=args.k8s_provider,
+                        depends_on=[args.trainer_release],
+                    ),
                 )
+            )
         self.jobs = {}
         for job in cfg.training_jobs:
             plan = plan_job(cfg, job, args.account_id)

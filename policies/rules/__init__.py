@@ -4,11 +4,17 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, kubernetes, platform, security
+from policies.rules import aws, kubernetes, platform, security, tenancy
 
 PACK_NAME = "gpu-platform"
 
 
 def all_policies() -> list[Policy]:
     """Every rule of the pack, in a stable order (area, then declaration order)."""
-    return [*aws.POLICIES, *kubernetes.POLICIES, *platform.POLICIES, *security.POLICIES]
+    return [
+        *aws.POLICIES,
+        *kubernetes.POLICIES,
+        *platform.POLICIES,
+        *security.POLICIES,
+        *tenancy.POLICIES,
+    ]

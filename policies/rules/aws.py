@@ -4,6 +4,7 @@ KMS, EC2 launch templates and node groups, SQS, EFS, security groups."""
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -194,6 +195,25 @@ def _check_iam_admin(resource: Resource, config: Config) -> Iterator[str]:
             yield f"managed policy {arn} gives administrative rights"
 
 
+#: GitHub Actions' OIDC issuer (team job-stack deploy roles, components/platform/team_deploy.py).
+GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
+
+
+def _github_trust_problems(condition: Mapping[str, Any]) -> Iterator[str]:
+    """GitHub OIDC trusts name exact subjects of one repository (`repo:<owner>/<repo>:...`,
+    no wildcard: any repository on GitHub can mint a token for this issuer) and the STS
+    audience."""
+    equals = dig(condition, "StringEquals") or {}
+    subs = [str(v) for k, v in equals.items() if str(k).endswith(":sub") for v in as_list(v)]
+    if not subs:
+        yield "GitHub OIDC trust has no StringEquals condition on the token's `sub`"
+    for text in subs:
+        if "*" in text or "?" in text or not re.match(r"^repo:[^/:]+/[^/:]+:.+$", text):
+            yield f"GitHub OIDC trust `sub` {text!r} is not one exact repository subject"
+    if dig(equals, f"{GITHUB_OIDC_HOST}:aud") != "sts.amazonaws.com":
+        yield "GitHub OIDC trust has no StringEquals condition on `aud` (sts.amazonaws.com)"
+
+
 def _trust_problems(statement: Mapping[str, Any], config: Config) -> Iterator[str]:
     principal = statement.get("Principal")
     if _public_principal(principal):
@@ -203,7 +223,9 @@ def _trust_problems(statement: Mapping[str, Any], config: Config) -> Iterator[st
         return
     condition = statement.get("Condition") or {}
     federated = [str(p) for p in as_list(principal.get("Federated"))]
-    if any(":oidc-provider/" in p for p in federated):
+    if any(p.endswith(f":oidc-provider/{GITHUB_OIDC_HOST}") for p in federated):
+        yield from _github_trust_problems(condition)
+    elif any(":oidc-provider/" in p for p in federated):
         equals = dig(condition, "StringEquals") or {}
         subs = [v for k, v in equals.items() if str(k).endswith(":sub")]
         auds = [v for k, v in equals.items() if str(k).endswith(":aud")]

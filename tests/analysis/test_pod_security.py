@@ -55,10 +55,9 @@ def test_prod_team_namespaces_enforce_restricted(prod: SynthResult) -> None:
             assert meta["labels"][key] == value, meta["name"]
 
 
-def test_a_rendered_pod_made_non_compliant_is_refused(prod: SynthResult) -> None:
-    (job,) = [
-        r for r in prod.of_type("kubernetes:batch/v1:Job") if r.name.endswith("pretrain-7b-job")
-    ]
+def test_a_rendered_pod_made_non_compliant_is_refused(prod_jobs: SynthResult) -> None:
+    jobs = prod_jobs.of_type("kubernetes:batch/v1:Job")
+    (job,) = [r for r in jobs if r.name.endswith("pretrain-7b-job")]
     inputs = copy.deepcopy(job.inputs)
     spec = inputs["spec"]["template"]["spec"]
     spec["containers"][0]["securityContext"]["runAsUser"] = 0

@@ -26,11 +26,12 @@ from components.analysis.willrun import (
 )
 from components.config import StackConfig
 from components.config.load import namespace_values, parse
-from tests.conftest import stack_values
+from tests.conftest import stack_values, values_with_jobs
 
 
 def _values(stack: str) -> dict[str, Any]:
-    raw = stack_values(stack)
+    # prod declares no jobs itself: its teams' job stacks do (tests/conftest.py).
+    raw = values_with_jobs(stack) if stack == "prod" else stack_values(stack)
     return namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
 
 
@@ -336,7 +337,7 @@ def test_fsdp_batch_arithmetic_is_checked() -> None:
 def test_a_job_that_cannot_run_makes_synth_exit_2_naming_its_key(
     expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:
-    config = stack_values("prod")
+    config = values_with_jobs("prod")
     jobs = config["gpu-platform:trainingJobs"]
     index = next(i for i, j in enumerate(jobs) if j["name"] == "finetune-l4")
     jobs[index]["efa"] = True

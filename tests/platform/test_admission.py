@@ -19,7 +19,7 @@ from components.platform.iam import AwsAccount
 from synth import __main__ as synth_cli
 from synth import output
 from synth.harness import SynthResult
-from tests.conftest import stack_values
+from tests.conftest import stack_values, values_with_jobs
 from tests.platform.cel_eval import admit
 from tests.platform.test_security_charts import chart_missing_keys
 
@@ -86,16 +86,15 @@ def test_without_required_digest_tags_pass_but_registries_still_count() -> None:
     assert not admit(policy, _pod("docker.io/library/python:3.11"))[0]
 
 
-def test_prod_denies_in_team_namespaces_and_admits_its_own_jobs(prod: SynthResult) -> None:
-    (vap,) = prod.of_type(VAP)
-    (binding,) = prod.of_type(BINDING)
+def test_prod_denies_in_team_namespaces_and_admits_its_own_jobs(prod_jobs: SynthResult) -> None:
+    (vap,) = prod_jobs.of_type(VAP)
+    (binding,) = prod_jobs.of_type(BINDING)
     assert binding.inputs["spec"]["validationActions"] == ["Deny"]
     selector = binding.inputs["spec"]["matchResources"]["namespaceSelector"]
     assert selector == {"matchExpressions": [{"key": "gpu-platform.io/team", "operator": "Exists"}]}
     policy = {"spec": vap.inputs["spec"]}
-    jobs = [
-        m for m in output.manifests(prod) if m["kind"] == "Job" and m["apiVersion"] == "batch/v1"
-    ]
+    manifests = output.manifests(prod_jobs)
+    jobs = [m for m in manifests if m["kind"] == "Job" and m["apiVersion"] == "batch/v1"]
     team_jobs = [j for j in jobs if j["metadata"]["namespace"].startswith("team-")]
     assert team_jobs
     for job in team_jobs:
@@ -155,7 +154,8 @@ def test_kyverno_values_exist_in_the_chart() -> None:
 def _synth_with_image(
     make_stack: Callable[[dict[str, Any]], Path], stack: str, image: str
 ) -> tuple[int, list[str], Path]:
-    config = copy.deepcopy(stack_values(stack))
+    # prod declares its jobs in the teams' job stacks: put them in the platform for this check.
+    config = copy.deepcopy(values_with_jobs(stack) if stack == "prod" else stack_values(stack))
     config["gpu-platform:trainingJobs"][0]["image"] = image
     project = make_stack(config)
     rc = synth_cli.main(["--stack", "t", "--project-dir", str(project)])

@@ -70,8 +70,8 @@ def test_eso_values_exist_in_the_chart_and_disable_cluster_stores() -> None:
     assert values["processClusterStore"] is False
 
 
-def test_a_job_gets_its_declared_secret_as_read_only_files(prod: SynthResult) -> None:
-    (external,) = _manifests(prod, "ExternalSecret")
+def test_a_job_gets_its_declared_secret_as_read_only_files(prod_jobs: SynthResult) -> None:
+    (external,) = _manifests(prod_jobs, "ExternalSecret")
     assert external["metadata"]["namespace"] == "team-pretrain"
     assert external["spec"]["secretStoreRef"] == {
         "kind": "SecretStore",
@@ -83,7 +83,7 @@ def test_a_job_gets_its_declared_secret_as_read_only_files(prod: SynthResult) ->
             "remoteRef": {"key": "teams/pretrain/wandb", "property": "api_key"},
         }
     ]
-    (job,) = [j for j in _manifests(prod, "Job") if j["metadata"]["name"] == "pretrain-7b"]
+    (job,) = [j for j in _manifests(prod_jobs, "Job") if j["metadata"]["name"] == "pretrain-7b"]
     pod = job["spec"]["template"]["spec"]
     (volume,) = [v for v in pod["volumes"] if v["name"] == "secret-wandb"]
     assert volume["secret"]["secretName"] == "pretrain-7b-wandb"

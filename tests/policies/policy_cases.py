@@ -1450,6 +1450,111 @@ CASES: list[Case] = [
     ("gpu-platform-helm-chart-pinned", "exact version", INTERRUPTION[-1:], {}, False),
 ]
 
+# --- tenancy: a team job stack stays in its namespace -------------------------------------------
+
+TEAM_NS = {"gpu-platform-job-stack-confined": {"teamNamespace": "team-research"}}
+TEAM_JOB = r(
+    "kubernetes:batch/v1:Job", "train", {"metadata": {"name": "t", "namespace": "team-research"}}
+)
+TEAM_COMPONENT = r("gpu-platform:training:TrainingJob", "train", {})
+CASES += [
+    (
+        "gpu-platform-job-stack-confined",
+        "job in the team namespace",
+        [TEAM_COMPONENT, TEAM_JOB],
+        TEAM_NS,
+        False,
+    ),
+    (
+        "gpu-platform-job-stack-confined",
+        "job in another team's namespace",
+        [r("kubernetes:batch/v1:Job", "x", {"metadata": {"name": "x", "namespace": "team-a"}})],
+        TEAM_NS,
+        True,
+    ),
+    (
+        "gpu-platform-job-stack-confined",
+        "cluster-scoped object",
+        [
+            r(
+                "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
+                "crb",
+                {"metadata": {"name": "crb"}},
+            )
+        ],
+        TEAM_NS,
+        True,
+    ),
+    (
+        "gpu-platform-job-stack-confined",
+        "cloud resource",
+        [r("aws:s3/bucket:Bucket", "b", {"bucket": "b"})],
+        TEAM_NS,
+        True,
+    ),
+    (
+        "gpu-platform-job-stack-confined",
+        "platform stack (no team namespace configured)",
+        [r("kubernetes:core/v1:Namespace", "ns", {"metadata": {"name": "team-research"}})],
+        {},
+        False,
+    ),
+]
+
+# --- IAM: GitHub OIDC trusts of team deploy roles ------------------------------------------------
+
+
+GITHUB = "token.actions.githubusercontent.com"
+
+
+def _github_role(sub: Any, aud: str = "sts.amazonaws.com") -> Res:
+    trust = {
+        "Effect": "Allow",
+        "Principal": {"Federated": f"arn:aws:iam::123456789012:oidc-provider/{GITHUB}"},
+        "Action": "sts:AssumeRoleWithWebIdentity",
+        "Condition": {
+            "StringEquals": {
+                "token.actions.githubusercontent.com:aud": aud,
+                "token.actions.githubusercontent.com:sub": sub,
+            }
+        },
+    }
+    return r("aws:iam/role:Role", "deploy", {"assumeRolePolicy": doc(trust)})
+
+
+def _team_deploy_trust() -> Res:
+    from components.config import TeamDeploy
+    from components.platform.team_deploy import github_trust_policy
+
+    deploy = TeamDeploy.model_validate({"githubRepo": "org/repo", "environments": ["prod"]})
+    policy = github_trust_policy("123456789012", deploy, preview=False)
+    return r("aws:iam/role:Role", "deploy", {"assumeRolePolicy": json.dumps(policy)})
+
+
+CASES += [
+    (
+        "gpu-platform-iam-trust-scoped",
+        "GitHub trust of the team deploy role (exact repo subjects)",
+        [_team_deploy_trust()],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-iam-trust-scoped",
+        "GitHub trust with a wildcard subject",
+        [_github_role(["repo:org/*"])],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-iam-trust-scoped",
+        "GitHub trust without the STS audience",
+        [_github_role(["repo:org/repo:pull_request"], aud="")],
+        {},
+        True,
+    ),
+]
+
 # The security rules' cases live in their own table (tests/policies/security_cases.py).
 from tests.policies.security_cases import SECURITY_CASES  # noqa: E402
 

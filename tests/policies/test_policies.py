@@ -344,6 +344,11 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
     assert "## Policy" in text and "| mandatory | 0 |" in text
 
 
+def _pretrain_job() -> dict[str, Any]:
+    stack = yaml.safe_load((PROJECT_ROOT / "jobs" / "Pulumi.pretrain-prod.yaml").read_text())
+    return {**stack["config"]["gpu-platform-jobs:trainingJobs"][0], "team": "pretrain"}
+
+
 @pytest.mark.parametrize(
     ("what", "mutate", "rule"),
     [
@@ -368,11 +373,14 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
         ),
         (
             "prod relaxes its own digest check and ships a job image by tag",
-            lambda c: (
-                c.update({"gpu-platform:training": {"requireImageDigest": False}}),
-                c["gpu-platform:trainingJobs"][0].update(
-                    image="ghcr.io/gpu-platform/trainer:0.1.0"
-                ),
+            # Prod's jobs live in job stacks (jobs/): put team pretrain's back on the platform.
+            lambda c: c.update(
+                {
+                    "gpu-platform:training": {"requireImageDigest": False},
+                    "gpu-platform:trainingJobs": [
+                        {**_pretrain_job(), "image": "ghcr.io/gpu-platform/trainer:0.1.0"}
+                    ],
+                }
             ),
             "gpu-platform-k8s-image-pinned",
         ),

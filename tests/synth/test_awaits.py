@@ -24,7 +24,7 @@ def _launchers(result: SynthResult) -> list:
     ]
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod"])
+@pytest.mark.parametrize("stack", ["dev", "prod_jobs"])
 def test_training_launchers_skip_the_await_and_replace_delete_first(
     stack: str, request: pytest.FixtureRequest
 ) -> None:

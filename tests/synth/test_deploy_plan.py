@@ -152,10 +152,10 @@ def test_stack_ordering_problems_are_only_the_known_ones(
     assert found and all(any(k in p for k in KNOWN) for p in found), found
 
 
-def test_report_has_will_it_run_and_deploy_plan(prod: SynthResult) -> None:
+def test_report_has_will_it_run_and_deploy_plan(prod_jobs: SynthResult) -> None:
     from synth.report import report
 
-    text = report(prod)
+    text = report(prod_jobs)
     assert "## Will it run" in text and "`team-pretrain/pretrain-7b`" in text
     assert "## Deploy plan" in text and "### Ordering and prerequisite problems" in text
     assert text.index("## Will it run") < text.index("## Managed node groups")

@@ -21,10 +21,12 @@ from components import catalog
 from components import config as stack_config
 from components.analysis import checkpoint as checkpointing
 from components.config import DeepSpeedSettings, StackConfig
+from components.config.job_stack import job_namespace_values, parse_job_stack
 from components.workloads import manifests
 from components.workloads import plan as job_plan
 from synth import __main__ as synth_cli
-from synth.harness import PROJECT_ROOT, SynthResult
+from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config
+from synth.jobs import JOBS_ROOT, run_job_stack
 from synth.report import training_job_rows
 from tests.conftest import stack_values
 
@@ -44,9 +46,22 @@ def _parse(stack: str) -> StackConfig:
 
 
 def _plan(stack: str, name: str) -> job_plan.JobPlan:
-    cfg = _parse(stack)
+    """A job's plan, from a platform stack (`dev`) or a team job stack (`pretrain-prod`)."""
+    if "-" in stack:
+        jobs = parse_job_stack(job_namespace_values(load_stack_config(stack, JOBS_ROOT)[1]))
+        cfg = _parse(jobs.platform_env).model_copy(
+            update={"training_jobs": list(jobs.training_jobs)}
+        )
+    else:
+        cfg = _parse(stack)
     job = next(j for j in cfg.training_jobs if j.name == name)
     return job_plan.plan_job(cfg, job, "123456789012")
+
+
+@pytest.fixture(scope="module")
+def pretrain_prod(prod: SynthResult) -> SynthResult:
+    """Prod's pretraining run lives in team pretrain's job stack (jobs/)."""
+    return run_job_stack("pretrain-prod", platform=prod)
 
 
 def _launcher(result: SynthResult, token: str, name: str) -> dict[str, Any]:
@@ -308,8 +323,8 @@ def test_config_hash_is_deterministic_and_semantic() -> None:
     assert job_plan.plan_job(cfg, changed, "1").config_hash != plan.config_hash
 
 
-def test_prod_job_is_pinned_uses_efa_in_one_zone(prod: SynthResult) -> None:
-    job = _launcher(prod, JOB, "pretrain-7b")
+def test_prod_job_is_pinned_uses_efa_in_one_zone(pretrain_prod: SynthResult) -> None:
+    job = _launcher(pretrain_prod, JOB, "pretrain-7b")
     _, spec = _pod(job)
     container = spec["containers"][0]
     assert "@sha256:" in container["image"]
@@ -359,7 +374,7 @@ def test_policy_sees_trainjob_pods(dev: SynthResult) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="needs deepspeed")
-@pytest.mark.parametrize(("stack", "name"), [("dev", "ds-zero2"), ("prod", "pretrain-7b")])
+@pytest.mark.parametrize(("stack", "name"), [("dev", "ds-zero2"), ("pretrain-prod", "pretrain-7b")])
 def test_ds_config_accepted_by_deepspeed_for_the_world_size(stack: str, name: str) -> None:
     import deepspeed.comm
     from deepspeed.runtime.config import DeepSpeedConfig

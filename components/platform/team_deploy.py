@@ -1,0 +1,172 @@
+"""Team deploy identity: the IAM roles a team's job stack (jobs/) runs with in CI, and what they
+may do in the cluster — the team's namespace, nothing cluster-wide.
+
+Per team with `deploy:` set:
+- a deploy role, assumable only by GitHub Actions OIDC tokens of `deploy.githubRepo` on the
+  listed branches or environments; its EKS access entry carries the team's Kubernetes group
+  (so the team's `team-member` Role, which covers the TrainJob and Volcano Job CRDs, applies)
+  and `AmazonEKSEditPolicy` associated with scope `namespace` = the team's namespace only;
+- a preview role for the repository's pull requests with `AmazonEKSViewPolicy`, same scope.
+  pulumi-kubernetes previews need `patch` for a server-side dry run and fall back to a
+  client-side preview when it is forbidden (pulumi/pulumi-kubernetes#2213, #2419), so a
+  read-only role previews without being able to change anything.
+Neither role has an IAM policy: the job stack reads the platform's kubeconfig from its stack
+output and `aws eks get-token` signs with STS only (no IAM permission needed).
+
+EKS facts: access policy scopes are `cluster` or `namespace` with a list of namespaces
+(https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessScope.html); the cluster uses
+authentication mode API (components/platform/cluster.py). GitHub OIDC subjects are
+`repo:<owner>/<repo>:ref:refs/heads/<branch>`, `...:environment:<name>` and `...:pull_request`,
+audience `sts.amazonaws.com` (docs.github.com, "Configuring OpenID Connect in Amazon Web
+Services"); the account's provider for `token.actions.githubusercontent.com` is created once per
+account, outside this program (the platform's own CI uses it too).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Final
+
+import pulumi
+import pulumi_aws as aws
+
+from components.analysis.platform_facts import deploy_role_name, preview_role_name
+from components.config import TeamConfig, TeamDeploy
+
+GITHUB_OIDC_HOST: Final = "token.actions.githubusercontent.com"
+EDIT_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
+VIEW_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
+
+
+def github_subjects(deploy: TeamDeploy, *, preview: bool) -> list[str]:
+    """OIDC `sub` values that may assume the role: pull requests for previews; the listed
+    branches and environments for deploys."""
+    repo = f"repo:{deploy.github_repo}"
+    if preview:
+        return [f"{repo}:pull_request"]
+    return [
+        *(f"{repo}:ref:refs/heads/{branch}" for branch in deploy.branches),
+        *(f"{repo}:environment:{env}" for env in deploy.environments),
+    ]
+
+
+def github_trust_policy(account_id: str, deploy: TeamDeploy, *, preview: bool) -> dict[str, Any]:
+    """Trust policy: web identity from this account's GitHub OIDC provider, audience STS, the
+    subjects of `github_subjects` exactly (StringEquals: no wildcard reaches another repo)."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {
+                    "Federated": f"arn:aws:iam::{account_id}:oidc-provider/{GITHUB_OIDC_HOST}"
+                },
+                "Action": "sts:AssumeRoleWithWebIdentity",
+                "Condition": {
+                    "StringEquals": {
+                        f"{GITHUB_OIDC_HOST}:aud": "sts.amazonaws.com",
+                        f"{GITHUB_OIDC_HOST}:sub": github_subjects(deploy, preview=preview),
+                    }
+                },
+            }
+        ],
+    }
+
+
+def namespace_scope(namespace: str) -> dict[str, Any]:
+    """The only access scope a team identity gets: its own namespace."""
+    return {"type": "namespace", "namespaces": [namespace]}
+
+
+@dataclass(frozen=True)
+class TeamDeployArgs:
+    """Inputs of a team's deploy identity."""
+
+    team: TeamConfig
+    deploy: TeamDeploy
+    cluster_name: pulumi.Input[str]
+    #: The cluster's literal name (role names derive from it, so the facts can name the ARN).
+    cluster_config_name: str
+    account_id: str
+    tags: dict[str, str]
+
+
+class TeamDeployIdentity(pulumi.ComponentResource):
+    """Deploy and preview roles of one team's job stack, confined to the team's namespace."""
+
+    deploy_role: aws.iam.Role
+    preview_role: aws.iam.Role
+
+    def __init__(
+        self, name: str, args: TeamDeployArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:teams:TeamDeployIdentity", name, None, opts)
+        team = args.team
+        child = pulumi.ResourceOptions(parent=self)
+        roles: dict[str, aws.iam.Role] = {}
+        for kind, preview, policy, role_name in (
+            ("deploy", False, EDIT_POLICY, deploy_role_name),
+            ("preview", True, VIEW_POLICY, preview_role_name),
+        ):
+            role = aws.iam.Role(
+                f"{name}-{kind}",
+                name=role_name(args.cluster_config_name, team.name),
+                description=f"Job stack {kind} of team {team.name}: namespace {team.namespace}",
+                assume_role_policy=json.dumps(
+                    github_trust_policy(args.account_id, args.deploy, preview=preview)
+                ),
+                max_session_duration=3600,
+                tags=args.tags,
+                opts=child,
+            )
+            entry = aws.eks.AccessEntry(
+                f"{name}-{kind}",
+                cluster_name=args.cluster_name,
+                principal_arn=role.arn,
+                type="STANDARD",
+                # The team's group binds its namespaced `team-member` Role (CRDs included);
+                # previews get the view policy alone.
+                kubernetes_groups=[] if preview else [team.group],
+                tags=args.tags,
+                opts=child,
+            )
+            aws.eks.AccessPolicyAssociation(
+                f"{name}-{kind}",
+                cluster_name=args.cluster_name,
+                principal_arn=role.arn,
+                policy_arn=policy,
+                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(
+                    **namespace_scope(team.namespace)
+                ),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+            )
+            roles[kind] = role
+        self.deploy_role = roles["deploy"]
+        self.preview_role = roles["preview"]
+        self.register_outputs(
+            {"deployRoleArn": self.deploy_role.arn, "previewRoleArn": self.preview_role.arn}
+        )
+
+
+def deploy_identity(
+    team: TeamConfig,
+    cluster_config_name: str,
+    cluster_name: pulumi.Input[str],
+    account_id: str,
+    tags: dict[str, str],
+) -> TeamDeployIdentity | None:
+    """The team's deploy identity when its config asks for one (`teams[].deploy`)."""
+    if team.deploy is None:
+        return None
+    return TeamDeployIdentity(
+        f"team-{team.name}-jobs",
+        TeamDeployArgs(
+            team=team,
+            deploy=team.deploy,
+            cluster_name=cluster_name,
+            cluster_config_name=cluster_config_name,
+            account_id=account_id,
+            tags=tags,
+        ),
+    )

@@ -1,0 +1,45 @@
+"""Offline synth of a team's job stack (`python -m synth --project jobs --stack <team>-<env>`).
+
+The job program (jobs/__main__.py) reads the platform stack through a StackReference. Offline,
+that reference is answered with the outputs of the platform's own synth of the referenced stack,
+run first in the same process (same code, same stack file: what `pulumi up` of the platform
+exports, with mock ids; ~5 s, deterministic, no credentials and no stale file to keep in step).
+Then the job program runs under the same mocks; its checks (the platform's job rules and the
+will-it-run hook, components/analysis/platform_facts.py) raise `ConfigError` naming
+`gpu-platform-jobs:trainingJobs[i]...` before anything is registered, and synth exits 2.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
+from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
+
+JOBS_ROOT: Final = PROJECT_ROOT / "jobs"
+
+
+def run_job_stack(
+    stack: str,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    platform: SynthResult | None = None,
+    root: Path = JOBS_ROOT,
+) -> SynthResult:
+    """Synthesize job stack `stack`. `overrides` replace whole `gpu-platform-jobs:` keys (a bare
+    key is put in that namespace); `platform` replaces the platform synth (tests pass
+    their session's platform synth). Raises like `run_program`."""
+    full = {(k if ":" in k else f"{JOBS_NAMESPACE}:{k}"): v for k, v in (overrides or {}).items()}
+    _, config, _ = load_stack_config(stack, root)
+    for key, value in full.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value if isinstance(value, str) else json.dumps(value)
+    jobs = parse_job_stack(job_namespace_values(config))
+    if platform is None:
+        platform = run_program(jobs.platform_env)
+    return run_program(stack, root=root, overrides=full, stack_refs={jobs.platform_stack: platform})

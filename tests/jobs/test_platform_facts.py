@@ -1,0 +1,84 @@
+"""The platform's `jobPlatform` facts (components/analysis/platform_facts.py): pure, complete
+enough for a job stack to judge its jobs exactly as the platform judges its own."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.analysis.capacity import gpu_capacity
+from components.analysis.platform_facts import FACTS_VERSION, platform_facts
+from components.config import parse
+from components.config.load import namespace_values
+from synth.harness import ACCOUNT_ID, SynthResult, load_stack_config, run_program
+from synth.jobs import run_job_stack
+from tests.conftest import stack_values
+
+
+def _cfg(stack: str):  # type: ignore[no-untyped-def]
+    _, config, _ = load_stack_config(stack)
+    return parse(namespace_values(config))
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod"])
+def test_facts_carry_capacity_quotas_and_the_rebuildable_config(stack: str) -> None:
+    cfg = _cfg(stack)
+    facts = platform_facts(cfg, account_id=ACCOUNT_ID, storage_class="efs-rwx")
+    assert facts["version"] == FACTS_VERSION
+    json.dumps(facts)  # plain JSON: a stack output
+    flat = {
+        (gpu_class, capacity_type): flavor["gpus"]
+        for gpu_class, by_type in facts["gpuClasses"].items()
+        for capacity_type, flavor in by_type.items()
+    }
+    assert flat == gpu_capacity(cfg)
+    assert flat
+    for team in cfg.teams:
+        entry = facts["teams"][team.name]
+        assert entry["namespace"] == team.namespace
+        assert entry["localQueue"] == team.name
+        assert [q["flavor"] for q in entry["quota"]] == [q.flavor for q in team.quota]
+    rebuilt = parse(facts["platformConfig"])
+    assert rebuilt == cfg.model_copy(update={"training_jobs": []})
+
+
+def test_the_platform_exports_the_facts(dev: SynthResult) -> None:
+    exported = dev.outputs["jobPlatform"]
+    assert exported == platform_facts(_cfg("dev"), account_id=ACCOUNT_ID, storage_class="efs-rwx")
+    # The kubeconfig is a separate, secret output; the facts stay readable.
+    assert dev.secret_outputs == [exported["cluster"]["kubeconfigOutput"]]
+    assert exported["platformJobs"]["team-research"] == ["ddp-smoke"]
+
+
+def test_facts_name_the_team_roles_the_platform_creates(dev: SynthResult) -> None:
+    research = dev.outputs["jobPlatform"]["teams"]["research"]
+    roles = {
+        r.inputs["name"]
+        for r in dev.of_type("aws:iam/role:Role")
+        if r.name.startswith("team-research-jobs-")
+    }
+    assert roles == {
+        research["deployRoleArn"].rsplit("/", 1)[1],
+        research["previewRoleArn"].rsplit("/", 1)[1],
+    }
+    assert research["deployRoleArn"].startswith(f"arn:aws:iam::{ACCOUNT_ID}:role/")
+    applied = dev.outputs["jobPlatform"]["teams"]["applied"]
+    assert applied["deployRoleArn"] is None and applied["previewRoleArn"] is None
+
+
+def test_a_secret_platform_key_makes_the_facts_secret(
+    dev: SynthResult, make_stack: Callable[[dict[str, Any]], Path]
+) -> None:
+    """A key set with `pulumi config set --secret` would be in platformConfig: the whole output
+    turns secret instead of leaking it, and the job stack still reads it."""
+    assert "jobPlatform" not in dev.secret_outputs
+    config = stack_values("dev")
+    config["gpu-platform:tags"] = {"cost-center": {"secure": "v1:AAAA"}}
+    platform = run_program("t", root=make_stack(config))
+    assert "jobPlatform" in platform.secret_outputs
+    jobs = run_job_stack("research-dev", platform=platform)
+    assert jobs.of_type("kubernetes:batch/v1:Job")
