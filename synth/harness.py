@@ -15,16 +15,19 @@ import json
 import runpy
 import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pulumi
 import yaml
 from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime import resource as pulumi_resource
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -365,6 +368,67 @@ class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
+#: The SDK's own stack-trace capture, restored after each run (see `_stack_trace`).
+_SDK_STACK_TRACE = pulumi_resource._get_stack_trace
+#: Source-position URI of each file name (None: not expressible, as the SDK decides).
+_URIS: dict[str, str | None] = {}
+#: Stack traces by the (file, line) of each frame they are built from.
+_TRACES: dict[tuple[tuple[str, int | None], ...], source_pb2.StackTrace] = {}
+
+
+def _uri(filename: str) -> str | None:
+    if filename not in _URIS:
+        position = pulumi_resource._get_source_position_for_frame(
+            traceback.FrameSummary(filename, 1, "", lookup_line=False)
+        )
+        _URIS[filename] = position.uri if position is not None else None
+    return _URIS[filename]
+
+
+def _stack_trace() -> source_pb2.StackTrace:
+    """The message `pulumi.runtime.resource._get_stack_trace` returns, at a hundredth of its cost.
+
+    The SDK attaches the program's call stack to every registration request (the engine shows
+    it in diagnostics). It extracts the whole stack with `traceback.extract_stack`, which also
+    stats every source file and reads its lines through `linecache`, turns each frame's file
+    name into a URI through `pathlib`, and builds a protobuf message per frame: about a tenth of
+    a fleet synth. The same frames are selected here (those outside the third `__init__` frame
+    from the top: the program's code above the resource constructor), from the same file
+    names and line numbers through the SDK's own URI function, and the message is built once per
+    distinct stack: a team's resources repeat the same call sites for every team.
+    tests/test_synth_fleet.py checks that every request carries the same trace either way.
+    """
+    if getattr(sys, "tracebacklimit", None) is not None:
+        return _SDK_STACK_TRACE()  # a limit changes which frames extract_stack sees
+    frame: FrameType | None = sys._getframe(1)
+    inits = 0
+    while frame is not None:
+        if frame.f_code.co_name == "__init__":
+            inits += 1
+            if inits == 3:
+                break
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        return source_pb2.StackTrace()
+    key = []
+    while caller is not None:
+        key.append((caller.f_code.co_filename, caller.f_lineno))
+        caller = caller.f_back
+    frozen = tuple(key)
+    cached = _TRACES.get(frozen)
+    if cached is None:
+        frames = []
+        for filename, line in frozen:
+            uri = _uri(filename) if filename and line is not None else None
+            position = None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
+            frames.append(source_pb2.StackFrame(pc=position))
+        cached = _TRACES[frozen] = source_pb2.StackTrace(frames=frames)
+    trace = source_pb2.StackTrace()
+    trace.CopyFrom(cached)  # the caller gets its own message, as from the SDK
+    return trace
+
+
 # --- running ------------------------------------------------------------------------------------
 
 
@@ -374,9 +438,11 @@ def run_program(
     overrides: Mapping[str, Any] | None = None,
     root: Path = PROJECT_ROOT,
     echo_nested: bool = False,
+    sdk_stack_traces: bool = False,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
-    `pulumi config set` would; a value of None removes the key.
+    `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
+    SDK capture each registration's stack trace itself instead of `_stack_trace` (same result).
 
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
     `StackFileError` for unreadable stack files; anything else is a bug.
@@ -403,5 +469,10 @@ def run_program(
     def program() -> None:
         runpy.run_path(main, run_name="__main__")
 
-    program()
+    if not sdk_stack_traces:
+        pulumi_resource._get_stack_trace = _stack_trace
+    try:
+        program()
+    finally:
+        pulumi_resource._get_stack_trace = _SDK_STACK_TRACE
     return SynthResult(stack=stack, resources=sorted(monitor.captured, key=lambda r: r.urn))
