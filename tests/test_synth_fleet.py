@@ -3,16 +3,19 @@ speed-ups synth applies to the SDK's per-resource work change nothing the engine
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
 import yaml
 
 from components import config as stack_config
+from policies.rules import all_policies
 from synth import __main__ as synth_cli
-from synth import fleet, harness
+from synth import fleet, harness, output, policy
 from synth.harness import load_stack_config, run_program
 
 FILES = (
@@ -113,3 +116,48 @@ def test_stack_traces_are_the_ones_the_sdk_captures(
     assert len(by_sdk) > 100
     assert all(trace for _, _, trace, _ in by_sdk), "every registration carries a stack trace"
     assert by_synth == by_sdk
+
+
+def _calls(work: Callable[[], Any]) -> tuple[int, Any]:
+    """(Python function calls made by `work()`, its result): a measure of work that, unlike
+    time, does not depend on the machine or on what else runs on it."""
+    count = 0
+
+    def profile(_frame: FrameType, event: str, _arg: Any) -> None:
+        nonlocal count
+        if event == "call":
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        result = work()
+    finally:
+        sys.setprofile(None)
+    return count, result
+
+
+def test_synth_work_grows_linearly_with_teams(tmp_path: Path) -> None:
+    # Each phase's work per added team must not grow with the fleet: a rule or report section
+    # that scans every resource for every team would make the second step dearer than the first.
+    sizes = (3, 9, 15)  # steps of 6: the same mix of the generator's three team shapes
+    run_program(fleet.STACK, root=fleet.write_project(tmp_path / "warm", 1))  # imports
+    work: dict[str, list[int]] = {"program": [], "policy": [], "output": []}
+    resources = []
+    for teams in sizes:
+        project = fleet.write_project(tmp_path / f"teams-{teams}", teams)
+        calls, result = _calls(lambda: run_program(fleet.STACK, root=project))  # noqa: B023
+        work["program"].append(calls)
+        resources.append(len(result.resources))
+        pack = all_policies()
+        pack_config = policy.load_config(policy.config_path(project, fleet.STACK), pack)
+        calls, violations = _calls(lambda: policy.evaluate(result, pack, pack_config))  # noqa: B023
+        assert violations == []
+        work["policy"].append(calls)
+        result.policy_violations = []
+        out = tmp_path / f"out-{teams}"
+        work["output"].append(_calls(lambda: output.write(result, out))[0])  # noqa: B023
+    assert resources[1] - resources[0] == resources[2] - resources[1] > 0
+    for phase, counts in work.items():
+        first, second = counts[1] - counts[0], counts[2] - counts[1]
+        assert first > 0, phase
+        assert second <= 1.05 * first, f"{phase}: {counts} grows faster than the fleet"
