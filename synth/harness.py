@@ -407,16 +407,17 @@ def _uri(filename: str) -> str | None:
 
 
 def _stack_trace() -> source_pb2.StackTrace:
-    """The message `pulumi.runtime.resource._get_stack_trace` returns, at a hundredth of its cost.
+    """The message `pulumi.runtime.resource._get_stack_trace` returns, at a tenth of its cost.
 
     The SDK attaches the program's call stack to every registration request (the engine shows
-    it in diagnostics). It extracts the whole stack with `traceback.extract_stack`, which also
-    stats every source file and reads its lines through `linecache`, turns each frame's file
-    name into a URI through `pathlib`, and builds a protobuf message per frame: about a tenth of
-    a fleet synth. The same frames are selected here (those outside the third `__init__` frame
-    from the top: the program's code above the resource constructor), from the same file
-    names and line numbers through the SDK's own URI function, and the message is built once per
-    distinct stack: a team's resources repeat the same call sites for every team.
+    it in diagnostics); no setting turns that off. It extracts the whole stack with
+    `traceback.extract_stack`, which also stats every source file and reads its lines through
+    `linecache`, turns each frame's file name into a URI through `pathlib`, and builds a
+    protobuf message per frame: 7 % of a 100-team synth. The same frames are selected here
+    (those outside the third `__init__` counted from the innermost frame — Resource, Custom- or
+    ComponentResource, the concrete class: the program's code above the constructor), with the
+    same file names and line numbers through the SDK's own URI function, and the message is
+    built once per distinct stack: every team's resources repeat the same call sites.
     tests/test_synth_fleet.py checks that every request carries the same trace either way.
     """
     if getattr(sys, "tracebacklimit", None) is not None:
