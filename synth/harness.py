@@ -282,7 +282,7 @@ def _plain(struct: struct_pb2.Struct) -> Any:
     """Wire struct → JSON value: secrets stubbed, unknowns marked, integral floats as ints.
 
     One pass over the protobuf message (the generic `json_format.MessageToDict` and a second
-    walk over its result cost twice as much, once per resource).
+    walk over its result took half as long again, once per resource).
     """
     fields = struct.fields
     sig = fields.get(_SIG_KEY)
