@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+import math
 import re
 import resource
 import subprocess
@@ -110,12 +111,12 @@ def fleet_config(teams: int, base: Path | None = None) -> dict[str, Any]:
                 pool["limits"]["gpus"] = total
             pools.append(pool)
             continue
-        shards = -(-total // max_per_pool)
+        shards = math.ceil(total / max_per_pool)
         for shard in range(shards):
-            copy_ = copy.deepcopy(pool)
-            copy_["name"] = f"{pool['name']}-{shard}"
-            copy_["limits"]["gpus"] = total // shards + (shard < total % shards)
-            pools.append(copy_)
+            shard_pool = copy.deepcopy(pool)
+            shard_pool["name"] = f"{pool['name']}-{shard}"
+            shard_pool["limits"]["gpus"] = total // shards + (shard < total % shards)
+            pools.append(shard_pool)
     config[f"{PROJECT}:karpenter"]["pools"] = pools
     if any(count > 0 for count in needed.values()):
         raise ValueError(f"no Karpenter pool provides {sorted(needed)}")
