@@ -198,7 +198,10 @@ def plan(result: SynthResult) -> list[Step]:
 
 def ancestors(result: SynthResult, urn: str) -> set[str]:
     """Everything `urn` transitively waits for."""
-    deps, _ = _closure(result)
+    return _ancestors(_closure(result)[0], urn)
+
+
+def _ancestors(deps: dict[str, set[str]], urn: str) -> set[str]:
     seen: set[str] = set()
     todo = [urn]
     while todo:
@@ -216,9 +219,18 @@ def ordering_problems(result: SynthResult) -> list[str]:
     Job that Kueue suspends (it never completes: `up` fails after 10 min), and a claim created
     before its StorageClass."""
     releases = {r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)}
+    # One dependency closure for the whole check: building it per resource made the check
+    # quadratic in the fleet's size (tests/synth/test_fleet.py counts the work per team).
+    deps, _ = _closure(result)
+    memo: dict[str, set[str]] = {}
+
+    def ancestors_of(urn: str) -> set[str]:
+        if urn not in memo:
+            memo[urn] = _ancestors(deps, urn)
+        return memo[urn]
 
     def after_chart(urn: str, chart: str) -> bool:
-        before = ancestors(result, urn)
+        before = ancestors_of(urn)
         return any(
             u in before and (c == chart or c.endswith(f"/{chart}")) for u, c in releases.items()
         )
@@ -237,7 +249,7 @@ def ordering_problems(result: SynthResult) -> list[str]:
             wanted = spec.get("storageClassName")
             # A claim naming its PV (static binding) binds without the class or a provisioner.
             dynamic = not spec.get("volumeName")
-            if dynamic and wanted in classes and classes[wanted] not in ancestors(result, r.urn):
+            if dynamic and wanted in classes and classes[wanted] not in ancestors_of(r.urn):
                 found.append(
                     f"{r.name}: claim does not depend on StorageClass {wanted}: it is "
                     "provisioned only once the class and its CSI driver exist, and the PVC "

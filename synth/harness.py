@@ -15,16 +15,19 @@ import json
 import runpy
 import sys
 import threading
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pulumi
 import yaml
-from google.protobuf import json_format, struct_pb2  # type: ignore[import-untyped]
+from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime import mocks as pulumi_mocks
-from pulumi.runtime.proto import resource_pb2
+from pulumi.runtime import resource as pulumi_resource
+from pulumi.runtime.proto import resource_pb2, source_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -128,9 +131,14 @@ def _encode(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"))
 
 
+#: libyaml's parser (PyYAML's wheels bundle it) with the safe constructor: the same data as
+#: `yaml.safe_load`, parsed in C — a 200-team stack file takes a fifth of a second in Python.
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _read_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(path.read_text(), Loader=_Loader)
     except FileNotFoundError:
         raise StackFileError(f"{path.name}: file not found") from None
     except yaml.YAMLError as exc:
@@ -286,22 +294,38 @@ class PlatformMocks(pulumi_mocks.Mocks):
         return {}, []
 
 
-def _plain(value: Any) -> Any:
-    """Wire value → JSON value: secrets stubbed, unknowns marked, integral floats as ints."""
-    if isinstance(value, dict):
-        sig = value.get(_SIG_KEY)
-        if sig == _SECRET_SIG:
+def _plain_value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        text: str = value.string_value
+        return "[unknown]" if text == _UNKNOWN else text
+    if kind == "number_value":
+        number: float = value.number_value
+        return int(number) if number.is_integer() else number
+    if kind == "bool_value":
+        return bool(value.bool_value)
+    if kind == "struct_value":
+        return _plain(value.struct_value)
+    if kind == "list_value":
+        return [_plain_value(item) for item in value.list_value.values]
+    return None
+
+
+def _plain(struct: struct_pb2.Struct) -> Any:
+    """Wire struct → JSON value: secrets stubbed, unknowns marked, integral floats as ints.
+
+    One pass over the protobuf message (the generic `json_format.MessageToDict` and a second
+    walk over its result took half as long again, once per resource).
+    """
+    fields = struct.fields
+    sig = fields.get(_SIG_KEY)
+    if sig is not None:
+        if sig.string_value == _SECRET_SIG:
             return SECRET_PLACEHOLDER
-        if sig == _RESOURCE_SIG:
-            return value.get("urn", "")
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if value == _UNKNOWN:
-        return "[unknown]"
-    return value
+        if sig.string_value == _RESOURCE_SIG:
+            urn = fields.get("urn")
+            return urn.string_value if urn is not None else ""
+    return {key: _plain_value(item) for key, item in fields.items()}
 
 
 class CapturingMonitor(pulumi_mocks.MockMonitor):
@@ -342,7 +366,7 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         urn = self.make_urn(request.parent, request.type, request.name)
         if request.type == "pulumi:pulumi:Stack":
             return resource_pb2.RegisterResourceResponse(urn=urn)
-        inputs = _plain(json_format.MessageToDict(request.object))
+        inputs = _plain(request.object)
         args = pulumi_mocks.MockResourceArgs(
             typ=request.type,
             name=request.name,
@@ -405,6 +429,68 @@ class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
         return future
 
 
+#: The SDK's own stack-trace capture, restored after each run (see `_stack_trace`).
+_SDK_STACK_TRACE = pulumi_resource._get_stack_trace
+#: Source-position URI of each file name (None: not expressible, as the SDK decides).
+_URIS: dict[str, str | None] = {}
+#: Stack traces by the (file, line) of each frame they are built from.
+_TRACES: dict[tuple[tuple[str, int | None], ...], source_pb2.StackTrace] = {}
+
+
+def _uri(filename: str) -> str | None:
+    if filename not in _URIS:
+        position = pulumi_resource._get_source_position_for_frame(
+            traceback.FrameSummary(filename, 1, "", lookup_line=False)
+        )
+        _URIS[filename] = position.uri if position is not None else None
+    return _URIS[filename]
+
+
+def _stack_trace() -> source_pb2.StackTrace:
+    """The message `pulumi.runtime.resource._get_stack_trace` returns, at a tenth of its cost.
+
+    The SDK attaches the program's call stack to every registration request (the engine shows
+    it in diagnostics); no setting turns that off. It extracts the whole stack with
+    `traceback.extract_stack`, which also stats every source file and reads its lines through
+    `linecache`, turns each frame's file name into a URI through `pathlib`, and builds a
+    protobuf message per frame: 7 % of a 100-team synth. The same frames are selected here
+    (those outside the third `__init__` counted from the innermost frame — Resource, Custom- or
+    ComponentResource, the concrete class: the program's code above the constructor), with the
+    same file names and line numbers through the SDK's own URI function, and the message is
+    built once per distinct stack: every team's resources repeat the same call sites.
+    tests/test_synth_fleet.py checks that every request carries the same trace either way.
+    """
+    if getattr(sys, "tracebacklimit", None) is not None:
+        return _SDK_STACK_TRACE()  # a limit changes which frames extract_stack sees
+    frame: FrameType | None = sys._getframe(1)
+    inits = 0
+    while frame is not None:
+        if frame.f_code.co_name == "__init__":
+            inits += 1
+            if inits == 3:
+                break
+        frame = frame.f_back
+    caller = frame.f_back if frame is not None else None
+    if caller is None:
+        return source_pb2.StackTrace()
+    key = []
+    while caller is not None:
+        key.append((caller.f_code.co_filename, caller.f_lineno))
+        caller = caller.f_back
+    frozen = tuple(key)
+    cached = _TRACES.get(frozen)
+    if cached is None:
+        frames = []
+        for filename, line in frozen:
+            uri = _uri(filename) if filename and line is not None else None
+            position = None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
+            frames.append(source_pb2.StackFrame(pc=position))
+        cached = _TRACES[frozen] = source_pb2.StackTrace(frames=frames)
+    trace = source_pb2.StackTrace()
+    trace.CopyFrom(cached)  # the caller gets its own message, as from the SDK
+    return trace
+
+
 # --- running ------------------------------------------------------------------------------------
 
 
@@ -415,9 +501,11 @@ def run_program(
     root: Path = PROJECT_ROOT,
     echo_nested: bool = False,
     stack_refs: Mapping[str, SynthResult] | None = None,
+    sdk_stack_traces: bool = False,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
-    `pulumi config set` would; a value of None removes the key.
+    `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
+    SDK capture each registration's stack trace itself instead of `_stack_trace` (same result).
 
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
     `StackFileError` for unreadable stack files; anything else is a bug. `stack_refs` answer
@@ -453,7 +541,12 @@ def run_program(
         runpy.run_path(main, run_name="__main__")
         _sync_await(_resolve_exports(exports, secrets))
 
-    program()
+    if not sdk_stack_traces:
+        pulumi_resource._get_stack_trace = _stack_trace
+    try:
+        program()
+    finally:
+        pulumi_resource._get_stack_trace = _SDK_STACK_TRACE
     from components.config.base import NAMESPACE
     from components.config.load import namespace_values, parse
 
@@ -468,6 +561,25 @@ def run_program(
     )
 
 
+def _plain_json(value: Any) -> Any:
+    """A resolved output value → JSON value: secrets stubbed, unknowns marked, integral floats
+    as ints (what a StackReference reads; the wire inputs go through `_plain`)."""
+    if isinstance(value, dict):
+        sig = value.get(_SIG_KEY)
+        if sig == _SECRET_SIG:
+            return SECRET_PLACEHOLDER
+        if sig == _RESOURCE_SIG:
+            return value.get("urn", "")
+        return {key: _plain_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain_json(item) for item in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value == _UNKNOWN:
+        return "[unknown]"
+    return value
+
+
 async def _resolve_exports(into: dict[str, Any], secrets: list[str]) -> None:
     # Under the mocks the root stack never sends its exports to the monitor: read them from the
     # Stack resource (private SDK state of the pinned SDK, like `settings.ROOT` above).
@@ -476,4 +588,4 @@ async def _resolve_exports(into: dict[str, Any], secrets: list[str]) -> None:
         out = pulumi.Output.from_input(value)
         if await out.is_secret():
             secrets.append(name)
-        into[name] = _plain(await out.future())
+        into[name] = _plain_json(await out.future())

@@ -7,20 +7,13 @@ sorted, key-ordered, no timestamps.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
-
-import yaml
 
 from synth.harness import Registration, SynthResult
 from synth.report import report
 from synth.report_security import security_section
-
-try:  # libyaml makes dumping several times faster; the pure-Python dumper gives the same text.
-    _Dumper: Any = yaml.CSafeDumper
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Dumper = yaml.SafeDumper
+from synth.serialize import to_json, to_yaml
 
 HELM_TYPES = frozenset({"kubernetes:helm.sh/v3:Release", "kubernetes:helm.sh/v4:Chart"})
 
@@ -75,31 +68,18 @@ def helm_releases(result: SynthResult) -> list[dict[str, Any]]:
 # --- writing ------------------------------------------------------------------------------------
 
 
-def _yaml(data: Any, *, multi: bool = False) -> str:
-    if multi:
-        text = yaml.dump_all(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
-    else:
-        text = yaml.dump(data, Dumper=_Dumper, sort_keys=True, default_flow_style=False)
-    return str(text)
-
-
 def write(result: SynthResult, out_dir: Path) -> list[Path]:
     """Write the contract's files; returns their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {
-        "resources.json": json.dumps(
-            [r.to_json() for r in result.resources], indent=2, sort_keys=True
-        )
-        + "\n",
-        "manifests.yaml": _yaml(manifests(result), multi=True),
-        "helm-releases.yaml": _yaml(helm_releases(result)),
+        "resources.json": to_json([r.to_json() for r in result.resources]) + "\n",
+        "manifests.yaml": to_yaml(manifests(result), multi=True),
+        "helm-releases.yaml": to_yaml(helm_releases(result)),
         # The security controls close the report (synth/report_security.py, docs/security.md).
         "report.md": f"{report(result)}\n## Security\n\n{security_section(result)}\n",
     }
     if result.policy_violations is not None:
-        files["policy-report.json"] = (
-            json.dumps({"violations": result.policy_violations}, indent=2, sort_keys=True) + "\n"
-        )
+        files["policy-report.json"] = to_json({"violations": result.policy_violations}) + "\n"
     paths = []
     for name, text in files.items():
         path = out_dir / name

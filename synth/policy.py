@@ -32,6 +32,7 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from policies.rules.common import resource_types
 from synth.harness import Registration, SynthResult
 
 LEVELS = {level.value: level for level in EnforcementLevel}
@@ -161,7 +162,12 @@ def evaluate(
 ) -> list[Violation]:
     """Every violation the pack reports for the stack, sorted."""
     violations: list[Violation] = []
+    # Built once per resource, shared by every policy that looks at it.
     props = {r.urn: unknown_checking_proxy(r.inputs) for r in result.resources}
+    options = {r.urn: _options(r) for r in result.resources}
+    by_type: dict[str, list[Registration]] = {}
+    for r in result.resources:
+        by_type.setdefault(r.type, []).append(r)
     stack_resources: list[PolicyResource] | None = None
     for policy in policies:
         level = _level(policy, config)
@@ -171,20 +177,28 @@ def evaluate(
             level = EnforcementLevel.MANDATORY
         _, settings = _settings(config, policy.name)
         if isinstance(policy, ResourceValidationPolicy):
-            for resource in result.resources:
+            # A rule that names its types returns at once for any other: calling it for every
+            # resource made the pack's cost (policies x resources) the bulk of its runtime.
+            types = resource_types(policy)
+            candidates = (
+                result.resources
+                if types is None
+                else [r for t in sorted(types) for r in by_type.get(t, ())]
+            )
+            for resource in candidates:
                 args = ResourceValidationArgs(
                     resource.type,
                     props[resource.urn],
                     resource.urn,
                     resource.name,
-                    _options(resource),
+                    options[resource.urn],
                     None,
                     settings,
                 )
                 policy.validate(args, _collector(violations, policy, level, resource.urn))
         elif isinstance(policy, StackValidationPolicy):
             if stack_resources is None:
-                stack_resources = _stack_resources(result, props)
+                stack_resources = _stack_resources(result, props, options)
             policy.validate(
                 StackValidationArgs(stack_resources, settings),
                 _collector(violations, policy, level),
@@ -192,11 +206,15 @@ def evaluate(
     return sorted(set(violations))
 
 
-def _stack_resources(result: SynthResult, props: Mapping[str, Any]) -> list[PolicyResource]:
+def _stack_resources(
+    result: SynthResult,
+    props: Mapping[str, Any],
+    options: Mapping[str, PolicyResourceOptions],
+) -> list[PolicyResource]:
     by_urn: dict[str, PolicyResource] = {}
     for r in result.resources:
         by_urn[r.urn] = PolicyResource(
-            r.type, props[r.urn], r.urn, r.name, _options(r), None, None, [], {}
+            r.type, props[r.urn], r.urn, r.name, options[r.urn], None, None, [], {}
         )
     for r in result.resources:
         resource = by_urn[r.urn]

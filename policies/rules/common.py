@@ -9,12 +9,14 @@ metadata. Property values come wrapped in pulumi-policy's unknown-checking proxi
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from pulumi_policy import (
     EnforcementLevel,
+    Policy,
     PolicyConfigSchema,
     PolicyResource,
     ReportViolation,
@@ -62,6 +64,10 @@ def _schema(schema: Schema | None) -> PolicyConfigSchema | None:
     return PolicyConfigSchema(properties=schema) if schema else None
 
 
+#: The types each rule built by `resource_rule` checks; `validate` ignores every other type.
+_RESOURCE_TYPES: weakref.WeakKeyDictionary[Policy, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
 def resource_rule(
     *,
     name: str,
@@ -83,7 +89,7 @@ def resource_rule(
         for message in check(resource, with_defaults(config, args.get_config())):
             report(message, None)
 
-    return ResourceValidationPolicy(
+    policy = ResourceValidationPolicy(
         name=name,
         description=description,
         validate=validate,
@@ -92,6 +98,17 @@ def resource_rule(
         remediation_steps=remediation,
         config_schema=_schema(config),
     )
+    _RESOURCE_TYPES[policy] = wanted
+    return policy
+
+
+def resource_types(policy: Policy) -> frozenset[str] | None:
+    """The resource types a rule built by `resource_rule` checks; None: it may check any.
+
+    A runner can hand the rule only resources of these types (synth/policy.py) instead of
+    calling it for every resource of the stack, with the same result.
+    """
+    return _RESOURCE_TYPES.get(policy)
 
 
 def stack_rule(
