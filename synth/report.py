@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from components import catalog
+from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
 from synth.harness import Registration, SynthResult
 
@@ -232,6 +233,10 @@ def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
                 catalog.price_per_hour(types[0], capacity),
             )
         )
+    # A reservation bills every hour whether or not a job runs on it (analysis/capacity.py).
+    for row in reservations(result.config) if result.config is not None else []:
+        label = f"capacity reservation {row.name} ({row.instance_type}, {row.type})"
+        items.append((label, row.count, row.usd_per_hour / row.count))
     items.append(
         (
             "NAT gateways",
@@ -335,10 +340,38 @@ def _queues(result: SynthResult) -> str:
 
 
 #: (heading, renderer). Areas add their sections here.
+def _reserved_capacity(result: SynthResult) -> str:
+    rows = reservations(result.config) if result.config is not None else []
+    if not rows:
+        return "No capacity reservations (`karpenter.reservations`)."
+    table = _table(
+        ["reservation", "selector", "type", "instance type", "count", "GPUs", "window", "$/h"],
+        [
+            [
+                r.name,
+                f"`{r.selector}`",
+                r.type,
+                r.instance_type,
+                r.count,
+                r.gpus,
+                r.window or "-",
+                f"{r.usd_per_hour:,.2f}",
+            ]
+            for r in rows
+        ],
+    )
+    return (
+        f"{table}\n\nReserved pools launch only into these (EC2NodeClass "
+        "`capacityReservationSelectorTerms`); Kueue tries reserved flavors first. A reservation "
+        "bills whether or not a job runs: it is part of the idle cost below."
+    )
+
+
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Queues and quotas", _queues),
     ("Karpenter NodePools", _karpenter_pools),
+    ("Reserved capacity", _reserved_capacity),
     ("Idle cost", _idle_cost),
     ("Resources by type", _resources_by_type),
     ("Policy", _policy_summary),
