@@ -146,3 +146,32 @@ def prod_jobs() -> SynthResult:
             "gpu-platform:trainingJobs": values_with_jobs("prod")["gpu-platform:trainingJobs"]
         },
     )
+
+
+#: (case id, mutation of a stack's values, key path the error must name, fragment of what is
+#: allowed) — one invalid config.
+ConfigCase = tuple[str, Callable[[dict[str, Any]], Any], str, str]
+
+
+def config_error_test(
+    cases: list[ConfigCase], base: Callable[[], dict[str, Any]]
+) -> Callable[..., None]:
+    """A parametrized test for a table of invalid configs: each case mutates `base()` and must
+    exit 2 naming its key path, with no traceback and nothing written (`expect_config_error`).
+    Assign it to a `test_...` name in the module that owns the table."""
+
+    @pytest.mark.parametrize(
+        ("case", "mutate", "path", "allowed"), cases, ids=[c[0] for c in cases]
+    )
+    def test(
+        case: str,
+        mutate: Callable[[dict[str, Any]], Any],
+        path: str,
+        allowed: str,
+        expect_config_error: Callable[[dict[str, Any], str, str], None],
+    ) -> None:
+        cfg = base()
+        mutate(cfg)
+        expect_config_error(cfg, path, allowed)
+
+    return test

@@ -13,7 +13,7 @@ import pytest
 
 from components import config as stack_config
 from synth.harness import run_program
-from tests.conftest import STATIC_GPU_GROUPS, stack_values
+from tests.conftest import STATIC_GPU_GROUPS, config_error_test, stack_values
 
 
 def _prod() -> dict[str, Any]:
@@ -225,19 +225,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID]
-)
-def test_invalid_config_exits_2_with_key_path_and_no_traceback(
-    case: str,
-    mutate: Callable[[dict[str, Any]], Any],
-    path: str,
-    allowed: str,
-    expect_config_error: Callable[[dict[str, Any], str, str], None],
-) -> None:
-    cfg = _prod()
-    mutate(cfg)
-    expect_config_error(cfg, path, allowed)
+test_invalid_config_exits_2_with_key_path_and_no_traceback = config_error_test(INVALID, _prod)
 
 
 def test_every_problem_is_reported_at_once_one_line_each() -> None:

@@ -23,7 +23,7 @@ from components.platform.cluster import gpu_group_labels
 from synth import report
 from synth.harness import Registration, SynthResult
 from synth.validate import default_validator
-from tests.conftest import STATIC_GPU_GROUPS, stack_values
+from tests.conftest import STATIC_GPU_GROUPS, config_error_test, stack_values
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -560,19 +560,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID]
-)
-def test_invalid_karpenter_config_exits_2_with_key_path(
-    case: str,
-    mutate: Callable[[dict[str, Any]], Any],
-    path: str,
-    allowed: str,
-    expect_config_error: Callable[[dict[str, Any], str, str], None],
-) -> None:
-    cfg = _prod_cfg()
-    mutate(cfg)
-    expect_config_error(cfg, path, allowed)
+test_invalid_karpenter_config_exits_2_with_key_path = config_error_test(INVALID, _prod_cfg)
 
 
 def test_latest_alias_is_accepted_where_the_stack_allows_it() -> None:

@@ -8,11 +8,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import pytest
-
 from components import catalog
 from components.platform import karpenter_builders as kpb
 from synth.harness import SynthResult
+
+# --- the controller's IAM policy ------------------------------------------------------------
+from tests.conftest import config_error_test
 from tests.platform.test_karpenter import (
     NODECLASS,
     NODEPOOL,
@@ -21,8 +22,6 @@ from tests.platform.test_karpenter import (
     _prod_cfg,
     _requirement,
 )
-
-# --- the controller's IAM policy ------------------------------------------------------------
 
 
 def _policy() -> dict[str, Any]:
@@ -234,16 +233,4 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID]
-)
-def test_invalid_capacity_config_exits_2_with_key_path(
-    case: str,
-    mutate: Callable[[dict[str, Any]], Any],
-    path: str,
-    allowed: str,
-    expect_config_error: Callable[[dict[str, Any], str, str], None],
-) -> None:
-    cfg = _prod_cfg()
-    mutate(cfg)
-    expect_config_error(cfg, path, allowed)
+test_invalid_capacity_config_exits_2_with_key_path = config_error_test(INVALID, _prod_cfg)

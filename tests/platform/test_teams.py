@@ -24,7 +24,7 @@ from components.platform.teams import (
     trainer_policy,
 )
 from synth.harness import ACCOUNT_ID, SynthResult
-from tests.conftest import stack_values
+from tests.conftest import config_error_test, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -386,19 +386,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("case", "mutate", "path", "allowed"), INVALID, ids=[c[0] for c in INVALID]
-)
-def test_invalid_teams_config_exits_2_with_the_key_path(
-    case: str,
-    mutate: Callable[[dict[str, Any]], Any],
-    path: str,
-    allowed: str,
-    expect_config_error: Callable[[dict[str, Any], str, str], None],
-) -> None:
-    cfg = _prod()
-    mutate(cfg)
-    expect_config_error(cfg, path, allowed)
+test_invalid_teams_config_exits_2_with_the_key_path = config_error_test(INVALID, _prod)
 
 
 def test_quota_exactly_at_capacity_is_accepted() -> None:
