@@ -395,8 +395,25 @@ def validation_verdicts(
                     problems=tuple(problems),
                 )
             )
-    if validation.nccl_test:
-        pool = cfg.nccl_pool()
+    pool = cfg.nccl_pool() if validation.nccl_test else None
+    if validation.nccl_test and pool is None:
+        # No GPU pool at all: the NCCL test has nowhere to run (a stack with no GPU capacity).
+        problem = ("validation.ncclTest", True, "a GPU node group or Karpenter GPU pool to run on")
+        out.append(
+            Verdict(
+                key="validation.nccl",
+                workload=f"{validation.namespace}/nccl-all-reduce",
+                kind="validation Job",
+                admission="none",
+                placement="no GPU source",
+                scale_up="none",
+                gang=f"{validation.nccl.nodes} nodes",
+                storage="none",
+                awaits="nothing: no Job is rendered without a pool",
+                problems=(problem,),
+            )
+        )
+    if validation.nccl_test and pool is not None:
         nccl_source = by_name.get(pool.name)
         nodes = validation.nccl.nodes
         reach = nccl_source.max_nodes if nccl_source else 0

@@ -392,3 +392,16 @@ def test_gang_over_the_namespace_limits_is_refused() -> None:
     ), verdict.problems
     verdict = training_verdict(cfg, index, job)
     assert verdict is not None and verdict.runnable
+
+
+def test_nccl_test_without_any_gpu_source_is_reported_not_crashed() -> None:
+    cfg = _cfg("dev")
+    cpu_only = cfg.karpenter.model_copy(
+        update={"pools": [p for p in cfg.karpenter.pools if not p.is_gpu]}
+    )
+    bare = cfg.model_copy(update={"karpenter": cpu_only})
+    assert bare.nccl_pool() is None
+    (nccl,) = [v for v in validation_verdicts(bare) if v.key == "validation.nccl"]
+    assert not nccl.runnable and nccl.problems[0][0] == "validation.ncclTest"
+    (nccl,) = [v for v in validation_verdicts(cfg) if v.key == "validation.nccl"]
+    assert nccl.runnable
