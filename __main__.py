@@ -56,7 +56,7 @@ teams = {name: resources[0] for name, resources in team_resources.items()}
 secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
 for name, store in secrets.stores.items():
     team_resources[name].append(store)
-Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
+Validation("validation", ValidationArgs.of(cfg, cluster, gpu, observability.release))
 
 # Workload layer.
 TrainingJobs("training", TrainingJobsArgs.of(cfg, cluster, scheduling, account, team_resources))

@@ -253,6 +253,30 @@ CASES: dict[str, tuple[Case, Case]] = {
             [],
         ),
     ),
+    "NcclValidationFailed": (
+        # A failed result served for 3 min, then the pod exits: still firing 2 h later.
+        Case(
+            {
+                'gpu_platform_validation_passed{test="nccl-all-reduce", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "0x6 _x240"
+            },
+            "2h",
+            [{"test": "nccl-all-reduce", "pool": "kp-h100-od", "instance_type": "p5.48xlarge"}],
+        ),
+        # A pass (and a failed smoke test, not this alert's business) stays silent.
+        Case(
+            {
+                'gpu_platform_validation_passed{test="nccl-all-reduce", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "1x6",
+                'gpu_platform_validation_passed{test="gpu-smoke", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "0x6",
+                'kube_job_status_failed{namespace="gpu-validation", '
+                'job_name="nccl-allreduce-kp-h100-od"}': "0x6",
+            },
+            "3m",
+            [],
+        ),
+    ),
 }
 
 
