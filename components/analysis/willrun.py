@@ -395,8 +395,9 @@ def validation_verdicts(
                     problems=tuple(problems),
                 )
             )
-    if validation.nccl_test:
-        pool = cfg.nccl_pool()
+    # No GPU pool at all: nothing to run the NCCL test on (the smoke verdicts say so).
+    pool = cfg.nccl_pool() if validation.nccl_test else None
+    if pool is not None:
         nccl_source = by_name.get(pool.name)
         nodes = validation.nccl.nodes
         reach = nccl_source.max_nodes if nccl_source else 0
