@@ -392,3 +392,13 @@ def test_gang_over_the_namespace_limits_is_refused() -> None:
     ), verdict.problems
     verdict = training_verdict(cfg, index, job)
     assert verdict is not None and verdict.runnable
+
+
+def test_nccl_verdict_says_one_zone_over_efa() -> None:
+    def enable(values: dict[str, Any]) -> None:
+        values["validation"]["enabled"] = True
+
+    (nccl,) = [v for v in verdicts(_cfg("prod", enable)) if v.key == "validation.nccl"]
+    assert nccl.zone.startswith("one zone over EFA")
+    (dev,) = [v for v in verdicts(_cfg("dev")) if v.key == "validation.nccl"]
+    assert dev.zone == "any zone (no EFA)"
