@@ -404,6 +404,9 @@ class ValidationArgs:
     gpu_operator: pulumi.Resource
     #: kube-prometheus-stack: the PodMonitor kind exists once its CRDs are installed.
     monitoring_release: pulumi.Resource | None = None
+    #: Kueue and Volcano: Kueue's Job webhook (failurePolicy Fail) intercepts every Job outside
+    #: kube-system/kueue-system, and the PodGroup kind exists once Volcano's CRDs are in.
+    schedulers: tuple[pulumi.Resource, ...] = ()
 
     @classmethod
     def of(
@@ -412,6 +415,7 @@ class ValidationArgs:
         cluster: Cluster,
         gpu: GpuStack,
         monitoring_release: pulumi.Resource | None = None,
+        schedulers: tuple[pulumi.Resource, ...] = (),
     ) -> ValidationArgs:
         """The validation config and every GPU pool: managed groups and Karpenter pools."""
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
@@ -425,6 +429,7 @@ class ValidationArgs:
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu.release,
             monitoring_release=monitoring_release,
+            schedulers=schedulers,
         )
 
 
@@ -457,12 +462,13 @@ class Validation(pulumi.ComponentResource):
                 opts=k8s_opts,
             )
             after = pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator])
+                k8s_opts,
+                pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator, *args.schedulers]),
             )
             monitored = pulumi.ResourceOptions.merge(
                 after,
                 pulumi.ResourceOptions(
-                    depends_on=[namespace, args.gpu_operator]
+                    depends_on=[namespace, args.gpu_operator, *args.schedulers]
                     + ([args.monitoring_release] if args.monitoring_release else [])
                 ),
             )
