@@ -56,7 +56,8 @@ teams = {name: resources[0] for name, resources in team_resources.items()}
 secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
 for name, store in secrets.stores.items():
     team_resources[name].append(store)
-Validation("validation", ValidationArgs.of(cfg, cluster, gpu))
+schedulers = (scheduling.kueue, scheduling.volcano)
+Validation("validation", ValidationArgs.of(cfg, cluster, gpu, observability.release, schedulers))
 
 # Workload layer.
 TrainingJobs("training", TrainingJobsArgs.of(cfg, cluster, scheduling, account, team_resources))

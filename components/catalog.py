@@ -270,6 +270,59 @@ KMS_KEY_USD_PER_MONTH: Final = 1.00
 #: GPU models that support Multi-Instance GPU (NVIDIA MIG user guide, "Supported GPUs").
 MIG_CAPABLE_GPU_MODELS: Final[frozenset[str]] = frozenset({"a100", "h100", "h200", "b200"})
 
+#: GPU models whose GPUs talk to the EFA NIC directly (GPUDirect RDMA): libfabric needs
+#: FI_EFA_USE_DEVICE_RDMA=1 for it (aws/aws-ofi-nccl docs; A100/H100/H200/B200 instances: p4d,
+#: p4de, p5, p5e, p5en, p6). The training pods and the NCCL validation test read this one set.
+EFA_RDMA_GPU_MODELS: Final[frozenset[str]] = frozenset({"a100", "h100", "h200", "b200"})
+#: GPU models that are NVLink/NVSwitch-connected in every catalog type carrying them (the SXM
+#: p4d/p4de/p5/p5e/p5en/p6 boards); the smoke test runs `nvidia-smi nvlink -s` there. A10G, L4 and
+#: L40S (g5/g6/g6e) are PCIe-only.
+NVLINK_GPU_MODELS: Final[frozenset[str]] = frozenset({"a100", "h100", "h200", "b200"})
+
+
+@dataclass(frozen=True)
+class NcclBusBandwidth:
+    """The NCCL all-reduce bus bandwidth (GB/s) of 2 nodes of one type at a 1 GiB message."""
+
+    #: Published nccl-tests figure; None where none was found (then `source` says UNVERIFIED).
+    published_gbps: float | None
+    #: What the validation test requires: ~80 % of the published figure (run-to-run spread,
+    #: PyTorch all_reduce instead of all_reduce_perf), conservative where unverified.
+    min_gbps: float
+    source: str
+
+
+_ADT = "aws-samples/awsome-distributed-training@7217859f:micro-benchmarks/nccl-tests/README.md"
+#: all_reduce busbw over EFA, 2 nodes, 1 GiB float sum (the test's default messageSizeMib 1024).
+#: Only p5.48xlarge and p4de.24xlarge have a published figure (awsome-distributed-training sample
+#: outputs); the other rows reuse the figure of the type with the same EFA bandwidth and are marked
+#: UNVERIFIED. Types not listed (g5/g6/g6e) need `validation.nccl.minBusBandwidthGbps`.
+NCCL_ALLREDUCE_BUSBW: Final[dict[str, NcclBusBandwidth]] = {
+    "p5.48xlarge": NcclBusBandwidth(436.95, 350, f"{_ADT}#L221 (2x p5.48xlarge, 1 GiB: 436.95)"),
+    "p4de.24xlarge": NcclBusBandwidth(76.79, 60, f"{_ADT}#L186 (2x p4de.24xlarge, 1 GiB: 76.79)"),
+    "p4d.24xlarge": NcclBusBandwidth(
+        None, 60, "UNVERIFIED: p4de figure reused (same 4x100 Gbps EFA, A100 NVSwitch)"
+    ),
+    "p5e.48xlarge": NcclBusBandwidth(
+        None, 350, "UNVERIFIED: p5 figure reused (same 3200 Gbps EFA, 32 devices)"
+    ),
+    "p5en.48xlarge": NcclBusBandwidth(
+        None, 350, "UNVERIFIED: p5 figure reused (3200 Gbps EFA over 16 devices)"
+    ),
+    "p6-b200.48xlarge": NcclBusBandwidth(
+        None, 350, "UNVERIFIED: p5 figure reused as a floor (3200 Gbps EFA)"
+    ),
+}
+
+
+def nccl_min_bus_bandwidth(instance_type: str, override: float | None) -> float | None:
+    """The NCCL test's threshold on a type: the config override, else the catalog figure."""
+    if override is not None:
+        return override
+    row = NCCL_ALLREDUCE_BUSBW.get(instance_type)
+    return row.min_gbps if row else None
+
+
 #: Label the GPU Operator's device plugin reads to pick a named config per node.
 DEVICE_PLUGIN_CONFIG_LABEL: Final = "nvidia.com/device-plugin.config"
 #: Label the GPU Operator sets on every node with an NVIDIA GPU.

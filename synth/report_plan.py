@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.analysis.startup import by_workload
 from components.analysis.willrun import verdicts
 from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
 from synth.harness import SynthResult
@@ -25,6 +26,7 @@ def will_it_run(result: SynthResult) -> str:
     found = verdicts(result.config)
     if not found:
         return "No workloads declared."
+    startup = by_workload(result.config)
     blocks = []
     for v in found:
         verdict = (
@@ -43,6 +45,8 @@ def will_it_run(result: SynthResult) -> str:
         ]
         if v.memory:
             lines.append(f"- memory: {v.memory}")
+        if v.workload in startup:
+            lines.append(f"- {startup[v.workload].line()}")
         lines.append(f"- `pulumi up` waits for: {v.awaits}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + (

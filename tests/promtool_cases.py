@@ -253,6 +253,36 @@ CASES: dict[str, tuple[Case, Case]] = {
             [],
         ),
     ),
+    "NcclValidationFailed": (
+        # A failed result served for 3 min, then the pod exits: still firing 2 h later. And a
+        # Job that failed before serving anything (crash, NCCL error, deadline) fires too.
+        Case(
+            {
+                'gpu_platform_validation_passed{test="nccl-all-reduce", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "0x6 _x240",
+                'kube_job_status_failed{namespace="gpu-validation", '
+                'job_name="nccl-allreduce-kp-l4-od"}': "1x200",
+            },
+            "2h",
+            [
+                {"test": "nccl-all-reduce", "pool": "kp-h100-od", "instance_type": "p5.48xlarge"},
+                {"namespace": "gpu-validation", "job_name": "nccl-allreduce-kp-l4-od"},
+            ],
+        ),
+        # A pass (and a failed smoke test, not this alert's business) stays silent.
+        Case(
+            {
+                'gpu_platform_validation_passed{test="nccl-all-reduce", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "1x6",
+                'gpu_platform_validation_passed{test="gpu-smoke", pool="kp-h100-od", '
+                'instance_type="p5.48xlarge"}': "0x6",
+                'kube_job_status_failed{namespace="gpu-validation", '
+                'job_name="nccl-allreduce-kp-h100-od"}': "0x6",
+            },
+            "3m",
+            [],
+        ),
+    ),
 }
 
 

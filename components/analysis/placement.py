@@ -80,12 +80,19 @@ def pod_affinity(job: TrainingJobConfig, efa_devices: int) -> dict[str, Any]:
     out: dict[str, Any] = {"nodeAffinity": node_affinity(job)}
     if needs_single_zone(job, efa_devices):
         # EFA does not cross availability zones: all pods of the job in pod 0's zone.
-        out["podAffinity"] = {
-            "requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {JOB_LABEL: job.name}}, "topologyKey": ZONE_KEY}
-            ]
-        }
+        out["podAffinity"] = single_zone_affinity({"matchLabels": {JOB_LABEL: job.name}})
     return out
+
+
+def single_zone_affinity(selector: dict[str, Any]) -> dict[str, Any]:
+    """The `podAffinity` that keeps every pod `selector` matches in one zone (the pods must
+    match their own selector: the first one then goes anywhere, the rest follow it). Training
+    jobs and the NCCL validation test share it."""
+    return {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": ZONE_KEY}
+        ]
+    }
 
 
 def tolerations() -> list[dict[str, str]]:

@@ -26,7 +26,15 @@ from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.quota import job_quota_problems
 from components.analysis.resources import JobResources, job_resources
-from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
+from components.config import (
+    GpuNodeGroup,
+    KarpenterPool,
+    Problem,
+    StackConfig,
+    TrainingJobConfig,
+    gpus_of_class,
+)
+from components.config.stack import nccl_instance_type
 
 #: Bytes of model state per parameter for mixed-precision Adam: bf16/fp16 parameters (2) and
 #: gradients (2), fp32 master parameters (4), Adam momentum and variance (4 + 4) — the "16
@@ -438,6 +446,13 @@ def validation_verdicts(
                 gang=f"{nodes} nodes",
                 storage="none",
                 awaits=awaits,
+                # Like multi-node EFA training jobs (components/platform/validation.py
+                # nccl_affinity): the test proves the fabric the jobs will use.
+                zone=(
+                    f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL})"
+                    if pool_efa_devices(pool)
+                    else "any zone (no EFA)"
+                ),
                 problems=tuple(problems),
             )
         )
@@ -469,3 +484,8 @@ def check_will_it_run(cfg: StackConfig) -> list[Problem]:
             if (problem[0], problem[2]) not in quota_keys and problem not in found:
                 found.append(problem)
     return found
+
+
+def pool_efa_devices(pool: GpuNodeGroup | KarpenterPool) -> int:
+    """EFA devices of the NCCL test's nodes (its pool's first type, as the test requests)."""
+    return catalog.instance(nccl_instance_type(pool)).efa_devices

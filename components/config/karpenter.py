@@ -39,6 +39,10 @@ class KarpenterNodeClass(Model):
     disk_size_gib: Annotated[int, Field(ge=20, le=16000)]
     disk_throughput_mibps: Annotated[int, Field(ge=125, le=1000)] = 125
     disk_iops: Annotated[int, Field(ge=3000, le=16000)] = 3000
+    #: SOCI parallel pull and unpack on AL2023 (nodeadm feature gate `FastImagePull`): layers are
+    #: fetched over several connections and unpacked concurrently; nodeadm turns it on only on
+    #: nodes with >= 4 vCPU and >= 7 GiB (components/platform/karpenter_builders.py).
+    fast_image_pull: bool = True
 
 
 def _gpu_node_class() -> KarpenterNodeClass:

@@ -46,6 +46,10 @@ class TrainingConfig(Model):
     default_image: ImageRef = REFERENCE_TRAINER_IMAGE
     #: torchrun's c10d rendezvous port on node 0.
     rendezvous_port: Annotated[int, Field(ge=1024, le=65535)] = 29400
+    #: Unpacked size (GiB) of a job's image when the job names none: the reference trainer
+    #: (pytorch/pytorch CUDA runtime base + trainer; planning figure, measure with
+    #: `docker image inspect --format '{{.Size}}'`). Feeds the time-to-first-step estimate.
+    image_size_gib: Annotated[float, Field(gt=0, le=200)] = 8
 
 
 class DeepSpeedSettings(Model):
@@ -180,6 +184,8 @@ class TrainingJobConfig(Model):
     scheduler: Literal["kueue", "volcano"] = "kueue"
     priority: Literal["production", "research", "dev"] = "research"
     image: ImageRef | None = None
+    #: Unpacked image size (GiB) for the time-to-first-step estimate; None = training.imageSizeGib.
+    image_size_gib: Annotated[float, Field(gt=0, le=200)] | None = None
     #: PID 1 (exec form): a torchrun-compatible launcher (`torch.distributed.run` CLI).
     entrypoint: Annotated[list[str], Field(min_length=1)] = [
         "python",

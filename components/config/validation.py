@@ -19,9 +19,16 @@ class NcclTestConfig(Model):
     #: GPU node group to run on; empty = the first on-demand GPU group.
     pool: Name | None = None
     nodes: Annotated[int, Field(ge=2, le=64)] = 2
-    #: Minimum all-reduce bus bandwidth (GB/s) at the largest message size; below it, the Job fails.
-    min_bus_bandwidth_gbps: Annotated[float, Field(gt=0)] = 10
+    #: Minimum all-reduce bus bandwidth (GB/s) at `messageSizeMib`; below it, the Job fails.
+    #: None = the catalog's figure for the pool's instance type (catalog.NCCL_ALLREDUCE_BUSBW,
+    #: published nccl-tests results at 1 GiB); types without one must set it here.
+    min_bus_bandwidth_gbps: Annotated[float, Field(gt=0)] | None = None
     message_size_mib: Annotated[int, Field(ge=1, le=8192)] = 1024
+
+
+#: How long a finished test pod keeps serving its result as Prometheus text (docs/observability.md
+#: "Validation results"): several scrapes at the PodMonitor's 30 s interval.
+DEFAULT_METRICS_LINGER_SECONDS = 180
 
 
 class ValidationConfig(Model):
@@ -41,3 +48,5 @@ class ValidationConfig(Model):
     nccl: NcclTestConfig = Field(default_factory=NcclTestConfig)
     #: A test still running after this long is failed (a GPU node that never comes up).
     deadline_seconds: Annotated[int, Field(ge=300, le=86400)] = 3600
+    #: Seconds a finished test pod serves its RESULT on the metrics port before it exits.
+    metrics_linger_seconds: Annotated[int, Field(ge=0, le=3600)] = DEFAULT_METRICS_LINGER_SECONDS

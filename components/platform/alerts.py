@@ -56,6 +56,9 @@ EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {
             "kube_node_status_condition",
             "kube_node_labels",
             "kube_pod_info",
+            # Default `jobs` collector (kubernetes/kube-state-metrics docs/metrics/workload/
+            # job-metrics.md): the NCCL test Job that died before it served a result.
+            "kube_job_status_failed",
         }
     ),
     "node-exporter": frozenset(
@@ -80,6 +83,16 @@ EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {
             "karpenter_cloudprovider_errors_total",
             "karpenter_nodeclaims_created_total",
             "karpenter_nodeclaims_terminated_total",
+        }
+    ),
+    # The post-deploy tests serve their result while they linger (components/platform/
+    # validation.py, docs/observability.md "Validation results").
+    "validation": frozenset(
+        {
+            "gpu_platform_validation_passed",
+            "gpu_platform_validation_check",
+            "gpu_platform_validation_nccl_busbw_gbps",
+            "gpu_platform_validation_nccl_threshold_gbps",
         }
     ),
     "trainer": frozenset(
@@ -297,6 +310,21 @@ def alerts(t: AlertThresholds) -> list[Alert]:
             "Karpenter cannot launch nodes ({{ $labels.error }})",
             "{{ $value }} failed instance launches in 15 min: capacity, quota or IAM.",
             f">= {t.karpenter_launch_errors_per_15m} launch errors / 15 min",
+        ),
+        Alert(
+            "NcclValidationFailed",
+            # The latest served result of the last 6 h is a failure (bus bandwidth under the
+            # type's threshold), or the Job failed outright (crash, NCCL error, deadline) before
+            # it could serve one. last_over_time: a re-run that passes clears it.
+            'last_over_time(gpu_platform_validation_passed{test="nccl-all-reduce"}[6h]) == 0 '
+            "or max by (namespace, job_name) "
+            '(kube_job_status_failed{job_name=~"nccl-allreduce-.+"}) > 0',
+            "0m",
+            "critical",
+            "The NCCL all-reduce test failed on pool {{ $labels.pool }}{{ $labels.job_name }}",
+            "Bus bandwidth below the instance type's threshold, or the test Job failed: the EFA "
+            "fabric cannot be trusted for multi-node training on this pool.",
+            "last result failed, or the Job failed",
         ),
     ]
 

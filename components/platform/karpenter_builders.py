@@ -145,6 +145,24 @@ def nodepool_spec(pool: KarpenterPool, *, node_class: str) -> dict[str, Any]:
     }
 
 
+#: nodeadm NodeConfig that enables SOCI parallel pull (`spec.featureGates.FastImagePull`,
+#: awslabs/amazon-eks-ami@81fec2e8:nodeadm/api/v1alpha1/nodeconfig_types.go#L37,#L159-170; first
+#: in release v20250821, `git tag --contains 28454ab9`). nodeadm then configures containerd for the
+#: soci snapshotter's parallel pull mode — only on nodes with >= 4 vCPU and >= 7 GiB
+#: (nodeadm/internal/containerd/config.go#L167-187) — and, with RAID0 instance store, keeps
+#: /var/lib/soci-snapshotter-grpc on the NVMe array (nodeconfig_types.go#L115-160). Karpenter takes
+#: plain NodeConfig YAML as custom userData and puts it before its own NodeConfig in the MIME
+#: archive; nodeadm merges the two (aws/karpenter-provider-aws@v1.14.1:
+#: pkg/providers/amifamily/bootstrap/nodeadm.go#L49-53,#L125-150).
+FAST_IMAGE_PULL_USER_DATA: Final = """\
+apiVersion: node.eks.aws/v1alpha1
+kind: NodeConfig
+spec:
+  featureGates:
+    FastImagePull: true
+"""
+
+
 def ec2nodeclass_spec(
     *,
     cluster_name: str,
@@ -201,6 +219,8 @@ def ec2nodeclass_spec(
     }
     if instance_store_raid0:
         spec["instanceStorePolicy"] = "RAID0"
+    if disk.fast_image_pull:
+        spec["userData"] = FAST_IMAGE_PULL_USER_DATA
     if capacity_reservations:
         spec["capacityReservationSelectorTerms"] = capacity_reservations
     return spec

@@ -228,6 +228,43 @@ def dashboards() -> dict[str, dict[str, Any]]:
                 ],
                 "Bps",
             ),
+            (
+                # Served by the NCCL test pod while it lingers (validation.py); the threshold
+                # is the catalog's figure for the type unless the stack overrides it.
+                "Validation: NCCL all-reduce bus bandwidth vs threshold",
+                [
+                    (
+                        "max by (pool, instance_type) "
+                        "(last_over_time(gpu_platform_validation_nccl_busbw_gbps[7d]))",
+                        "busbw {{pool}} ({{instance_type}})",
+                    ),
+                    (
+                        "max by (pool, instance_type) "
+                        "(last_over_time(gpu_platform_validation_nccl_threshold_gbps[7d]))",
+                        "threshold {{pool}}",
+                    ),
+                ],
+                "GBs",
+            ),
+            (
+                "Validation: latest test results (1 = passed)",
+                [
+                    (
+                        "min by (test, pool) (last_over_time(gpu_platform_validation_passed[7d]))",
+                        "{{test}} {{pool}}",
+                    ),
+                    (
+                        "min by (pool, check) (last_over_time(gpu_platform_validation_check{"
+                        'test="gpu-smoke"}[7d]))',
+                        "smoke {{check}} {{pool}}",
+                    ),
+                    (
+                        'max by (job_name) (kube_job_status_failed{namespace="gpu-validation"})',
+                        "job failed {{job_name}}",
+                    ),
+                ],
+                "short",
+            ),
         ],
         [],
     )

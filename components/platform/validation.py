@@ -17,8 +17,15 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import pod_security
+from components.analysis import placement, pod_security
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
+from components.config.stack import nccl_instance_type
+from components.platform.validation_scripts import (
+    METRICS_PORT,
+    METRICS_PORT_NAME,
+    NCCL_SCRIPT,
+    SMOKE_SCRIPT,
+)
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -27,68 +34,6 @@ if TYPE_CHECKING:
 
 
 NCCL_PORT: Final = 29400
-
-SMOKE_SCRIPT: Final = """\
-set -eu
-nvidia-smi
-python - <<'PY'
-import json, time, torch
-assert torch.cuda.is_available(), "CUDA not available"
-n = torch.cuda.device_count()
-expected = int("${EXPECTED_GPUS}")
-report = {"test": "gpu-smoke", "pool": "${POOL}", "gpus": n, "expected_gpus": expected}
-ok = n == expected
-for i in range(n):
-    a = torch.randn(8192, 8192, device=f"cuda:{i}", dtype=torch.float16)
-    b = torch.randn(8192, 8192, device=f"cuda:{i}", dtype=torch.float16)
-    torch.cuda.synchronize(i)
-    start = time.perf_counter()
-    for _ in range(20):
-        c = a @ b
-    torch.cuda.synchronize(i)
-    seconds = time.perf_counter() - start
-    ref = (a[:64].float() @ b[:, :64].float())
-    close = torch.allclose(c[:64, :64].float(), ref, rtol=5e-2, atol=5e-1)
-    ok = ok and bool(close)
-    report[f"gpu{i}_tflops"] = round(20 * 2 * 8192**3 / seconds / 1e12, 1)
-    report[f"gpu{i}_matmul_ok"] = bool(close)
-report["passed"] = ok
-print("RESULT " + json.dumps(report, sort_keys=True), flush=True)
-raise SystemExit(0 if ok else 1)
-PY
-"""
-
-NCCL_SCRIPT: Final = """\
-import json, os, time
-import torch
-import torch.distributed as dist
-
-dist.init_process_group("nccl")
-rank, world = dist.get_rank(), dist.get_world_size()
-torch.cuda.set_device(int(os.environ["LOCAL_RANK"]))
-numel = int(os.environ["MESSAGE_MIB"]) * 1024 * 1024 // 4
-buf = torch.ones(numel, dtype=torch.float32, device="cuda")
-for _ in range(5):
-    dist.all_reduce(buf)
-torch.cuda.synchronize()
-iters = 20
-start = time.perf_counter()
-for _ in range(iters):
-    dist.all_reduce(buf)
-torch.cuda.synchronize()
-seconds = (time.perf_counter() - start) / iters
-size = numel * 4
-algbw = size / seconds / 1e9
-busbw = algbw * 2 * (world - 1) / world
-threshold = float(os.environ["MIN_BUS_BANDWIDTH_GBPS"])
-if rank == 0:
-    report = {"test": "nccl-all-reduce", "world_size": world, "bytes": size,
-              "algbw_gbps": round(algbw, 2), "busbw_gbps": round(busbw, 2),
-              "threshold_gbps": threshold, "passed": busbw >= threshold}
-    print("RESULT " + json.dumps(report, sort_keys=True), flush=True)
-dist.destroy_process_group()
-raise SystemExit(0 if busbw >= threshold else 1)
-"""
 
 
 @dataclass(frozen=True)
@@ -100,6 +45,18 @@ class GpuPool:
     #: Node labels that select exactly this pool's nodes.
     labels: dict[str, str]
     gpus_per_node: int
+    #: The type the NCCL threshold, EFA count and NVLink check are read from (catalog).
+    instance_type: str = ""
+
+    @property
+    def efa_devices(self) -> int:
+        row = catalog.INSTANCE_TYPES.get(self.instance_type)
+        return row.efa_devices if row else 0
+
+    @property
+    def gpu_model(self) -> str:
+        row = catalog.INSTANCE_TYPES.get(self.instance_type)
+        return (row.gpu_model or "") if row else ""
 
 
 def pools_from_node_groups(groups: Sequence[GpuNodeGroup]) -> list[GpuPool]:
@@ -114,6 +71,7 @@ def pools_from_node_groups(groups: Sequence[GpuNodeGroup]) -> list[GpuPool]:
                 catalog.LABEL_NODE_POOL: group.name,
             },
             gpus_per_node=group.gpus_per_node,
+            instance_type=nccl_instance_type(group),
         )
         for group in groups
     ]
@@ -132,6 +90,7 @@ def pools_from_karpenter(pools: Sequence[KarpenterPool]) -> list[GpuPool]:
                 catalog.LABEL_NODE_POOL: pool.name,
             },
             gpus_per_node=pool.gpus_per_node,
+            instance_type=nccl_instance_type(pool),
         )
         for pool in pools
         if pool.is_gpu
@@ -148,6 +107,97 @@ def _pod_placement(pool: GpuPool) -> dict[str, Any]:
 def _scratch_env() -> list[dict[str, str]]:
     """HOME and caches on the scratch volume: the root filesystem is read-only."""
     return [{"name": k, "value": v} for k, v in pod_security.SCRATCH_ENV.items()]
+
+
+def _metrics_env(config: ValidationConfig) -> list[dict[str, str]]:
+    return [
+        {"name": "METRICS_PORT", "value": str(METRICS_PORT)},
+        {"name": "METRICS_LINGER_SECONDS", "value": str(config.metrics_linger_seconds)},
+    ]
+
+
+def _metrics_port() -> dict[str, Any]:
+    return {"containerPort": METRICS_PORT, "name": METRICS_PORT_NAME}
+
+
+def nccl_threshold(pool: GpuPool, config: ValidationConfig) -> float:
+    """Minimum bus bandwidth (GB/s): `validation.nccl.minBusBandwidthGbps`, else the catalog's
+    figure for the pool's type (StackConfig refuses a pool with neither)."""
+    threshold = catalog.nccl_min_bus_bandwidth(
+        pool.instance_type, config.nccl.min_bus_bandwidth_gbps
+    )
+    if threshold is None:
+        raise ValueError(f"no NCCL bus bandwidth threshold for {pool.instance_type}")
+    return threshold
+
+
+def nccl_env(pool: GpuPool, config: ValidationConfig) -> list[dict[str, str]]:
+    """The NCCL test's environment. On EFA types: libfabric's EFA provider, and GPUDirect RDMA
+    where the GPU supports it (catalog.EFA_RDMA_GPU_MODELS) — as the training pods get
+    (components/workloads/manifests.py). No NCCL_SOCKET_IFNAME: NCCL picks the pod's interface
+    for bootstrap itself, and a wrong name fails the run."""
+    env = {
+        "POOL": pool.name,
+        "INSTANCE_TYPE": pool.instance_type,
+        "MESSAGE_MIB": str(config.nccl.message_size_mib),
+        "MIN_BUS_BANDWIDTH_GBPS": f"{nccl_threshold(pool, config):g}",
+        "NCCL_DEBUG": "WARN",
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }
+    if pool.efa_devices:
+        env["FI_PROVIDER"] = "efa"
+        if pool.gpu_model in catalog.EFA_RDMA_GPU_MODELS:
+            env["FI_EFA_USE_DEVICE_RDMA"] = "1"
+    return [{"name": k, "value": v} for k, v in env.items()]
+
+
+def nccl_affinity(pool: GpuPool, name: str) -> dict[str, Any]:
+    """One rank per node (anti-affinity on the hostname) and, over EFA, every rank in one zone:
+    EFA traffic does not cross availability zones — the same required podAffinity the training
+    jobs carry (components/analysis/placement.py, which explains why this and not Kueue TAS)."""
+    selector = {"matchLabels": {"job-name": name}}
+    affinity: dict[str, Any] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": selector, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    if pool.efa_devices:
+        affinity["podAffinity"] = placement.single_zone_affinity(selector)
+    return affinity
+
+
+def nccl_resources(pool: GpuPool) -> dict[str, Any]:
+    """Every GPU and, on EFA types, every EFA device of the node (catalog count)."""
+    devices = {catalog.GPU_RESOURCE: str(pool.gpus_per_node)}
+    if pool.efa_devices:
+        devices[catalog.EFA_RESOURCE] = str(pool.efa_devices)
+    return {
+        "requests": {"cpu": "2", "memory": "16Gi", **devices},
+        "limits": {"memory": "16Gi", **devices},
+    }
+
+
+def pod_monitor(config: ValidationConfig) -> dict[str, Any]:
+    """Prometheus scrapes the finished test pods' metrics port while they linger
+    (kube-prometheus-stack selects PodMonitors in every namespace: observability.chart_values)."""
+    return {
+        "apiVersion": "monitoring.coreos.com/v1",
+        "kind": "PodMonitor",
+        "metadata": {
+            "name": "validation-results",
+            "namespace": config.namespace,
+            "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+        },
+        "spec": {
+            "selector": {"matchExpressions": [{"key": "test", "operator": "Exists"}]},
+            "namespaceSelector": {"matchNames": [config.namespace]},
+            "podMetricsEndpoints": [
+                {"port": METRICS_PORT_NAME, "path": "/metrics", "interval": "30s"}
+            ],
+        },
+    }
 
 
 def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
@@ -182,9 +232,18 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
                             "command": ["bash", "-c", SMOKE_SCRIPT],
                             "env": [
                                 {"name": "POOL", "value": pool.name},
+                                {"name": "INSTANCE_TYPE", "value": pool.instance_type},
                                 {"name": "EXPECTED_GPUS", "value": gpus},
+                                {
+                                    "name": "EXPECT_NVLINK",
+                                    "value": "1"
+                                    if pool.gpu_model in catalog.NVLINK_GPU_MODELS
+                                    else "0",
+                                },
+                                *_metrics_env(config),
                                 *_scratch_env(),
                             ],
+                            "ports": [_metrics_port()],
                             "resources": {
                                 "requests": {
                                     "cpu": "1",
@@ -278,44 +337,22 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
                         "schedulerName": "volcano",
                         "subdomain": name,
                         **_pod_placement(pool),
-                        # One rank per node: spread the pods over distinct nodes.
-                        "affinity": {
-                            "podAntiAffinity": {
-                                "requiredDuringSchedulingIgnoredDuringExecution": [
-                                    {
-                                        "labelSelector": {"matchLabels": {"job-name": name}},
-                                        "topologyKey": "kubernetes.io/hostname",
-                                    }
-                                ]
-                            }
-                        },
+                        "affinity": nccl_affinity(pool, name),
                         "containers": [
                             {
                                 "name": "allreduce",
                                 "image": config.image,
                                 "command": ["bash", "-c", torchrun],
                                 "env": [
-                                    {
-                                        "name": "MESSAGE_MIB",
-                                        "value": str(config.nccl.message_size_mib),
-                                    },
-                                    {
-                                        "name": "MIN_BUS_BANDWIDTH_GBPS",
-                                        "value": f"{config.nccl.min_bus_bandwidth_gbps:g}",
-                                    },
-                                    {"name": "NCCL_DEBUG", "value": "WARN"},
-                                    {"name": "TORCH_NCCL_ASYNC_ERROR_HANDLING", "value": "1"},
+                                    *nccl_env(pool, config),
+                                    *_metrics_env(config),
                                     *_scratch_env(),
                                 ],
-                                "ports": [{"containerPort": NCCL_PORT, "name": "rendezvous"}],
-                                "resources": {
-                                    "requests": {
-                                        "cpu": "2",
-                                        "memory": "16Gi",
-                                        catalog.GPU_RESOURCE: gpus,
-                                    },
-                                    "limits": {"memory": "16Gi", catalog.GPU_RESOURCE: gpus},
-                                },
+                                "ports": [
+                                    {"containerPort": NCCL_PORT, "name": "rendezvous"},
+                                    _metrics_port(),
+                                ],
+                                "resources": nccl_resources(pool),
                                 **pod_security.restricted_container_fields(),
                                 "volumeMounts": [
                                     {"name": "scripts", "mountPath": "/scripts"},
@@ -347,6 +384,8 @@ def validation_objects(
         objects += [smoke_job(pool, config) for pool in pools]
     if config.nccl_test and nccl_pool is not None:
         objects += nccl_objects(nccl_pool, config)
+    if objects:
+        objects.append(pod_monitor(config))
     return objects
 
 
@@ -363,9 +402,21 @@ class ValidationArgs:
     k8s_provider: k8s.Provider
     #: The GPU Operator release: GPUs are only schedulable once its device plugin runs.
     gpu_operator: pulumi.Resource
+    #: kube-prometheus-stack: the PodMonitor kind exists once its CRDs are installed.
+    monitoring_release: pulumi.Resource | None = None
+    #: Kueue and Volcano: Kueue's Job webhook (failurePolicy Fail) intercepts every Job outside
+    #: kube-system/kueue-system, and the PodGroup kind exists once Volcano's CRDs are in.
+    schedulers: tuple[pulumi.Resource, ...] = ()
 
     @classmethod
-    def of(cls, cfg: StackConfig, cluster: Cluster, gpu: GpuStack) -> ValidationArgs:
+    def of(
+        cls,
+        cfg: StackConfig,
+        cluster: Cluster,
+        gpu: GpuStack,
+        monitoring_release: pulumi.Resource | None = None,
+        schedulers: tuple[pulumi.Resource, ...] = (),
+    ) -> ValidationArgs:
         """The validation config and every GPU pool: managed groups and Karpenter pools."""
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
             cfg.karpenter.pools
@@ -377,6 +428,8 @@ class ValidationArgs:
             nccl_pool=next((pool for pool in pools if target and pool.name == target.name), None),
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu.release,
+            monitoring_release=monitoring_release,
+            schedulers=schedulers,
         )
 
 
@@ -409,7 +462,15 @@ class Validation(pulumi.ComponentResource):
                 opts=k8s_opts,
             )
             after = pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator])
+                k8s_opts,
+                pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator, *args.schedulers]),
+            )
+            monitored = pulumi.ResourceOptions.merge(
+                after,
+                pulumi.ResourceOptions(
+                    depends_on=[namespace, args.gpu_operator, *args.schedulers]
+                    + ([args.monitoring_release] if args.monitoring_release else [])
+                ),
             )
             for obj in objects:
                 resource_name = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
@@ -421,7 +482,7 @@ class Validation(pulumi.ComponentResource):
                         kind=obj["kind"],
                         metadata=obj["metadata"],
                         spec=obj["spec"],
-                        opts=after,
+                        opts=monitored if obj["kind"] == "PodMonitor" else after,
                     )
                     continue
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}

@@ -50,7 +50,7 @@ POD_PRIORITY_CLASS: Final[dict[str, str]] = {
     "dev": "dev",
 }
 #: GPUs with GPUDirect RDMA over EFA (p4d/p5/p6); other EFA instances use EFA without it.
-EFA_RDMA_GPU_MODELS: Final = frozenset({"a100", "h100", "h200", "b200"})
+EFA_RDMA_GPU_MODELS: Final = catalog.EFA_RDMA_GPU_MODELS
 
 
 def runtime_name(priority: str) -> str:

@@ -405,3 +405,13 @@ def test_nccl_test_without_any_gpu_source_is_reported_not_crashed() -> None:
     assert not nccl.runnable and nccl.problems[0][0] == "validation.ncclTest"
     (nccl,) = [v for v in validation_verdicts(cfg) if v.key == "validation.nccl"]
     assert nccl.runnable
+
+
+def test_nccl_verdict_says_one_zone_over_efa() -> None:
+    def enable(values: dict[str, Any]) -> None:
+        values["validation"]["enabled"] = True
+
+    (nccl,) = [v for v in verdicts(_cfg("prod", enable)) if v.key == "validation.nccl"]
+    assert nccl.zone.startswith("one zone over EFA")
+    (dev,) = [v for v in verdicts(_cfg("dev")) if v.key == "validation.nccl"]
+    assert dev.zone == "any zone (no EFA)"

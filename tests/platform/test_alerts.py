@@ -35,6 +35,7 @@ REQUIRED = {
     "TrainingStalled",
     "KueueWorkloadsWaitingTooLong",
     "KarpenterNodeLaunchFailing",
+    "NcclValidationFailed",
 }
 
 

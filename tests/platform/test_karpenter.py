@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from components import catalog
 from components.analysis import costs
@@ -173,6 +174,17 @@ def test_ec2nodeclass_pins_alias_requires_imdsv2_and_encrypts_gp3_root() -> None
         capacity_reservations=[{"id": "cr-0abc"}],
     )
     assert "instanceStorePolicy" not in no_nvme
+    assert no_nvme["userData"] == kpb.FAST_IMAGE_PULL_USER_DATA
+    off = kpb.ec2nodeclass_spec(
+        cluster_name="c",
+        ami_alias="al2023@latest",
+        instance_profile="p",
+        security_group_id="sg-0123",
+        disk=disk.model_copy(update={"fast_image_pull": False}),
+        instance_store_raid0=False,
+        tags={},
+    )
+    assert "userData" not in off
     assert no_nvme["capacityReservationSelectorTerms"] == [{"id": "cr-0abc"}]
 
 
@@ -378,6 +390,13 @@ def test_prod_pins_the_ami_and_dev_opts_into_latest(dev: SynthResult, prod: Synt
 
 def test_gpu_node_class_uses_raid0_and_cpu_class_does_not(prod: SynthResult) -> None:
     classes = {c.inputs["metadata"]["name"]: c.inputs["spec"] for c in prod.of_type(NODECLASS)}
+    # SOCI parallel pull on every class by default (nodeadm FastImagePull feature gate).
+    assert classes["gpu"]["userData"] == kpb.FAST_IMAGE_PULL_USER_DATA
+    assert yaml.safe_load(classes["gpu"]["userData"]) == {
+        "apiVersion": "node.eks.aws/v1alpha1",
+        "kind": "NodeConfig",
+        "spec": {"featureGates": {"FastImagePull": True}},
+    }
     assert classes["gpu"]["instanceStorePolicy"] == "RAID0"
     assert "instanceStorePolicy" not in classes["cpu"]
     assert classes["gpu"]["blockDeviceMappings"][0]["ebs"]["throughput"] > 125

@@ -11,8 +11,9 @@ import pytest
 from components import catalog
 from components.config import ValidationConfig
 from components.platform import validation
+from components.platform import validation_scripts as scripts
 from synth import __main__ as synth_cli
-from synth.harness import SynthResult
+from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values
 
 JOB = "kubernetes:batch/v1:Job"
@@ -93,7 +94,11 @@ def test_builder_takes_any_pool_list() -> None:
         validation.GpuPool("karp-l4", "l4-x1", {catalog.LABEL_GPU_CLASS: "l4-x1"}, 1),
     ]
     objects = validation.validation_objects(pools, None, ValidationConfig(enabled=True))
-    assert [o["metadata"]["name"] for o in objects] == ["gpu-smoke-karp-h100", "gpu-smoke-karp-l4"]
+    assert [o["metadata"]["name"] for o in objects] == [
+        "gpu-smoke-karp-h100",
+        "gpu-smoke-karp-l4",
+        "validation-results",
+    ]
     assert validation.validation_objects(pools, None, ValidationConfig()) == []
 
 
@@ -123,3 +128,202 @@ def test_nccl_nodes_must_fit_the_pool(
     err = capsys.readouterr().err
     assert code == 2
     assert "gpu-platform:validation.nccl.nodes: got 9; at most the nodes its pool reaches" in err
+
+
+H100 = {catalog.LABEL_GPU_VENDOR: "nvidia"}
+
+
+def _p5_pool() -> validation.GpuPool:
+    return validation.GpuPool("kp-h100-od", "h100-x8", H100, 8, "p5.48xlarge")
+
+
+def _nccl_container(pool: validation.GpuPool, config: ValidationConfig) -> dict[str, Any]:
+    job = next(o for o in validation.nccl_objects(pool, config) if o["kind"] == "Job")
+    container: dict[str, Any] = job["spec"]["template"]["spec"]["containers"][0]
+    return container
+
+
+def _env(container: dict[str, Any]) -> dict[str, str]:
+    return {row["name"]: row["value"] for row in container["env"]}
+
+
+def test_nccl_on_p5_requests_every_efa_device_and_the_efa_provider() -> None:
+    container = _nccl_container(_p5_pool(), ValidationConfig(enabled=True))
+    resources = container["resources"]
+    # p5.48xlarge: 32 EFA devices (catalog), requested and limited like the GPUs.
+    assert resources["requests"][catalog.EFA_RESOURCE] == "32"
+    assert resources["limits"][catalog.EFA_RESOURCE] == "32"
+    assert resources["limits"][catalog.GPU_RESOURCE] == "8"
+    env = _env(container)
+    assert env["FI_PROVIDER"] == "efa"
+    assert env["FI_EFA_USE_DEVICE_RDMA"] == "1"
+    assert "NCCL_SOCKET_IFNAME" not in env
+    assert env["INSTANCE_TYPE"] == "p5.48xlarge"
+
+
+def test_nccl_without_efa_has_no_efa_request_or_provider() -> None:
+    pool = validation.GpuPool("kp-a10g-od", "a10g-x1", H100, 1, "g5.2xlarge")
+    container = _nccl_container(
+        pool, ValidationConfig(enabled=True, nccl={"minBusBandwidthGbps": 2})
+    )
+    assert catalog.EFA_RESOURCE not in container["resources"]["requests"]
+    env = _env(container)
+    assert "FI_PROVIDER" not in env and "FI_EFA_USE_DEVICE_RDMA" not in env
+    job = next(
+        o
+        for o in validation.nccl_objects(
+            pool, ValidationConfig(enabled=True, nccl={"minBusBandwidthGbps": 2})
+        )
+        if o["kind"] == "Job"
+    )
+    # No EFA, no single-zone constraint (only the one-rank-per-node spread).
+    assert "podAffinity" not in job["spec"]["template"]["spec"]["affinity"]
+
+
+def test_nccl_on_efa_keeps_every_rank_in_one_zone_like_training_jobs() -> None:
+    objects = validation.nccl_objects(_p5_pool(), ValidationConfig(enabled=True))
+    job = next(o for o in objects if o["kind"] == "Job")
+    affinity = job["spec"]["template"]["spec"]["affinity"]
+    terms = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert terms == [
+        {
+            "labelSelector": {"matchLabels": {"job-name": job["metadata"]["name"]}},
+            "topologyKey": catalog.ZONE_LABEL,
+        }
+    ]
+    # The pods match their own selector (the Job controller sets job-name on every pod), so the
+    # first rank may go anywhere and the rest follow it.
+    assert (
+        affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0][
+            "labelSelector"
+        ]
+        == terms[0]["labelSelector"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "override", "expected"),
+    [
+        ("p5.48xlarge", None, "350"),
+        ("p4d.24xlarge", None, "60"),
+        ("p4de.24xlarge", None, "60"),
+        ("p5en.48xlarge", None, "350"),
+        ("p5.48xlarge", 420.5, "420.5"),
+    ],
+)
+def test_nccl_threshold_is_the_catalog_figure_per_type_unless_overridden(
+    instance_type: str, override: float | None, expected: str
+) -> None:
+    pool = validation.GpuPool("p", "x", H100, 8, instance_type)
+    config = ValidationConfig(enabled=True, nccl={"minBusBandwidthGbps": override})
+    assert _env(_nccl_container(pool, config))["MIN_BUS_BANDWIDTH_GBPS"] == expected
+
+
+def test_every_catalog_threshold_is_cited_and_below_its_published_figure() -> None:
+    for name, row in catalog.NCCL_ALLREDUCE_BUSBW.items():
+        assert catalog.instance(name).efa_devices > 0, name
+        if row.published_gbps is None:
+            assert row.source.startswith("UNVERIFIED"), name
+        else:
+            assert "awsome-distributed-training@" in row.source, name
+            assert row.min_gbps < row.published_gbps, name
+
+
+def test_nccl_script_fails_loudly_below_the_threshold_and_serves_metrics() -> None:
+    script = scripts.NCCL_SCRIPT
+    compile(script, "allreduce.py", "exec")
+    assert 'print(f"FAIL nccl-all-reduce: bus bandwidth' in script
+    assert "raise SystemExit(0 if passed else 1)" in script
+    for metric in (scripts.METRIC_PASSED, scripts.METRIC_BUSBW, scripts.METRIC_THRESHOLD):
+        assert f"{metric}{{" in script
+
+
+def test_smoke_checks_driver_gpu_count_ecc_and_nvlink_where_the_type_has_it() -> None:
+    script = scripts.SMOKE_SCRIPT
+    python = script.split("<<'PY'\n")[1].split("\nPY\n")[0]
+    compile(python, "smoke.py", "exec")
+    assert "ecc.errors.uncorrected.volatile.total" in script
+    assert '"nvlink", "-s"' in script
+    for check in ("driver", "gpu_count", "ecc", "nvlink", "matmul"):
+        assert f'fail("{check}"' in script, check
+    p5 = validation.smoke_job(_p5_pool(), ValidationConfig(enabled=True))
+    g5 = validation.smoke_job(
+        validation.GpuPool("g", "a10g-x1", H100, 1, "g5.2xlarge"), ValidationConfig(enabled=True)
+    )
+
+    def env(job: dict[str, Any]) -> dict[str, str]:
+        return _env(job["spec"]["template"]["spec"]["containers"][0])
+
+    assert env(p5)["EXPECT_NVLINK"] == "1"
+    assert env(g5)["EXPECT_NVLINK"] == "0"
+    assert env(p5)["METRICS_PORT"] == str(scripts.METRICS_PORT)
+
+
+def test_served_metrics_reach_prometheus_through_the_pod_monitor(dev: SynthResult) -> None:
+    monitors = [
+        m
+        for m in dev.of_type("kubernetes:monitoring.coreos.com/v1:PodMonitor")
+        if m.inputs["metadata"]["namespace"] == "gpu-validation"
+    ]
+    assert len(monitors) == 1
+    endpoint = monitors[0].inputs["spec"]["podMetricsEndpoints"][0]
+    jobs = _jobs(dev)
+    assert jobs
+    for job in jobs:
+        pod = job.inputs["spec"]["template"]
+        assert "test" in pod["metadata"]["labels"]
+        ports = {p["name"]: p["containerPort"] for p in pod["spec"]["containers"][0]["ports"]}
+        assert ports[endpoint["port"]] == scripts.METRICS_PORT
+
+
+def test_served_metrics_are_prometheus_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Run the shared serving function for real on a free port and scrape it once.
+    import socket
+    import threading
+    import urllib.request
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("METRICS_PORT", str(port))
+    monkeypatch.setenv("METRICS_LINGER_SECONDS", "2")
+    namespace: dict[str, Any] = {}
+    exec(scripts.SERVE_METRICS_PY, namespace)
+    line = f'{scripts.METRIC_PASSED}{{test="nccl-all-reduce",pool="p"}} 0'
+    thread = threading.Thread(target=namespace["serve_metrics"], args=([line],))
+    thread.start()
+    body = ""
+    for _ in range(50):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as resp:
+                body = resp.read().decode()
+            break
+        except OSError:
+            threading.Event().wait(0.05)
+    thread.join()
+    assert body == line + "\n"
+
+
+def test_prod_nccl_on_the_h100_pool_uses_the_p5_catalog_threshold() -> None:
+    values = stack_values("prod")["gpu-platform:validation"]
+    assert "minBusBandwidthGbps" not in values["nccl"]
+    result = run_program("prod", overrides={"gpu-platform:validation": {**values, "enabled": True}})
+    jobs = [j for j in _jobs(result) if j.inputs["metadata"]["name"].startswith("nccl-")]
+    assert len(jobs) == 1
+    container = jobs[0].inputs["spec"]["template"]["spec"]["containers"][0]
+    env = _env(container)
+    assert env["MIN_BUS_BANDWIDTH_GBPS"] == "350"
+    assert env["FI_PROVIDER"] == "efa"
+    assert container["resources"]["limits"][catalog.EFA_RESOURCE] == "32"
+
+
+def test_nccl_pool_without_a_catalog_figure_needs_a_threshold(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    cfg = stack_values("dev")
+    del cfg["gpu-platform:validation"]["nccl"]["minBusBandwidthGbps"]
+    expect_config_error(
+        cfg,
+        "gpu-platform:validation.nccl.minBusBandwidthGbps",
+        "the catalog has no published all-reduce figure for g",
+    )

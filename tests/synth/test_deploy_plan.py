@@ -131,11 +131,7 @@ def test_claim_before_its_storage_class_is_flagged() -> None:
 #: the StorageClass (components/platform/storage.py team_volumes); dev's NCCL PodGroup does not
 #: depend on the Volcano release, nor its validation Jobs on Kueue (components/platform/
 #: validation.py).
-KNOWN = (
-    "does not depend on StorageClass",
-    "PodGroup is not created after the volcano release",
-    "Job in gpu-validation is not created after the Kueue release",
-)
+KNOWN = ("does not depend on StorageClass",)
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])

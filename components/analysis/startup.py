@@ -1,0 +1,107 @@
+"""Time from "job admitted" to "first step", estimated per training job from the config: node
+launch + image pull + rendezvous. Rendered in report.md's "Will it run" section.
+
+Every figure here is a planning figure, not a measurement: they make the cost of each term and
+of each fast-start lever (SOCI parallel pull, NVMe image cache) visible before a deploy; replace
+them with what `kubectl get events` / Karpenter's `karpenter_nodeclaims_*` timings show on the
+real cluster.
+
+- Node launch (EC2 start, AL2023 boot, nodeadm, GPU driver + device plugins until the node is
+  Ready with GPUs allocatable): PLANNING figures per family, UNVERIFIED (no published figure
+  found offline); p-family nodes are slower (large instances, 8 GPUs, EFA, NVMe RAID build).
+- Image pull: unpacked image size / effective throughput, the lower of what the registry pull
+  delivers and what the image store can absorb. Registry pull: containerd's default is 3
+  concurrent layer downloads and a serial unpack; SOCI parallel pull mode (nodeadm
+  `FastImagePull`, components/platform/karpenter_builders.py) fetches chunks of a layer
+  concurrently and unpacks in parallel — PLANNING figures 150 vs 400 MiB/s, UNVERIFIED. Image
+  store: the NVMe RAID0 array where the type has instance store (Karpenter `instanceStorePolicy:
+  RAID0`, containerd on NVMe), else the gp3 root volume's provisioned throughput
+  (`karpenter.gpuNodeClass.diskThroughputMibps`).
+- Rendezvous: torchrun c10d rendezvous + NCCL communicator init, PLANNING 30 s + 2 s per node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+from components import catalog
+from components.analysis.resources import job_resources
+from components.config import StackConfig, TrainingJobConfig
+
+#: PLANNING, UNVERIFIED: seconds from NodeClaim creation to a Ready GPU node, per family prefix.
+NODE_LAUNCH_SECONDS: Final[dict[str, int]] = {"p": 420, "g": 240}
+DEFAULT_NODE_LAUNCH_SECONDS: Final = 300
+#: PLANNING, UNVERIFIED: registry pull throughput (MiB/s) without / with SOCI parallel pull.
+PULL_MIBPS: Final = 150
+PARALLEL_PULL_MIBPS: Final = 400
+#: PLANNING: sustained write throughput of an NVMe instance-store RAID0 array (MiB/s); far above
+#: any registry pull, so it never bounds it (p5.48xlarge: 8 x 3.84 TB NVMe).
+NVME_MIBPS: Final = 2000
+RENDEZVOUS_BASE_SECONDS: Final = 30
+RENDEZVOUS_PER_NODE_SECONDS: Final = 2
+
+
+@dataclass(frozen=True)
+class StartupEstimate:
+    """Seconds from admission to the first training step, term by term."""
+
+    instance_type: str
+    node_launch_s: int
+    image_gib: float
+    pull_mibps: int
+    image_store: str
+    parallel_pull: bool
+    rendezvous_s: int
+
+    @property
+    def image_pull_s(self) -> int:
+        return round(self.image_gib * 1024 / self.pull_mibps)
+
+    @property
+    def total_s(self) -> int:
+        return self.node_launch_s + self.image_pull_s + self.rendezvous_s
+
+    def line(self) -> str:
+        """The report's one-line breakdown."""
+        pull = "SOCI parallel pull" if self.parallel_pull else "containerd default pull"
+        return (
+            f"time to first step ≈ {self.total_s} s = node launch {self.node_launch_s} s "
+            f"({self.instance_type}) + image pull {self.image_pull_s} s ({self.image_gib:g} GiB "
+            f"at {self.pull_mibps} MiB/s: {pull}, image store {self.image_store}) + rendezvous "
+            f"{self.rendezvous_s} s (planning figures: components/analysis/startup.py)"
+        )
+
+
+def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
+    """The estimate for one job on the instance type its pods land on."""
+    instance_type = job_resources(cfg, job).instance_type
+    row = catalog.instance(instance_type)
+    node_class = cfg.karpenter.gpu_node_class
+    parallel = node_class.fast_image_pull and row.vcpu >= 4 and row.memory_gib >= 7
+    registry = PARALLEL_PULL_MIBPS if parallel else PULL_MIBPS
+    if row.nvme_instance_store:
+        store, store_mibps = "NVMe RAID0", NVME_MIBPS
+    else:
+        store_mibps = node_class.disk_throughput_mibps
+        store = f"gp3 {store_mibps} MiB/s"
+    image_gib = job.image_size_gib or cfg.training.image_size_gib
+    return StartupEstimate(
+        instance_type=instance_type,
+        node_launch_s=NODE_LAUNCH_SECONDS.get(instance_type[0], DEFAULT_NODE_LAUNCH_SECONDS),
+        image_gib=image_gib,
+        pull_mibps=min(registry, store_mibps),
+        image_store=store,
+        parallel_pull=parallel,
+        rendezvous_s=RENDEZVOUS_BASE_SECONDS + RENDEZVOUS_PER_NODE_SECONDS * job.nodes,
+    )
+
+
+def by_workload(cfg: StackConfig) -> dict[str, StartupEstimate]:
+    """Estimates keyed like willrun's verdicts (`<team namespace>/<job name>`)."""
+    namespaces = {team.name: team.namespace for team in cfg.teams}
+    return {
+        f"{namespaces[job.team]}/{job.name}": estimate(cfg, job)
+        for job in cfg.training_jobs
+        if job.team in namespaces
+    }

@@ -1,0 +1,69 @@
+"""Time-to-first-step estimate: node launch + image pull + rendezvous, per job."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from components.analysis import startup
+from components.config import StackConfig
+from components.config.load import namespace_values, parse
+from synth.harness import SynthResult
+from tests.conftest import values_with_jobs
+
+
+def _prod(change: dict[str, Any] | None = None) -> StackConfig:
+    raw = copy.deepcopy(values_with_jobs("prod"))
+    for key, value in (change or {}).items():
+        raw[key] = value
+    return parse(
+        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    )
+
+
+def _pretrain(cfg: StackConfig) -> startup.StartupEstimate:
+    return startup.by_workload(cfg)["team-pretrain/pretrain-7b"]
+
+
+def test_p5_job_pulls_with_soci_onto_nvme() -> None:
+    est = _pretrain(_prod())
+    assert est.instance_type == "p5.48xlarge"
+    assert est.parallel_pull and est.image_store == "NVMe RAID0"
+    assert est.pull_mibps == startup.PARALLEL_PULL_MIBPS
+    # 8 GiB reference trainer image at 400 MiB/s: 20 s; 420 s launch; 30 + 2 x 2 rendezvous.
+    assert est.image_pull_s == 20
+    assert est.total_s == 420 + 20 + 34
+    assert est.line().startswith(f"time to first step ≈ {est.total_s} s = node launch 420 s")
+
+
+def test_without_soci_the_pull_is_slower_and_image_size_overrides_apply() -> None:
+    raw = values_with_jobs("prod")
+    karpenter = copy.deepcopy(raw["gpu-platform:karpenter"])
+    karpenter.setdefault("gpuNodeClass", {"diskSizeGib": 300})["fastImagePull"] = False
+    training = dict(raw.get("gpu-platform:training", {}), imageSizeGib=30)
+    est = _pretrain(_prod({"gpu-platform:karpenter": karpenter, "gpu-platform:training": training}))
+    assert not est.parallel_pull and est.pull_mibps == startup.PULL_MIBPS
+    assert est.image_gib == 30
+    assert est.image_pull_s == round(30 * 1024 / startup.PULL_MIBPS)
+    jobs = copy.deepcopy(raw["gpu-platform:trainingJobs"])
+    for job in jobs:
+        job["imageSizeGib"] = 2.5
+    assert _pretrain(_prod({"gpu-platform:trainingJobs": jobs})).image_gib == 2.5
+
+
+def test_ebs_throughput_bounds_the_pull_on_types_without_nvme() -> None:
+    est = startup.StartupEstimate("m", 300, 10, 125, "gp3 125 MiB/s", True, 32)
+    assert est.image_pull_s == round(10 * 1024 / 125)
+    assert est.total_s == 300 + est.image_pull_s + 32
+
+
+def test_report_shows_time_to_first_step_per_job(prod_jobs: SynthResult) -> None:
+    from synth.report import report
+
+    text = report(prod_jobs)
+    section = text[text.index("### `team-pretrain/pretrain-7b`") :]
+    section = section[: section.index("\n\n###")]
+    assert "- time to first step ≈ 474 s = node launch 420 s (p5.48xlarge) + image pull 20 s" in (
+        section
+    )
