@@ -271,8 +271,10 @@ def find_latest_valid(
 def apply_retention(root: Path, keep_last: int, protected: Iterable[Path] = ()) -> list[Path]:
     """Delete committed checkpoints beyond the newest ``keep_last``, keeping the newest *healthy*
     one (finite loss at save: the last known good) and anything in ``protected`` (e.g. a dir an
-    upload is still reading). Also removes stale ``.tmp-`` dirs. Returns what was deleted.
-    Call only from rank 0 with no save in flight."""
+    upload is still reading). Also removes stale ``.tmp-`` dirs of steps up to the newest
+    commit; a newer one may be a save other ranks have already started (they leave the barrier
+    before rank 0 commits the previous save), so it stays. Returns what was deleted.
+    Call only from rank 0."""
     if keep_last < 1:
         raise ValueError("keep_last must be >= 1")
     steps = committed_steps(root)
@@ -289,7 +291,11 @@ def apply_retention(root: Path, keep_last: int, protected: Iterable[Path] = ()) 
         if step_dir not in keep:
             shutil.rmtree(step_dir, ignore_errors=True)
             removed.append(step_dir)
+    newest = steps[0][0] if steps else -1
     for stale in root.glob(f"{TMP_PREFIX}{STEP_PREFIX}*"):
+        step = parse_step(stale.name[len(TMP_PREFIX) :])
+        if step is not None and step > newest:
+            continue
         shutil.rmtree(stale, ignore_errors=True)
         removed.append(stale)
     if removed:
