@@ -32,3 +32,17 @@ def tmp_path() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="gpt-trainer-test-"))
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def token_data() -> Iterator[Path]:
+    """Token shards prepared once per session by the real data-prep command (small shards so
+    the dataset spans several of them)."""
+    from gpt_trainer.prep_data import prepare
+    from trainer_harness import write_corpus
+
+    root = Path(tempfile.mkdtemp(prefix="gpt-trainer-data-"))
+    corpus = write_corpus(root / "corpus")
+    prepare([corpus], str(root / "shards"), vocab_size=512, shard_tokens=3000)
+    yield root / "shards"
+    shutil.rmtree(root, ignore_errors=True)

@@ -86,12 +86,16 @@ def test_retention_keeps_last_k_plus_last_known_good(tmp_path: Path) -> None:
     known_good = _commit(tmp_path, 2, healthy=True)
     for step in (3, 4, 5):
         _commit(tmp_path, step, healthy=False)  # e.g. the loss went NaN
-    stale = tmp_path / f"{ckpt.TMP_PREFIX}{ckpt.step_dir_name(6)}"
+    stale = tmp_path / f"{ckpt.TMP_PREFIX}{ckpt.step_dir_name(4)}"  # a failed earlier save
     stale.mkdir()
+    # A save other ranks already started while rank 0 commits step 5: not stale, must stay.
+    in_progress = tmp_path / f"{ckpt.TMP_PREFIX}{ckpt.step_dir_name(6)}"
+    in_progress.mkdir()
     removed = ckpt.apply_retention(tmp_path, keep_last=2)
     kept = [p.name for _, p in ckpt.committed_steps(tmp_path)]
     assert kept == [ckpt.step_dir_name(s) for s in (5, 4)] + [known_good.name]
     assert {p.name for p in removed} == {ckpt.step_dir_name(1), ckpt.step_dir_name(3), stale.name}
+    assert in_progress.is_dir()
 
 
 def test_retention_respects_protected_dirs(tmp_path: Path) -> None:

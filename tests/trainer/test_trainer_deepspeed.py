@@ -1,6 +1,6 @@
 """DeepSpeed ZeRO-2 under torchrun (2 gloo processes, CPU): a preempted run resumes bit-identical
 to an uninterrupted one, and a world-size change (2 -> 1) resumes through the universal
-checkpoint with exactly the saved weights."""
+checkpoint with exactly the saved weights. Independent launches run concurrently."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import torch
 from gpt_trainer.checkpoint import committed_steps, read_manifest
 from gpt_trainer.exit_codes import EXIT_PREEMPTED
 from gpt_trainer.train import state_dict_sha256
-from trainer_harness import assert_bit_identical, run_to_end, start_run
+from trainer_harness import assert_bit_identical, start_run
 
 pytestmark = pytest.mark.slow
 
@@ -47,13 +47,15 @@ def test_zero2_preempt_resume_is_bit_identical_and_world_size_change_resumes(
     tmp_path: Path,
 ) -> None:
     args = _args(tmp_path)
-    baseline = run_to_end(tmp_path, "baseline", tmp_path / "baseline", args)
+    # Independent launches overlap (2 cores: one run's imports and sleeps, the other's work).
+    baseline = start_run(tmp_path, "baseline", tmp_path / "baseline", args)
 
     ckpt = tmp_path / "ckpt"
     first = start_run(tmp_path, "first", ckpt, [*args, "--sleep-per-step-s", "0.3"])
     first.wait_for_step(4)
     os.kill(first.proc.pid, signal.SIGTERM)
     assert first.wait() == EXIT_PREEMPTED, first.log_tail()
+    assert baseline.wait() == 0, baseline.log_tail()
     step, step_dir = committed_steps(ckpt)[0]
     manifest = read_manifest(step_dir)
     assert manifest["sharding"] == "zero-2" and manifest["world_size"] == 2
@@ -66,12 +68,14 @@ def test_zero2_preempt_resume_is_bit_identical_and_world_size_change_resumes(
     resharded = tmp_path / "resharded"
     shutil.copytree(ckpt, resharded)
 
-    second = run_to_end(tmp_path, "second", ckpt, args)
+    second = start_run(tmp_path, "second", ckpt, args)
+    third = start_run(tmp_path, "world1", resharded, args, nproc=1)
+    assert second.wait() == 0, second.log_tail()
+    assert third.wait() == 0, third.log_tail()
     resumed = next(e for e in second.events() if e["event"] == "resumed")
     assert resumed["step"] == step and resumed["params_sha256"] == saved_hash
     assert_bit_identical(baseline, first, second)
 
-    third = run_to_end(tmp_path, "world1", resharded, args, nproc=1)
     events = third.events()
     resumed = next(e for e in events if e["event"] == "resumed")
     assert resumed["step"] == step

@@ -1,6 +1,7 @@
-"""S3 replication against a local moto server on loopback: upload order (manifest last, then
-LATEST), round trip back into a verified local checkpoint, readers ignoring prefixes without a
-manifest, and LATEST never moving backwards."""
+"""S3 against a local moto server on loopback: checkpoint replication (manifest last, then
+LATEST; verified round trip; prefixes without a manifest ignored; LATEST never moving back),
+token shards prepared to and streamed from a prefix (index last, sha256-checked), and Hugging
+Face weights loaded from a prefix."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import numpy as np
 import pytest
 import torch
 
@@ -119,3 +121,71 @@ def test_latest_never_moves_backwards(s3: Any, tmp_path: Path) -> None:
     upload_checkpoint(s3, _commit(tmp_path / "b", 5), URI)  # a late, older writer
     latest = s3.get_object(Bucket=BUCKET, Key="runs/r1/LATEST")["Body"].read().decode().strip()
     assert latest == "step_0000000010"
+
+
+@pytest.mark.timeout(60)
+def test_token_shards_stream_from_s3_verified_with_index_last(
+    s3: Any, s3_endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpt_trainer.prep_data import prepare
+    from gpt_trainer.shards import TokenShards
+    from trainer_harness import write_corpus
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_endpoint)
+    real_client = boto3.client
+    # The prep command's own client, with the write recorder below attached.
+    monkeypatch.setattr(
+        boto3, "client", lambda *a, **kw: s3 if a == ("s3",) else real_client(*a, **kw)
+    )
+    written: list[str] = []
+    s3.meta.events.register(
+        "before-parameter-build.s3.PutObject", lambda params, **_: written.append(params["Key"])
+    )
+    corpus = write_corpus(tmp_path / "corpus", documents=60)
+    local = prepare([corpus], str(tmp_path / "local"), vocab_size=300, shard_tokens=1000)
+    uri = f"s3://{BUCKET}/data/v1"
+    prepare([corpus], uri, tokenizer_path=tmp_path / "local" / "tokenizer.json", shard_tokens=1000)
+    keys = [k["Key"] for k in s3.list_objects_v2(Bucket=BUCKET)["Contents"]]
+    assert "data/v1/index.json" in keys and len(keys) == len(local["shards"]) + 2
+    assert written[-1] == "data/v1/index.json"  # readers trust only a prefix with an index
+    monkeypatch.setattr(boto3, "client", real_client)
+
+    streamed = TokenShards(uri, 16, cache_dir=tmp_path / "cache", prefetch_shards=2)
+    reference = TokenShards(tmp_path / "local", 16)
+    assert len(streamed) == len(reference)
+    order = streamed.epoch_order(seed=1, epoch=0)
+    assert np.array_equal(order, reference.epoch_order(seed=1, epoch=0))
+    for i in order[:40]:
+        assert torch.equal(streamed[int(i)], reference[int(i)])
+    streamed.close()
+    cached = list((tmp_path / "cache").rglob("shard_*.bin"))
+    assert cached and not list((tmp_path / "cache").rglob(".tmp-*"))
+
+    # A shard that no longer matches the index is refused, not trained on.
+    s3.put_object(Bucket=BUCKET, Key="data/v1/shard_00000.bin", Body=b"\x00\x01" * 1000)
+    fresh = TokenShards(uri, 16, cache_dir=tmp_path / "cache2", prefetch_shards=0)
+    with pytest.raises(OSError, match="sha256"):
+        fresh[0]
+
+
+@pytest.mark.timeout(60)
+def test_hf_model_prefix_downloads_once_then_loads(
+    s3: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpt_trainer import models
+    from gpt_trainer.hf_models import download_prefix
+
+    torch.manual_seed(0)
+    source = models.build("hf:llama-tiny")
+    source.module.lm.save_pretrained(tmp_path / "weights")
+    for path in sorted((tmp_path / "weights").iterdir()):
+        s3.upload_file(str(path), BUCKET, f"models/tiny/{path.name}")
+    local = download_prefix(s3, f"s3://{BUCKET}/models/tiny", tmp_path / "cache" / "m")
+    assert (local / "config.json").is_file() and (local / ".complete").is_file()
+    loaded = models.build("hf:s3://unused", local_dir=local)
+    for key, value in loaded.module.state_dict().items():
+        assert torch.equal(value, source.module.state_dict()[key]), key
+    s3.delete_object(Bucket=BUCKET, Key="models/tiny/config.json")
+    assert download_prefix(s3, f"s3://{BUCKET}/models/tiny", local) == local  # cached copy
+    with pytest.raises(FileNotFoundError):
+        download_prefix(s3, f"s3://{BUCKET}/models/none", tmp_path / "cache" / "n")

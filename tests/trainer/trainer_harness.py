@@ -153,3 +153,25 @@ def assert_bit_identical(baseline: Run, *resumed: Run) -> None:
     assert sorted(got) == sorted(expected), "resumed runs did not log every step"
     for step, losses in got.items():
         assert losses == expected[step], f"step {step}: {losses} != {expected[step]}"
+
+
+def write_corpus(directory: Path, documents: int = 240, seed: int = 0) -> Path:
+    """A small deterministic corpus with learnable structure (a tiny grammar over a fixed word
+    list), as ``.jsonl`` plus one ``.txt`` document: what data-prep reads."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    subjects = ["the cat", "a dog", "the bird", "my friend", "the old man", "a small fox"]
+    verbs = ["sees", "chases", "likes", "finds", "follows", "watches"]
+    objects = ["the ball", "a red box", "the tree", "some water", "the moon", "a blue car"]
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "part-0.jsonl", "w", encoding="utf-8") as handle:
+        for _ in range(documents):
+            sentences = [
+                f"{rng.choice(subjects)} {rng.choice(verbs)} {rng.choice(objects)}."
+                for _ in range(rng.randint(3, 9))
+            ]
+            handle.write(json.dumps({"text": " ".join(sentences).capitalize()}) + "\n")
+    (directory / "notes.txt").write_text("A plain text document.\nIt has two lines.\n")
+    return directory

@@ -6,7 +6,10 @@ node, or EBS/EFS/FSx)::
     LATEST                      name of the newest committed step dir (a hint for humans/tools)
     step_0000000040/
         manifest.json           written last: per-file size + sha256 and run metadata
-        model.pt, train_state.pt, rank_00000.pt, ...   (DDP)   or   ds/... (DeepSpeed)
+        model.pt, train_state.pt, rank_00000.pt, ...   (DDP)
+        dcp/..., train_state.pt, rank_00000.pt, ...    (FSDP2: torch.distributed.checkpoint)
+        ds/..., rank_00000.pt, ...                     (DeepSpeed)
+        model_config.json, tokenizer.json               (what the weights mean)
     .tmp-step_0000000050/       a save in progress or torn by a crash; never read
 
 Commit protocol: write every file into ``.tmp-step_N/`` and fsync it, write ``manifest.json``
@@ -101,12 +104,16 @@ def fsync_dir(path: Path) -> None:
 
 
 def save_object(directory: Path, relpath: str, obj: Any) -> FileEntry:
-    """``torch.save`` ``obj`` to ``directory/relpath``, fsync it, return its manifest entry."""
+    """``torch.save`` ``obj`` (raw ``bytes`` as they are) to ``directory/relpath``, fsync it,
+    return its manifest entry."""
     path = directory / relpath
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as handle:
         writer = _HashingWriter(handle)
-        torch.save(obj, writer)  # type: ignore[arg-type]
+        if isinstance(obj, bytes):
+            writer.write(obj)
+        else:
+            torch.save(obj, writer)  # type: ignore[arg-type]
         handle.flush()
         os.fsync(handle.fileno())
     return FileEntry(path=relpath, size=writer.size, sha256=writer.hexdigest())
@@ -136,6 +143,50 @@ def hash_tree(directory: Path, exclude: Iterable[str] = (MANIFEST_NAME,)) -> lis
         size, digest = hash_file(path)
         entries.append(FileEntry(path=rel, size=size, sha256=digest))
     return entries
+
+
+def dcp_rank_entries(step_dir: Path, subdir: str, rank: int) -> list[FileEntry]:
+    """Entries for the files this rank wrote in a ``torch.distributed.checkpoint`` directory.
+
+    DCP's ``FileSystemWriter`` names a rank's data files ``__<rank>_<n>.distcp`` (the plan
+    prefix ``__{i}_``, torch/distributed/checkpoint/filesystem.py) and the coordinator (rank 0)
+    writes ``.metadata``; it fsyncs both (``sync_files=True``). Hashing them on their own rank
+    spreads the work; ``complete_entries`` catches any file this naming would miss.
+    """
+    directory = step_dir / subdir
+    paths = sorted(directory.glob(f"__{rank}_*"))
+    if rank == 0 and (directory / ".metadata").is_file():
+        paths.append(directory / ".metadata")
+    entries = []
+    for path in paths:
+        size, digest = hash_file(path)
+        entries.append(
+            FileEntry(path=path.relative_to(step_dir).as_posix(), size=size, sha256=digest)
+        )
+    return entries
+
+
+def complete_entries(step_dir: Path, entries: list[FileEntry]) -> list[FileEntry]:
+    """``entries`` plus an entry for every file under ``step_dir`` that none lists (fsynced and
+    hashed here), so a manifest always covers the whole directory."""
+    listed = {e.path for e in entries}
+    missing = [
+        p
+        for p in sorted(step_dir.rglob("*"))
+        if p.is_file()
+        and p.relative_to(step_dir).as_posix() not in listed
+        and not p.relative_to(step_dir).as_posix().startswith(f"{INDEX_DIR}/")
+        and p.name != MANIFEST_NAME
+    ]
+    extra = []
+    for path in missing:
+        with open(path, "rb") as handle:
+            os.fsync(handle.fileno())
+        size, digest = hash_file(path)
+        extra.append(
+            FileEntry(path=path.relative_to(step_dir).as_posix(), size=size, sha256=digest)
+        )
+    return entries + extra
 
 
 def write_json_durable(path: Path, payload: Any) -> None:
@@ -271,8 +322,10 @@ def find_latest_valid(
 def apply_retention(root: Path, keep_last: int, protected: Iterable[Path] = ()) -> list[Path]:
     """Delete committed checkpoints beyond the newest ``keep_last``, keeping the newest *healthy*
     one (finite loss at save: the last known good) and anything in ``protected`` (e.g. a dir an
-    upload is still reading). Also removes stale ``.tmp-`` dirs. Returns what was deleted.
-    Call only from rank 0 with no save in flight."""
+    upload is still reading). Also removes stale ``.tmp-`` dirs of steps up to the newest
+    commit; a newer one may be a save other ranks have already started (they leave the barrier
+    before rank 0 commits the previous save), so it stays. Returns what was deleted.
+    Call only from rank 0."""
     if keep_last < 1:
         raise ValueError("keep_last must be >= 1")
     steps = committed_steps(root)
@@ -289,7 +342,11 @@ def apply_retention(root: Path, keep_last: int, protected: Iterable[Path] = ()) 
         if step_dir not in keep:
             shutil.rmtree(step_dir, ignore_errors=True)
             removed.append(step_dir)
+    newest = steps[0][0] if steps else -1
     for stale in root.glob(f"{TMP_PREFIX}{STEP_PREFIX}*"):
+        step = parse_step(stale.name[len(TMP_PREFIX) :])
+        if step is not None and step > newest:
+            continue
         shutil.rmtree(stale, ignore_errors=True)
         removed.append(stale)
     if removed:
@@ -315,16 +372,28 @@ def clone_to_cpu(tree: Any) -> Any:
 
 
 class PendingSave:
-    """One rank's share of a checkpoint being written, in a thread or inline."""
+    """One rank's share of a checkpoint being written, in a thread or inline.
+
+    ``prelude`` runs first in the same thread and returns entries for files written by someone
+    else (FSDP: waits for this rank's ``dcp.async_save`` future, then hashes its DCP files).
+    """
 
     def __init__(
-        self, step: int, tmp_dir: Path, files: dict[str, Any], rank: int, background: bool
+        self,
+        step: int,
+        tmp_dir: Path,
+        files: dict[str, Any],
+        rank: int,
+        background: bool,
+        *,
+        prelude: Callable[[], list[FileEntry]] | None = None,
     ) -> None:
         self.step = step
         self.tmp_dir = tmp_dir
         self.error: BaseException | None = None
         self._files = files
         self._rank = rank
+        self._prelude = prelude
         self._thread: threading.Thread | None = None
         if background:
             self._thread = threading.Thread(target=self._run, name=f"ckpt-{step}", daemon=True)
@@ -334,7 +403,7 @@ class PendingSave:
 
     def _run(self) -> None:
         try:
-            entries = []
+            entries = self._prelude() if self._prelude is not None else []
             for name, obj in self._files.items():
                 _maybe_inject_kill(self.step, self._rank, self.tmp_dir / name, obj)
                 entries.append(save_object(self.tmp_dir, name, obj))
@@ -343,6 +412,7 @@ class PendingSave:
             self.error = exc
         finally:
             self._files = {}  # drop the snapshot as soon as it is on disk
+            self._prelude = None
 
     def done(self) -> bool:
         return self._thread is None or not self._thread.is_alive()

@@ -2,12 +2,15 @@
 
 Exact resume needs the input order to be a pure function of (seed, epoch, position), never of
 ambient RNG or of how many batches an iterator has produced. So the cursor is plain index
-arithmetic: epoch ``e`` is the permutation of all sample indices drawn from ``seed + e``; global
-batch ``b`` is ``perm[b*G:(b+1)*G]`` with ``G = world_size * micro_batch``; rank ``r`` takes
-``global_batch[r::world_size]``. A checkpoint stores only ``(epoch, batch)``.
+arithmetic: epoch ``e`` has an order of all sample indices drawn from ``(seed, e)`` (a plain
+permutation from ``seed + e``, or the dataset's own ``epoch_order(seed, e)``, e.g. shard-blocked
+for streaming, see shards.py); global batch ``b`` is ``order[b*G:(b+1)*G]`` with
+``G = world_size * micro_batch``; rank ``r`` takes ``global_batch[r::world_size]``. A checkpoint
+stores only ``(epoch, batch)``, and the batch after a resume is exactly the first one not trained.
 
-Real datasets plug in through ``--dataset-factory module:callable`` returning any object with
-``__len__`` and ``__getitem__(index) -> LongTensor[seq_len + 1]`` that is deterministic per index.
+Real datasets plug in through ``--data DIR|s3://...`` (token shards) or ``--dataset-factory
+module:callable`` returning any object with ``__len__`` and ``__getitem__(index) ->
+LongTensor[seq_len + 1]`` that is deterministic per index (``epoch_order`` optional).
 """
 
 from __future__ import annotations
@@ -97,14 +100,22 @@ def epoch_permutation(num_samples: int, seed: int, epoch: int) -> np.ndarray:
 
 
 def rank_indices(
-    cursor: DataCursor, *, num_samples: int, seed: int, rank: int, world_size: int, micro_batch: int
+    cursor: DataCursor,
+    *,
+    num_samples: int,
+    seed: int,
+    rank: int,
+    world_size: int,
+    micro_batch: int,
+    order: np.ndarray | None = None,
 ) -> list[int]:
-    """Sample indices rank ``rank`` trains on at ``cursor``."""
+    """Sample indices rank ``rank`` trains on at ``cursor`` (``order``: the epoch's order, if
+    the caller has it already; else the plain permutation)."""
     per_epoch = batches_per_epoch(num_samples, world_size, micro_batch)
     if not 0 <= cursor.batch < per_epoch:
         raise ValueError(f"cursor batch {cursor.batch} outside epoch of {per_epoch} batches")
     global_batch = world_size * micro_batch
-    perm = epoch_permutation(num_samples, seed, cursor.epoch)
+    perm = epoch_permutation(num_samples, seed, cursor.epoch) if order is None else order
     window = perm[cursor.batch * global_batch : (cursor.batch + 1) * global_batch]
     return [int(i) for i in window[rank::world_size]]
 
@@ -113,3 +124,48 @@ def collate(dataset: TokenDataset, indices: list[int]) -> tuple[torch.Tensor, to
     """Stack samples into (inputs, next-token targets)."""
     rows = torch.stack([dataset[i] for i in indices])
     return rows[:, :-1].contiguous(), rows[:, 1:].contiguous()
+
+
+class BatchLoader:
+    """One rank's batches by cursor: the epoch order is computed once per epoch, not per step
+    (a permutation of the whole dataset costs milliseconds per million samples)."""
+
+    def __init__(
+        self, dataset: TokenDataset, *, seed: int, rank: int, world_size: int, micro_batch: int
+    ) -> None:
+        self.dataset = dataset
+        self.seed = seed
+        self.rank = rank
+        self.world_size = world_size
+        self.micro_batch = micro_batch
+        self.num_samples = len(dataset)
+        self.per_epoch = batches_per_epoch(self.num_samples, world_size, micro_batch)
+        self._order_epoch = -1
+        self._order: np.ndarray | None = None
+
+    def order(self, epoch: int) -> np.ndarray:
+        if epoch != self._order_epoch or self._order is None:
+            custom = getattr(self.dataset, "epoch_order", None)
+            order = (
+                np.asarray(custom(self.seed, epoch))
+                if custom is not None
+                else epoch_permutation(self.num_samples, self.seed, epoch)
+            )
+            if order.shape != (self.num_samples,):
+                raise ValueError(f"epoch_order returned {order.shape}, not ({self.num_samples},)")
+            self._order, self._order_epoch = order, epoch
+        return self._order
+
+    def indices(self, cursor: DataCursor) -> list[int]:
+        return rank_indices(
+            cursor,
+            num_samples=self.num_samples,
+            seed=self.seed,
+            rank=self.rank,
+            world_size=self.world_size,
+            micro_batch=self.micro_batch,
+            order=self.order(cursor.epoch),
+        )
+
+    def batch(self, cursor: DataCursor) -> tuple[torch.Tensor, torch.Tensor]:
+        return collate(self.dataset, self.indices(cursor))

@@ -12,7 +12,14 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from prometheus_client import CollectorRegistry, Gauge, Histogram, Info, start_http_server
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    start_http_server,
+)
 
 DEFAULT_METRICS_PORT = 9401  # 9400 is dcgm-exporter's default on the same GPU nodes
 
@@ -32,10 +39,38 @@ class TrainerMetrics:
             registry=r,
         )
         self.tokens_per_second = Gauge(
-            "trainer_tokens_per_second", "Global training throughput of the last step.", registry=r
+            "trainer_tokens_per_second",
+            "Global training throughput (all ranks) over the last log window.",
+            registry=r,
+        )
+        self.tokens = Counter(
+            "trainer_tokens", "Tokens trained by all ranks (rate() = tokens/s).", registry=r
         )
         self.data_loading = Gauge(
-            "trainer_data_loading_seconds", "Time the last step waited for its batch.", registry=r
+            "trainer_data_loading_seconds",
+            "Mean time a step of the last log window waited for its batch (data-loader wait).",
+            registry=r,
+        )
+        self.mfu = Gauge(
+            "trainer_mfu_ratio",
+            "Model FLOPs utilisation over the last log window (0..1): tokens/s x FLOPs per "
+            "token / (world size x GPU peak FLOP/s). Absent when the peak is unknown.",
+            registry=r,
+        )
+        self.flops_per_token = Gauge(
+            "trainer_model_flops_per_token",
+            "Model FLOPs per trained token, forward + backward (6 N + 12 L H Q T).",
+            registry=r,
+        )
+        self.resumed_from_step = Gauge(
+            "trainer_resumed_from_step",
+            "Step this process resumed from after verifying its checkpoint; -1 = fresh start.",
+            registry=r,
+        )
+        self.checkpoints_skipped = Counter(
+            "trainer_checkpoints_skipped",
+            "Checkpoints skipped at resume because they failed verification.",
+            registry=r,
         )
         self.checkpoint_save_duration = Gauge(
             "trainer_checkpoint_save_duration_seconds",

@@ -15,6 +15,7 @@ import signal
 import threading
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -71,9 +72,14 @@ class PreemptionHandler:
             self._timer.cancel()
 
 
-def agree(local_flags: list[int]) -> list[int]:
-    """MAX of each flag over all ranks: the one collective the loop adds per step."""
+def agree(local_flags: list[int], group: Any = None) -> list[int]:
+    """MAX of each flag over all ranks: the one collective the loop adds per step.
+
+    ``group`` must be a gloo group (CPU tensor): the trainer passes one when the default group
+    is NCCL, so the agreement never waits for the GPU. Skipped entirely for a single rank.
+    """
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size(group) > 1):
+        return list(local_flags)
     tensor = torch.tensor(local_flags, dtype=torch.int32)
-    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
-        dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=group)
     return [int(v) for v in tensor.tolist()]
