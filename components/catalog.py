@@ -369,3 +369,19 @@ TRAINING_METRICS_PORT_NAME: Final = "metrics"
 TRAINING_JOB_LABEL: Final = f"{LABEL_DOMAIN}/training-job"
 #: The service account every team namespace has for its training pods (Pod Identity IAM).
 TRAINER_SERVICE_ACCOUNT: Final = "trainer"
+
+#: Dense BF16 Tensor Core peak per GPU, TFLOP/s: the denominator of MFU (the trainer reads it as
+#: GPU_PEAK_TFLOPS, workloads/trainer/gpt_trainer/perf.py). NVIDIA datasheets give these figures
+#: "with sparsity" as twice the dense value; the dense half is used. Transcribed offline from the
+#: datasheets (H100/H200 SXM 989, A100 SXM 312, L40S 362, L4 121, A10 125, B200 2250 per GPU of
+#: HGX B200); planning figures until checked against the current datasheet. A10G (AWS's A10
+#: variant) has no NVIDIA datasheet: the A10 figure stands in, UNVERIFIED.
+GPU_PEAK_BF16_TFLOPS: Final[dict[str, float]] = {
+    "a10g": 125.0,
+    "l4": 121.0,
+    "l40s": 362.0,
+    "a100": 312.0,
+    "h100": 989.0,
+    "h200": 989.0,
+    "b200": 2250.0,
+}

@@ -99,6 +99,7 @@ EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {
         {
             "trainer_step_duration_seconds",
             "trainer_tokens_per_second",
+            "trainer_mfu_ratio",
             "trainer_data_loading_seconds",
             "trainer_checkpoint_save_duration_seconds",
             "trainer_last_checkpoint_timestamp_seconds",

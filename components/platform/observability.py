@@ -299,6 +299,13 @@ def dashboards() -> dict[str, dict[str, Any]]:
                 "short",
             ),
             (
+                # Model FLOPs utilisation: achieved model FLOP/s over the GPUs' BF16 peak (the
+                # trainer's trainer_mfu_ratio; the peak comes from catalog.GPU_PEAK_BF16_TFLOPS).
+                "MFU",
+                [(f"max(trainer_mfu_ratio{{{job}}})", "job")],
+                "percentunit",
+            ),
+            (
                 "Data loading and checkpoint save time",
                 [
                     (f"trainer_data_loading_seconds{{{job}}}", "data {{pod}}"),

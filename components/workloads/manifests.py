@@ -182,6 +182,10 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
     }
     if plan.s3_uri:
         env["CHECKPOINT_URI"] = plan.s3_uri
+    # MFU's denominator for the trainer (gpt_trainer/perf.py); unknown models get no MFU.
+    peak = catalog.GPU_PEAK_BF16_TFLOPS.get(plan.gpu_model)
+    if peak is not None:
+        env["GPU_PEAK_TFLOPS"] = f"{peak:g}"
     if plan.resources.efa_devices:
         env["FI_PROVIDER"] = "efa"
         if plan.gpu_model in EFA_RDMA_GPU_MODELS:

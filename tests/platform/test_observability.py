@@ -97,6 +97,7 @@ def test_job_dashboard_shows_trainer_and_gpu_metrics() -> None:
         "DCGM_FI_DEV_XID_ERRORS",
         "trainer_step_duration_seconds",
         "trainer_tokens_per_second",
+        "trainer_mfu_ratio",
     ):
         assert metric in exprs
 
