@@ -101,3 +101,15 @@ def test_auto_policy_uses_the_measured_save_time() -> None:
     assert policy.current_interval_s() == young_daly_interval_s(5.0, 6 * 3600.0)
     policy.record_save(now=1.0, blocked_s=15.0)
     assert policy.measured_save_s == pytest.approx(0.7 * 5.0 + 0.3 * 15.0)
+
+
+def test_auto_policy_counts_the_background_writes_slow_down() -> None:
+    # A save that blocks 0.05 s but slows the steps it overlaps by 1.65 s costs 1.7 s.
+    policy = CheckpointPolicy(auto_mtbf_s=6 * 3600.0)
+    policy.record_save(now=0.0, blocked_s=0.05)
+    assert policy.current_interval_s() == young_daly_interval_s(0.05, 6 * 3600.0)
+    policy.record_interference(1.65)
+    assert policy.save_cost_s() == pytest.approx(1.7)
+    assert policy.current_interval_s() == pytest.approx(young_daly_interval_s(1.7, 6 * 3600.0))
+    policy.record_interference(-3.0)  # faster than usual while writing: no negative cost
+    assert policy.save_cost_s() == pytest.approx(0.05 + 0.7 * 1.65)

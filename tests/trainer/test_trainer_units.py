@@ -209,6 +209,11 @@ def test_metric_names_the_platform_alerts_on() -> None:
         "trainer_collective_stall_seconds",
         "trainer_loss",
         "trainer_run_info",
+        "trainer_tokens_total",
+        "trainer_mfu_ratio",
+        "trainer_model_flops_per_token",
+        "trainer_resumed_from_step",
+        "trainer_checkpoints_skipped_total",
     ):
         assert f"\n{name}" in text or text.startswith(name), name
 
@@ -216,6 +221,11 @@ def test_metric_names_the_platform_alerts_on() -> None:
 def test_cli_contract_defaults(tmp_path: Path) -> None:
     args = parse_args(["--checkpoint-dir", str(tmp_path)])
     assert (args.mode, args.metrics_port, args.keep_last) == ("ddp", 9401, 3)
+    assert (args.log_every, args.precision, args.deterministic) == (1, "auto", None)
+    fsdp = parse_args(["--checkpoint-dir", str(tmp_path), "--mode", "fsdp", "--model", "hf:x"])
+    assert (fsdp.mode, fsdp.model, fsdp.data) == ("fsdp", "hf:x", "synthetic")
+    with pytest.raises(SystemExit):
+        parse_args(["--checkpoint-dir", str(tmp_path), "--log-every", "0"])
     assert args.checkpoint_interval_s == "600"
     with pytest.raises(SystemExit):
         parse_args(["--checkpoint-dir", str(tmp_path), "--mode", "deepspeed"])

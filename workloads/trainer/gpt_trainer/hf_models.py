@@ -20,7 +20,6 @@ Spec strings (``--model hf:<spec>``):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -395,11 +394,3 @@ def load_hf(
     else:
         lm = AutoModelForCausalLM.from_config(config, **kwargs)
     return HFCausalLM(lm, length)
-
-
-def is_remote(spec: str) -> bool:
-    return spec.startswith("s3://")
-
-
-def config_json(model: HFCausalLM) -> str:
-    return json.dumps(model.config_dict(), sort_keys=True, default=str)

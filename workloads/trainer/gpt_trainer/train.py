@@ -264,6 +264,11 @@ class Trainer:
         self.ckpt_pg: Any = None
         self.tokenizer_bytes: bytes | None = None
         self.data_meta: dict[str, Any] = {}
+        # Rank 0's measurement of what a background write costs the steps it overlaps.
+        self._write_in_window = False
+        self._clean_step_s: float | None = None
+        self._overlap_extra_s: float | None = None
+        self._last_blocked_s = 0.0
 
     # ----------------------------------------------------------------------------- setup
 
@@ -680,6 +685,7 @@ class Trainer:
         blocked = time.perf_counter() - started
         if self.is_main:
             self.policy.record_save(time.monotonic(), blocked)
+            self._last_blocked_s = blocked
             assert self.metrics is not None
             self.metrics.checkpoint_blocking.set(blocked)
         return blocked
@@ -906,6 +912,8 @@ class Trainer:
         must stop here (preempted), else None."""
         data_s = self._train_step()
         self.window.add(data_s)
+        if self.pending is not None:
+            self._write_in_window = True
         compute_end = time.perf_counter()
         local = [0, 0, 0]
         local[FLAG_STOP] = int(self.preempt.requested)
@@ -933,10 +941,27 @@ class Trainer:
             self._start_save("interval", background=self.args.async_save)
         return None
 
+    def _account_write_interference(self, step_s: float, steps: int) -> None:
+        """Windows that overlapped a background write, against the usual step time: the extra
+        (less the blocking time, counted already) is that save's cost beyond blocking, which
+        ``--checkpoint-interval-s auto`` adds to Young/Daly's delta."""
+        if self._write_in_window:
+            if self._clean_step_s is not None:
+                extra = max(0.0, step_s - self._clean_step_s) * steps
+                self._overlap_extra_s = (self._overlap_extra_s or 0.0) + extra
+        else:
+            if self._overlap_extra_s is not None:
+                self.policy.record_interference(self._overlap_extra_s - self._last_blocked_s)
+                self._overlap_extra_s = None
+            previous = self._clean_step_s
+            self._clean_step_s = step_s if previous is None else 0.7 * previous + 0.3 * step_s
+        self._write_in_window = self.pending is not None
+
     def _log_window(self, stall_s: float) -> None:
         """Rank 0: read the loss back (closes the window on GPU too) and publish the window."""
         loss = self._read_loss()
         stats = self.window.close()
+        self._account_write_interference(stats.step_s, stats.steps)
         m = self.metrics
         assert m is not None
         for _ in range(stats.steps):
