@@ -6,7 +6,8 @@ from __future__ import annotations
 from components import catalog
 from components.analysis.capacity import gpu_capacity, job_instance_types
 from components.analysis.quota import job_quota_problems
-from components.config import Problem, StackConfig, gpus_of_class
+from components.analysis.resources import job_resources
+from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
 def check_training_jobs(cfg: StackConfig) -> list[Problem]:
@@ -43,20 +44,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                     "training.requireImageDigest is on",
                 )
             )
-        if job.efa:
-            # An explicit `efa: true` on types without EFA would silently run over TCP sockets
-            # (job_resources requests no device): refuse it, naming what the class offers.
-            types = job_instance_types(cfg, job)
-            without = [t for t in types if catalog.instance(t).efa_devices == 0]
-            if without:
-                problems.append(
-                    (
-                        f"{key}.efa",
-                        True,
-                        f"a GPU class whose instance types have EFA devices ({', '.join(without)} "
-                        "have none; EFA types: p4d, p5, p5e, p5en, p6 and the largest g5/g6e)",
-                    )
-                )
+        problems.extend(_efa_problems(cfg, key, job))
         if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
             per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
             world = job.nodes * per_node
@@ -116,3 +104,54 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
         if team is not None:
             problems.extend(job_quota_problems(cfg, index, job, team))
     return problems
+
+
+def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
+    """EFA asks that can never be met: EFA on types without it, more devices per pod than the
+    type has, and a multi-node EFA job allowed to spread across zones."""
+    types = job_instance_types(cfg, job)
+    if not types:
+        return []  # unknown class or no capacity: reported above
+    counts = {t: catalog.instance(t).efa_devices for t in types}
+    asked = job.efa or (job.efa is None and job.efa_devices is not None)
+    out: list[Problem] = []
+    without = [t for t, n in counts.items() if n == 0]
+    if asked and without:
+        # An explicit EFA ask on types without EFA would silently run over TCP sockets
+        # (job_resources requests no device): refuse it, naming what the class offers.
+        out.append(
+            (
+                f"{key}.efa" if job.efa else f"{key}.efaDevices",
+                True if job.efa else job.efa_devices,
+                f"a GPU class whose instance types have EFA devices ({', '.join(without)} "
+                "have none; EFA types: p4d, p5, p5e, p5en, p6 and the largest g5/g6e)",
+            )
+        )
+        return out
+    most = max(counts.values())
+    if job.efa_devices is not None and most and job.efa_devices > most:
+        # The device plugin advertises exactly the interfaces the node has
+        # (aws-efa-k8s-device-plugin): a larger request stays Pending on every node.
+        out.append(
+            (
+                f"{key}.efaDevices",
+                job.efa_devices,
+                f"at most {most} (the EFA devices of "
+                + ", ".join(f"{t}: {n}" for t, n in sorted(counts.items()))
+                + "); or leave it out for all of them",
+            )
+        )
+    if job.zones == "any" and job.nodes > 1 and job_resources(cfg, job).efa_devices:
+        # EFA traffic does not cross availability zones ("EFA limitations",
+        # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html): pods spread over zones
+        # could not talk over EFA at all.
+        out.append(
+            (
+                f"{key}.zones",
+                "any",
+                f"single (or leave it out): a {job.nodes}-node EFA job must keep its pods in one "
+                "availability zone, EFA traffic does not cross zones; set efa: false to spread "
+                "over TCP instead",
+            )
+        )
+    return out

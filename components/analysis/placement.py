@@ -71,15 +71,23 @@ def node_affinity(job: TrainingJobConfig) -> dict[str, Any]:
 
 
 def needs_single_zone(job: TrainingJobConfig, efa_devices: int) -> bool:
-    """Multi-node jobs over EFA must keep every pod in one availability zone."""
-    return efa_devices > 0 and job.nodes > 1
+    """Whether the job's pods are confined to one availability zone: `zones` when set, else
+    every multi-node job over EFA (EFA traffic does not cross zones). A one-pod job is in one
+    zone anyway and gets no term. `zones: any` on a multi-node EFA job never gets here: the
+    analysis refuses it (jobs.py)."""
+    if job.nodes < 2:
+        return False
+    if job.zones is not None:
+        return job.zones == "single"
+    return efa_devices > 0
 
 
 def pod_affinity(job: TrainingJobConfig, efa_devices: int) -> dict[str, Any]:
     """The pod's `affinity`: node affinity, plus the single-zone term where EFA needs it."""
     out: dict[str, Any] = {"nodeAffinity": node_affinity(job)}
     if needs_single_zone(job, efa_devices):
-        # EFA does not cross availability zones: all pods of the job in pod 0's zone.
+        # EFA does not cross availability zones (and cross-AZ TCP is billed per GB): all pods
+        # of the job in pod 0's zone.
         out["podAffinity"] = single_zone_affinity({"matchLabels": {JOB_LABEL: job.name}})
     return out
 

@@ -48,11 +48,18 @@ def job_resources(cfg: StackConfig, job: TrainingJobConfig) -> JobResources:
     memory = job.memory_gib or default_memory_gib(row.memory_gib)
     # /dev/shm is charged to the pod's memory: a quarter of it (NCCL and data loaders).
     shm = job.shm_gib or max(1, min(64, memory // 4))
-    efa_on = job.efa if job.efa is not None else (row.efa_devices > 0 and job.nodes > 1)
     return JobResources(
         instance_type=name,
         cpu=job.cpu or default_cpu(row.vcpu),
         memory_gib=memory,
         shm_gib=shm,
-        efa_devices=row.efa_devices if efa_on else 0,
+        efa_devices=(job.efa_devices or row.efa_devices) if efa_on(job, row.efa_devices) else 0,
     )
+
+
+def efa_on(job: TrainingJobConfig, type_efa_devices: int) -> bool:
+    """Whether the job's pods request EFA devices: `efa` when set; else an explicit
+    `efaDevices`, or a multi-node job on a type with EFA (the default)."""
+    if job.efa is not None:
+        return job.efa
+    return job.efa_devices is not None or (type_efa_devices > 0 and job.nodes > 1)

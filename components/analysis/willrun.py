@@ -299,15 +299,17 @@ def training_verdict(
     pin = zone_pin_index(cfg, job, resources.efa_devices)
     if pin is not None:
         zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
-        if not where.single_zone:
-            problems.append(
-                (
-                    f"{key}.nodes",
-                    job.nodes,
-                    "a multi-node EFA job must keep its pods in one availability zone (EFA "
-                    "does not cross zones); the pod template does not confine them",
-                )
+    # Checked on the pod template itself (not on the config that should have produced it): a
+    # multi-node EFA job whose pods may spread cannot talk over EFA across the zone line.
+    if (pin is not None or (resources.efa_devices and job.nodes > 1)) and not where.single_zone:
+        problems.append(
+            (
+                f"{key}.zones",
+                job.zones,
+                "a multi-node EFA job must keep its pods in one availability zone (EFA "
+                "does not cross zones); the pod template does not confine them",
             )
+        )
 
     # Storage.
     if job.checkpoint.volume:

@@ -220,6 +220,16 @@ class TrainingJobConfig(Model):
     shm_gib: Annotated[int, Field(ge=1)] | None = None
     #: EFA: null = on when the instance type has EFA devices and the job spans nodes.
     efa: bool | None = None
+    #: EFA devices per pod (`vpc.amazonaws.com/efa`); null = every EFA device of the instance
+    #: type (catalog). Fewer devices mean fewer NICs for NCCL, so less bus bandwidth; more than
+    #: the type has can never be scheduled (the analysis refuses it, naming this key).
+    efa_devices: Annotated[int, Field(ge=1, le=64)] | None = None
+    #: Availability zones the job's pods may span: `single` confines them to one zone (a required
+    #: podAffinity on topology.kubernetes.io/zone, components/analysis/placement.py); `any` lets
+    #: them spread. null = `single` for a multi-node EFA job (EFA traffic does not cross zones),
+    #: `any` otherwise. `any` on a multi-node EFA job is refused; `single` on a multi-node TCP
+    #: job keeps its gradient traffic off the cross-AZ data-transfer bill.
+    zones: Literal["single", "any"] | None = None
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
     env: dict[EnvName, str] = {}
     secret_env: list[SecretEnv] = []
@@ -264,6 +274,8 @@ class TrainingJobConfig(Model):
             problems.append(("deepspeed", "...", "only for mode: deepspeed"))
         if self.mode != "fsdp" and self.fsdp is not None:
             problems.append(("fsdp", "...", "only for mode: fsdp"))
+        if self.efa is False and self.efa_devices is not None:
+            problems.append(("efaDevices", self.efa_devices, "only with EFA (efa is false)"))
         if self.launcher == "volcano" and self.scheduler != "volcano":
             problems.append(
                 ("scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)")

@@ -24,7 +24,7 @@ from components.analysis.willrun import (
     validation_verdicts,
     verdicts,
 )
-from components.config import StackConfig
+from components.config import ConfigError, StackConfig
 from components.config.load import namespace_values, parse
 from tests.conftest import stack_values, values_with_jobs
 
@@ -234,6 +234,80 @@ def test_multi_node_efa_job_must_stay_in_one_zone() -> None:
     assert any("one availability zone" in why for _, _, why in verdict.problems)
     verdict = training_verdict(cfg, index, job, placement=placed)
     assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
+
+
+def _change_job(name: str, **change: Any) -> Callable[[dict[str, Any]], None]:
+    def apply(values: dict[str, Any]) -> None:
+        next(j for j in values["trainingJobs"] if j["name"] == name).update(change)
+
+    return apply
+
+
+@pytest.mark.parametrize(
+    ("change", "key", "allowed"),
+    [
+        # EFA traffic does not cross zones: a spread EFA gang could not talk at all.
+        ({"zones": "any"}, "zones", "single (or leave it out)"),
+        # p5.48xlarge has 32 EFA devices: 33 stays Pending on every node.
+        ({"efaDevices": 33}, "efaDevices", "at most 32 (the EFA devices of p5.48xlarge: 32)"),
+    ],
+)
+def test_efa_asks_that_can_never_be_met_name_their_key(
+    change: dict[str, Any], key: str, allowed: str
+) -> None:
+    cfg = _cfg("prod", _change_job("pretrain-7b", **change))
+    index, _ = _job(cfg, "pretrain-7b")
+    found = problems(cfg)
+    assert any(k == f"trainingJobs[{index}].{key}" and allowed in why for k, _, why in found), found
+
+
+def test_efa_devices_on_a_class_without_efa_or_with_efa_off_is_refused() -> None:
+    cfg = _cfg("prod", _change_job("finetune-l4", efaDevices=1))
+    index, _ = _job(cfg, "finetune-l4")
+    assert any(
+        k == f"trainingJobs[{index}].efaDevices" and "have none" in why
+        for k, _, why in problems(cfg)
+    )
+    with pytest.raises(ConfigError) as caught:
+        _cfg("prod", _change_job("pretrain-7b", efa=False, efaDevices=8))
+    assert any(".efaDevices: got 8; only with EFA" in line for line in caught.value.lines)
+
+
+def test_fewer_efa_devices_are_requested_as_asked_and_still_run() -> None:
+    cfg = _cfg("prod", _change_job("pretrain-7b", efaDevices=16))
+    index, job = _job(cfg, "pretrain-7b")
+    assert not problems(cfg)
+    assert job_resources(cfg, job).efa_devices == 16
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
+    default = _cfg("prod")
+    assert job_resources(default, _job(default, "pretrain-7b")[1]).efa_devices == 32
+
+
+def test_zones_single_confines_a_tcp_gang_and_any_lets_an_efa_free_gang_spread() -> None:
+    cfg = _cfg("dev", _change_job("ddp-smoke", zones="single"))
+    index, job = _job(cfg, "ddp-smoke")
+    assert job.nodes > 1 and job_resources(cfg, job).efa_devices == 0
+    assert job_placement(job, 0).single_zone
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
+    default = _cfg("dev")
+    assert not job_placement(_job(default, "ddp-smoke")[1], 0).single_zone
+    # EFA off: the same p5 gang may spread (TCP crosses zones), and nothing refuses it.
+    cfg = _cfg("prod", _change_job("pretrain-7b", efa=False, zones="any"))
+    index, job = _job(cfg, "pretrain-7b")
+    assert not problems(cfg)
+    assert not job_placement(job, job_resources(cfg, job).efa_devices).single_zone
+
+
+def test_spread_efa_job_exits_2_naming_zones(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = values_with_jobs("prod")
+    jobs = config["gpu-platform:trainingJobs"]
+    index = next(i for i, j in enumerate(jobs) if j["name"] == "pretrain-7b")
+    jobs[index]["zones"] = "any"
+    expect_config_error(config, f"gpu-platform:trainingJobs[{index}].zones", "EFA")
 
 
 # --- storage --------------------------------------------------------------------------------------

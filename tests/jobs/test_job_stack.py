@@ -163,6 +163,9 @@ def _with_job(stack: str, **changes: Any) -> list[dict[str, Any]]:
         ("research-dev", {"nodes": 8}, "trainingJobs[0].nodes", "fits no quota of team research"),
         # pretrain's on-demand H100 quota is 24 GPUs (no borrowing bound: the pools' capacity).
         ("pretrain-prod", {"nodes": 64}, "trainingJobs[0].nodes", "GPUs the h100-x8"),
+        # issue 15: an EFA job spread across zones, or more EFA devices than a p5 has (32).
+        ("pretrain-prod", {"zones": "any"}, "trainingJobs[0].zones", "single (or leave it out)"),
+        ("pretrain-prod", {"efaDevices": 33}, "trainingJobs[0].efaDevices", "at most 32"),
         ("research-dev", {"team": "applied"}, "trainingJobs[0].team", "research (a job stack"),
         # The platform stack's own smoke job holds this name in team-research.
         ("research-dev", {"name": "ddp-smoke"}, "trainingJobs[0].name", "platform stack's own"),

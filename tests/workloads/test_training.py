@@ -338,6 +338,26 @@ def test_prod_job_is_pinned_uses_efa_in_one_zone(pretrain_prod: SynthResult) -> 
     assert zone["topologyKey"] == "topology.kubernetes.io/zone"
 
 
+def test_job_zone_and_efa_keys_reach_the_pod_template() -> None:
+    plan = _plan("pretrain-prod", "pretrain-7b")
+    fewer = plan.job.model_copy(update={"efa_devices": 8})
+    base = _parse("prod").model_copy(update={"training_jobs": [fewer]})
+    spec = manifests.pod_spec(job_plan.plan_job(base, fewer, "1"))
+    limits = spec["containers"][0]["resources"]["limits"]
+    assert limits[job_plan.EFA_RESOURCE] == "8"
+    # A TCP gang asked to stay in one zone gets the same podAffinity term EFA jobs get.
+    dev = _parse("dev")
+    smoke = next(j for j in dev.training_jobs if j.name == "ddp-smoke")
+    assert "podAffinity" not in manifests.pod_spec(job_plan.plan_job(dev, smoke, "1"))["affinity"]
+    single = smoke.model_copy(update={"zones": "single"})
+    affinity = manifests.pod_spec(job_plan.plan_job(dev, single, "1"))["affinity"]
+    term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+    assert term["topologyKey"] == "topology.kubernetes.io/zone"
+    assert term["labelSelector"]["matchLabels"] == {
+        f"{catalog.LABEL_DOMAIN}/training-job": "ddp-smoke"
+    }
+
+
 def test_cpu_memory_defaults_leave_headroom() -> None:
     plan = _plan("dev", "ddp-smoke")
     row = catalog.instance(plan.resources.instance_type)
