@@ -64,6 +64,10 @@ class Registration:
     replace_on_changes: tuple[str, ...] = ()
     #: customTimeouts as the engine gets them ({"create": "10m", ...}; empty = defaults).
     custom_timeouts: tuple[tuple[str, str], ...] = ()
+    #: The `transforms` in the resource's options, as callables. The engine runs them on the
+    #: resource and its children (those of packaged components too, which the mocks never
+    #: see); tests apply them to the child a component would register.
+    transforms: tuple[Any, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -402,6 +406,9 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
                 for phase in ("create", "update", "delete")
                 if (value := getattr(request.customTimeouts, phase, ""))
             ),
+            transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms))
+            if request.transforms
+            else (),
         )
         with self._lock:
             self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(

@@ -34,6 +34,9 @@ class SystemNodeGroup(Model):
     desired_size: Annotated[int, Field(ge=1)] = 2
     max_size: Annotated[int, Field(ge=1, le=50)] = 4
     disk_size_gib: Annotated[int, Field(ge=20, le=1000)] = 50
+    #: EKS node auto repair (`nodeRepairConfig`): replace a node the node monitoring agent
+    #: reports unhealthy for 30 min (docs/runbooks.md#node-repair).
+    auto_repair: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> SystemNodeGroup:
@@ -77,6 +80,11 @@ class GpuNodeGroup(Model):
     disk_throughput_mibps: Annotated[int, Field(ge=125, le=1000)] = 500
     disk_iops: Annotated[int, Field(ge=3000, le=16000)] = 6000
     workload_type: Literal["training", "general"] = "training"
+    #: EKS node auto repair (`nodeRepairConfig`): a GPU the node monitoring agent reports
+    #: broken (AcceleratedHardwareReady False: XID, ECC, NVLink) is rebooted or replaced after
+    #: 10 min. The job on it has already failed on that GPU; repair gives its restart a healthy
+    #: node instead of the broken one (docs/runbooks.md#node-repair).
+    auto_repair: bool = True
 
     @property
     def gpu_model(self) -> str:

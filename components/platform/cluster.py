@@ -90,6 +90,34 @@ def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dic
     ]
 
 
+#: The child pulumi-eks's ManagedNodeGroup registers for the EKS node group.
+EKS_NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+
+
+def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
+    """A `transforms` entry that sets `nodeRepairConfig` on the EKS node group a pulumi-eks
+    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it (runs.md item 9), and
+    `transforms` - unlike `transformations` - reach the children of packaged components such as
+    pulumi-eks's (https://www.pulumi.com/docs/iac/concepts/options/transformations/: "Transforms
+    support modifying child resources of packaged components (such as those in awsx and eks)").
+    The engine hands over wire-format properties (camelCase, pulumi/runtime/_callbacks.py
+    `deserialize_properties`), so the key is `nodeRepairConfig` (pulumi-aws 7.51.1
+    NodeGroupNodeRepairConfigArgs: `enabled`).
+
+    What EKS then does (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): on a
+    condition the node monitoring agent reports, replace (or, for AcceleratedHardwareReady,
+    reboot) the node after 10 min (GPU) or 30 min (Ready, KernelReady, NetworkingReady, ...);
+    it stops repairing when more than 20 % of a group of more than five nodes is unhealthy."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != EKS_NODE_GROUP_TYPE:
+            return None
+        props = {**args.props, "nodeRepairConfig": {"enabled": enabled}}
+        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+
+    return transform
+
+
 def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
     """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use)."""
     return {
@@ -291,6 +319,7 @@ class Cluster(pulumi.ComponentResource):
             disk=(args.node_groups.system.disk_size_gib, 3000, 125),
             labels={**catalog.system_node_labels(), catalog.LABEL_NODE_POOL: "system"},
             taints=[],
+            auto_repair=args.node_groups.system.auto_repair,
         )
         self.gpu_node_groups = {
             group.name: self._node_group(
@@ -306,6 +335,7 @@ class Cluster(pulumi.ComponentResource):
                 labels={**gpu_group_labels(group), **args.extra_gpu_labels.get(group.name, {})},
                 taints=[eks_gpu_taint()],
                 efa_devices=group.efa_devices,
+                auto_repair=group.auto_repair,
             )
             for group in args.node_groups.gpu
         }
@@ -407,6 +437,7 @@ class Cluster(pulumi.ComponentResource):
         labels: dict[str, str],
         taints: list[dict[str, str]],
         efa_devices: int = 0,
+        auto_repair: bool,
     ) -> eks.ManagedNodeGroup:
         size, iops, throughput = disk
         spec: dict[str, Any] = launch_template_spec(
@@ -454,7 +485,9 @@ class Cluster(pulumi.ComponentResource):
             # manual `aws eks update-nodegroup-config` is reverted on the next `up`.
             ignore_scaling_changes=False,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(
+                parent=self, transforms=[node_repair_transform(auto_repair)]
+            ),
         )
 
     def _node_monitoring_agent(self, name: str, version: str, tags: dict[str, str]) -> None:

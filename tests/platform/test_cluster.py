@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pulumi
+
 from components import catalog
 from components.config import LOG_TYPES, GpuNodeGroup
 from components.platform.cluster import (
     CLUSTER_ADMIN_POLICY,
+    EKS_NODE_GROUP_TYPE,
     eks_gpu_taint,
     gpu_group_labels,
     launch_template_spec,
+    node_repair_transform,
 )
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values
@@ -292,3 +296,55 @@ def test_node_monitoring_agent_can_be_left_out_until_its_pin_is_confirmed() -> N
     result = run_program("prod", overrides={"gpu-platform:cluster": cluster})
     names = {a.inputs["addonName"] for a in result.of_type("aws:eks/addon:Addon")}
     assert "eks-node-monitoring-agent" not in names and "coredns" in names
+
+
+def _node_group_child(group: Any) -> dict[str, Any]:
+    """Run a managed group's transforms on the EKS node group pulumi-eks registers as its child
+    (the engine does this at `up`; the mocks never see packaged components' children)."""
+    props: dict[str, Any] = {"clusterName": "c", "scalingConfig": {"desiredSize": 2}}
+    for transform in group.transforms:
+        result = transform(
+            pulumi.ResourceTransformArgs(
+                custom=True,
+                type_=EKS_NODE_GROUP_TYPE,
+                name=f"{group.name}-nodeGroup",
+                props=props,
+                opts=pulumi.ResourceOptions(),
+            )
+        )
+        if result is not None:
+            props = dict(result.props)
+    return props
+
+
+def test_managed_groups_turn_on_eks_node_auto_repair(prod: SynthResult) -> None:
+    groups = prod.of_type("eks:index:ManagedNodeGroup")
+    assert groups
+    for group in groups:
+        child = _node_group_child(group)
+        assert child["nodeRepairConfig"] == {"enabled": True}, group.name
+        assert child["scalingConfig"] == {"desiredSize": 2}  # the rest passes through
+    # Only the EKS node group is touched (the launch template, roles... are not).
+    transform = node_repair_transform(True)
+    other = pulumi.ResourceTransformArgs(
+        custom=True,
+        type_="aws:ec2/launchTemplate:LaunchTemplate",
+        name="lt",
+        props={},
+        opts=pulumi.ResourceOptions(),
+    )
+    assert transform(other) is None
+
+
+def test_auto_repair_can_be_turned_off_per_group() -> None:
+    result = run_program("dev", overrides={"gpu-platform:nodeGroups": _system_repair_off()})
+    (system,) = [
+        g for g in result.of_type("eks:index:ManagedNodeGroup") if g.name.endswith("system")
+    ]
+    assert _node_group_child(system)["nodeRepairConfig"] == {"enabled": False}
+
+
+def _system_repair_off() -> dict[str, Any]:
+    groups = json.loads(json.dumps(stack_values("dev").get("gpu-platform:nodeGroups", {})))
+    groups.setdefault("system", {})["autoRepair"] = False
+    return groups
