@@ -407,8 +407,11 @@ TRAINER_SERVICE_ACCOUNT: Final = "trainer"
 #: GPU_PEAK_TFLOPS, workloads/trainer/gpt_trainer/perf.py). NVIDIA datasheets give these figures
 #: "with sparsity" as twice the dense value; the dense half is used. Transcribed offline from the
 #: datasheets (H100/H200 SXM 989, A100 SXM 312, L40S 362, L4 121, A10 125, B200 2250 per GPU of
-#: HGX B200); planning figures until checked against the current datasheet. A10G (AWS's A10
-#: variant) has no NVIDIA datasheet: the A10 figure stands in, UNVERIFIED.
+#: HGX B200); planning figures until checked against the current datasheet (no NVIDIA datasheet
+#: is in this environment's offline corpora; re-checked 2026-11-23, nothing changed). A10G (AWS's
+#: A10 variant) has no NVIDIA datasheet: the A10 figure stands in, UNVERIFIED, and probably too
+#: high — a third-party comparison (baseten.co/blog/nvidia-a10-vs-a10g-for-ml-model-inference)
+#: says the A10G trades tensor throughput for CUDA-core throughput, so MFU on g5 reads low.
 GPU_PEAK_BF16_TFLOPS: Final[dict[str, float]] = {
     "a10g": 125.0,
     "l4": 121.0,
