@@ -47,18 +47,27 @@ class AddonVersions(Model):
 
 
 #: Add-on defaults per supported Kubernetes version. The 1.33 row is the one this platform was
-#: deployed with. The others are planning pins: kube-proxy 1.34 v1.34.0-eksbuild.5 and the 1.32
-#: v1.32.6 line come from the EKS user guide's kube-proxy table
-#: (https://github.com/awsdocs/amazon-eks-user-guide/pull/1146); the 1.32/1.34 CoreDNS builds and
-#: every `eks-node-monitoring-agent` pin are UNVERIFIED (no source reachable offline; research
-#: memo runs.md item 18) - confirm with `aws eks describe-addon-versions --kubernetes-version
-#: <v> --addon-name <name>` before the first deploy of that version; a wrong pin fails the
-#: add-on's create, not the cluster.
+#: deployed with. In the 1.32 and 1.34 rows, CoreDNS and kube-proxy are the versions AWS lists as
+#: "the latest version of the Amazon EKS add-on type for each Kubernetes version" in
+#: https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html (1.34 v1.12.4-eksbuild.1,
+#: 1.32 v1.11.4-eksbuild.24) and .../managing-kube-proxy.html (1.34 v1.34.1-eksbuild.2, 1.32
+#: v1.32.9-eksbuild.2; the same table in the docs.amazonaws.cn copy of that page), as retrieved in
+#: the docs snapshot of late 2025 (both pages have moved on since; any listed build stays
+#: installable). The earlier kube-proxy pins (v1.34.0-eksbuild.5, v1.32.6-eksbuild.13) came from
+#: the SELF-MANAGED image table of that page (awsdocs/amazon-eks-user-guide PR #1146 renames
+#: v1.34.0-minimal-eksbuild.5 there), not from the add-on table, and the earlier CoreDNS ones from
+#: no source. `eks-node-monitoring-agent` v1.4.0-eksbuild.2 is the agent image tag of its 1.4.0
+#: release (aws/eks-node-monitoring-agent@5fd79da8:charts/eks-node-monitoring-agent/values.yaml
+#: `nodeAgent.image.tag`, "ci: add 1.4.0 release", 2025-09-09); that EKS offers that add-on build
+#: for each of these Kubernetes versions is UNVERIFIED (the add-on version table is not in the
+#: EKS user guide; research memo runs.md item 18). Confirm any pin with `aws eks
+#: describe-addon-versions --kubernetes-version <v> --addon-name <name>` before the first deploy of
+#: that version; a wrong pin fails the add-on's create, not the cluster.
 DEFAULT_ADDONS: Final[dict[str, dict[str, str]]] = {
     "1.32": {
         "vpc_cni": "v1.20.1-eksbuild.3",
-        "coredns": "v1.11.4-eksbuild.14",
-        "kube_proxy": "v1.32.6-eksbuild.13",
+        "coredns": "v1.11.4-eksbuild.24",
+        "kube_proxy": "v1.32.9-eksbuild.2",
         "ebs_csi": "v1.48.0-eksbuild.2",
         "pod_identity_agent": "v1.3.8-eksbuild.2",
         "node_monitoring_agent": "v1.4.0-eksbuild.2",
@@ -73,8 +82,8 @@ DEFAULT_ADDONS: Final[dict[str, dict[str, str]]] = {
     },
     "1.34": {
         "vpc_cni": "v1.20.1-eksbuild.3",
-        "coredns": "v1.12.3-eksbuild.1",
-        "kube_proxy": "v1.34.0-eksbuild.5",
+        "coredns": "v1.12.4-eksbuild.1",
+        "kube_proxy": "v1.34.1-eksbuild.2",
         "ebs_csi": "v1.48.0-eksbuild.2",
         "pod_identity_agent": "v1.3.8-eksbuild.2",
         "node_monitoring_agent": "v1.4.0-eksbuild.2",
@@ -112,8 +121,9 @@ class ClusterConfig(Model):
     #: an account that never ran spot.
     create_spot_service_linked_role: bool = False
     #: Install the EKS node monitoring agent add-on (node health conditions for repair). Its
-    #: default pin is UNVERIFIED (DEFAULT_ADDONS): confirm or override `addons.nodeMonitoringAgent`
-    #: before the first deploy, or turn it off here until then.
+    #: default pin is a real agent build, but its availability as an add-on per Kubernetes version
+    #: is UNVERIFIED (DEFAULT_ADDONS): confirm or override `addons.nodeMonitoringAgent` before the
+    #: first deploy, or turn it off here until then.
     node_monitoring_agent: bool = True
 
     @field_validator("kubernetes_version")
