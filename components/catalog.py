@@ -43,6 +43,8 @@ CAPACITY_ORDER: Final[dict[CapacityType, int]] = {"reserved": 0, "spot": 1, "on-
 #: EKS managed node groups spell capacity types differently from Karpenter and Kubernetes labels.
 #: Reserved capacity is Karpenter's only (docs/karpenter.md#capacity-model).
 EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+#: The resource a pulumi-eks ManagedNodeGroup registers for the EKS node group (its child).
+EKS_NODE_GROUP_TYPE: Final = "aws:eks/nodeGroup:NodeGroup"
 
 
 def gpu_node_labels(

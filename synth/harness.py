@@ -69,6 +69,24 @@ class Registration:
     #: see); tests apply them to the child a component would register.
     transforms: tuple[Any, ...] = ()
 
+    def child_inputs(self, child_type: str, props: dict[str, Any]) -> dict[str, Any]:
+        """`props` of a child of type `child_type` after this resource's transforms, as the
+        engine would apply them at `up` to the children of a packaged component (which the
+        mocks never see). Wire-format (camelCase) keys, as the engine hands them over."""
+        for transform in self.transforms:
+            result = transform(
+                pulumi.ResourceTransformArgs(
+                    custom=True,
+                    type_=child_type,
+                    name=f"{self.name}-child",
+                    props=props,
+                    opts=pulumi.ResourceOptions(),
+                )
+            )
+            if result is not None:
+                props = dict(result.props)
+        return props
+
     def to_json(self) -> dict[str, Any]:
         return {
             "urn": self.urn,

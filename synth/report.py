@@ -42,6 +42,8 @@ def _node_groups(result: SynthResult) -> str:
         )
         gpus = catalog.instance(types[0]).gpus if types else 0
         max_size = int(scaling.get("maxSize", 0))
+        # nodeRepairConfig reaches the group's EKS node group through a transform.
+        repair = group.child_inputs(catalog.EKS_NODE_GROUP_TYPE, {}).get("nodeRepairConfig", {})
         worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
         rows.append(
             [
@@ -53,6 +55,7 @@ def _node_groups(result: SynthResult) -> str:
                 gpus,
                 gpus * max_size,
                 f"{worst * max_size:,.2f}",
+                "on" if repair.get("enabled") else "off",
             ]
         )
     return _table(
@@ -65,11 +68,13 @@ def _node_groups(result: SynthResult) -> str:
             "GPUs/node",
             "max GPUs",
             "max $/h",
+            "auto repair",
         ],
         rows,
     ) + (
         "\n\nmax $/h: every node at the group's maximum on its dearest instance type "
-        "(prices: components/catalog.py)."
+        "(prices: components/catalog.py). auto repair: EKS replaces or reboots nodes the node "
+        "monitoring agent reports unhealthy (docs/runbooks.md#node-repair)."
     )
 
 

@@ -91,7 +91,7 @@ def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dic
 
 
 #: The child pulumi-eks's ManagedNodeGroup registers for the EKS node group.
-EKS_NODE_GROUP_TYPE = "aws:eks/nodeGroup:NodeGroup"
+EKS_NODE_GROUP_TYPE = catalog.EKS_NODE_GROUP_TYPE
 
 
 def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:

@@ -18,6 +18,7 @@ from components.platform.cluster import (
     node_repair_transform,
 )
 from synth.harness import SynthResult, run_program
+from synth.report import report
 from tests.conftest import stack_values
 
 
@@ -299,22 +300,13 @@ def test_node_monitoring_agent_can_be_left_out_until_its_pin_is_confirmed() -> N
 
 
 def _node_group_child(group: Any) -> dict[str, Any]:
-    """Run a managed group's transforms on the EKS node group pulumi-eks registers as its child
-    (the engine does this at `up`; the mocks never see packaged components' children)."""
-    props: dict[str, Any] = {"clusterName": "c", "scalingConfig": {"desiredSize": 2}}
-    for transform in group.transforms:
-        result = transform(
-            pulumi.ResourceTransformArgs(
-                custom=True,
-                type_=EKS_NODE_GROUP_TYPE,
-                name=f"{group.name}-nodeGroup",
-                props=props,
-                opts=pulumi.ResourceOptions(),
-            )
+    """The EKS node group pulumi-eks registers as the group's child, after the group's
+    transforms (the engine runs them at `up`; the mocks never see that child)."""
+    return dict(
+        group.child_inputs(
+            EKS_NODE_GROUP_TYPE, {"clusterName": "c", "scalingConfig": {"desiredSize": 2}}
         )
-        if result is not None:
-            props = dict(result.props)
-    return props
+    )
 
 
 def test_managed_groups_turn_on_eks_node_auto_repair(prod: SynthResult) -> None:
@@ -348,3 +340,11 @@ def _system_repair_off() -> dict[str, Any]:
     groups = json.loads(json.dumps(stack_values("dev").get("gpu-platform:nodeGroups", {})))
     groups.setdefault("system", {})["autoRepair"] = False
     return groups
+
+
+def test_report_shows_each_managed_groups_auto_repair(dev: SynthResult) -> None:
+    table = report(dev).split("auto repair |", 1)[1].split("\n\n", 1)[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line]
+    assert rows and all(line.rstrip().endswith("| on |") for line in rows), rows
+    off = run_program("dev", overrides={"gpu-platform:nodeGroups": _system_repair_off()})
+    assert "| off |" in report(off).split("auto repair |", 1)[1].split("\n\n", 1)[0]
