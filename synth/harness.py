@@ -273,6 +273,15 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 state["mountName"] = _digest(name, "mount")[:8]
         elif typ == "aws:ec2/securityGroup:SecurityGroup":
             physical_id = f"sg-{short}"
+        elif typ == "aws:ec2/subnet:Subnet":
+            # EC2NodeClass subnetSelectorTerms[].id must match ^subnet-[0-9a-z]+$ (CRD).
+            physical_id = f"subnet-{short}"
+        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+            # placementGroupSelector.id must match ^pg-[0-9a-z]+$ (CRD); the ARN names the group
+            # (arn:aws:ec2:region:account:placement-group/<name>, EC2 service authorization).
+            physical_id = f"pg-{short}"
+            group = state.get("name") or name
+            state["arn"] = f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:placement-group/{group}"
         return physical_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
