@@ -230,3 +230,14 @@ INVALID: list[tuple[str, Any, str, str]] = [
 ]
 
 test_invalid_placement_config_exits_2_with_key_path = config_error_test(INVALID, _prod_cfg)
+
+
+def test_report_shows_each_pools_node_class_and_placement(prod: SynthResult) -> None:
+    from synth.report import report
+
+    text = report(prod)
+    section = text[text.index("## Karpenter NodePools") : text.index("## Reserved capacity")]
+    rows = {line.split(" | ")[0].strip("| "): line for line in section.splitlines()[4:]}
+    assert "`gpu-efa` (cluster placement group, 1 subnet, NVMe RAID0)" in rows["kp-h100-od"]
+    assert "`gpu-reserved` (all tagged subnets, NVMe RAID0)" in rows["kp-h100-reserved"]
+    assert "`cpu` (all tagged subnets)" in rows["general"]
