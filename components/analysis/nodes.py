@@ -14,8 +14,10 @@ Facts behind the figures:
 - EFA: Karpenter attaches EFA interfaces when pending pods request `vpc.amazonaws.com/efa`
   (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/instance.go#L699-721) and reports
   the type's maximum EFA interfaces as capacity (pkg/providers/instancetype/types.go#L472-480).
-  Managed groups get EFA interfaces only from a launch template with EFA network cards
-  (pulumi-eks `enableEfaSupport`); the node-group config has no such field, so they have 0.
+  Managed groups get EFA interfaces from their launch template: components/platform/cluster.py
+  lays out one interface per EFA card of the group's type (catalog `efa_devices`, the
+  pulumi-eks `enableEfaSupport` layout), and the EFA device plugin runs on every EFA type, so
+  a managed group of an EFA type offers its EFA devices like a Karpenter pool does.
 - Allocatable: instance CPU and memory minus the platform's node headroom
   (analysis/resources.py), the same figures job requests are derived from.
 """
@@ -108,7 +110,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 taints=(catalog.gpu_taint(),),
                 # A placement group's capacity gets one private subnet (one AZ).
                 zones=1 if grouped else zones,
-                allocatable={t: allocatable(t, efa=False) for t in group.instance_types},
+                allocatable={t: allocatable(t, efa=True) for t in group.instance_types},
                 scaler="static",
                 max_nodes=group.desired_size,
                 limit_text=f"desiredSize {group.desired_size}, no autoscaler",

@@ -248,7 +248,7 @@ def training_verdict(
                 job.efa if efa_short else job.gpu_class,
                 (
                     f"EFA requested ({resources.efa_devices} per pod) but no matching node "
-                    "source provides EFA devices (managed groups have none; Karpenter pools of "
+                    "source provides EFA devices (only managed groups and Karpenter pools of "
                     f"EFA-capable types do): {detail}"
                 )
                 if efa_short

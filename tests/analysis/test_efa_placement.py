@@ -67,3 +67,18 @@ def test_fsx_in_another_zone_than_the_group_is_called_out() -> None:
     )
     assert "FSx is in AZ index" not in aligned
     assert "AZ index 1 only" in aligned
+
+
+def test_efa_managed_group_offers_its_efa_devices_in_the_group() -> None:
+    from tests.conftest import STATIC_GPU_GROUPS
+
+    raw = values_with_jobs("prod")
+    groups = {**raw["gpu-platform:nodeGroups"], "gpu": STATIC_GPU_GROUPS}
+    sources = {s.name: s for s in node_sources(_cfg(**{"gpu-platform:nodeGroups": groups}))}
+    h100 = sources["h100-od"]
+    # cluster.py gives the launch template one EFA interface per card: 32 on a p5.48xlarge.
+    assert h100.allocatable["p5.48xlarge"].efa == 32
+    assert (h100.placement_group, h100.zones) == ("gpu-prod-efa", 1)
+    l4 = sources["l4-od"]
+    assert l4.allocatable["g6.4xlarge"].efa == 0
+    assert (l4.placement_group, l4.zones) == ("", 3)
