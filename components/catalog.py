@@ -91,9 +91,17 @@ class InstanceType:
     #: MemoryInfo.SizeInMiB): 22888 MiB for a "24 GB" A10G/L4, i.e. 24e9 bytes, not 24 GiB.
     gpu_memory_mib: int
     efa_devices: int
-    nvme_instance_store: bool
+    #: NVMe instance-store disks and their total size (GB): what `instanceStorePolicy: RAID0`
+    #: stripes into one array for containerd, kubelet and pod logs (components/config/karpenter.py
+    #: `instanceStoreRaid0`).
+    nvme_disks: int
+    nvme_gb: int
     on_demand_usd_per_hour: float
     spot_usd_per_hour: float
+
+    @property
+    def nvme_instance_store(self) -> bool:
+        return self.nvme_disks > 0
 
     @property
     def family(self) -> str:
@@ -119,44 +127,49 @@ class InstanceType:
 #: equal. EFA counts there: p4d/p4de 4, p5 32, p5e 32, p5en 16, p6-b200 8, g6e.24xlarge 2,
 #: g6e.48xlarge 4, g5/g6 8xlarge and larger and g6e.12xlarge 1, the smaller g sizes none. They
 #: choose where the EFA device plugin runs and how many interfaces a static managed group's
-#: launch template gets; Karpenter reads the same count from DescribeInstanceTypes. Every EFA
+#: launch template gets; Karpenter reads the same count from DescribeInstanceTypes. NVMe totals
+#: (GB) come from the same reference; the NVMe DISK COUNTS (8 x 3800 GB on p5/p5e/p5en/p6,
+#: 8 x 1000 on p4d/p4de, 1-8 on g5/g6/g6e) are UNVERIFIED transcriptions of the EC2
+#: instance-store table (docs.aws.amazon.com/ec2/latest/instancetypes/ac.html#ac_instance-store,
+#: not reachable offline); only the report's text uses them. Every EFA
 #: type here is in the EFA device plugin chart's supported list (tests/platform/test_gpu.py).
 _INSTANCE_ROWS: Final[tuple[InstanceType, ...]] = (
-    # name, vcpu, mem GiB, gpus, model, MiB per GPU, efa, nvme, on-demand $/h, spot $/h
-    InstanceType("m6i.large", 2, 8, 0, None, 0, 0, False, 0.096, 0.04),
-    InstanceType("m6i.xlarge", 4, 16, 0, None, 0, 0, False, 0.192, 0.08),
-    InstanceType("m6i.2xlarge", 8, 32, 0, None, 0, 0, False, 0.384, 0.16),
-    InstanceType("m7i.xlarge", 4, 16, 0, None, 0, 0, False, 0.2016, 0.09),
-    InstanceType("m7i.2xlarge", 8, 32, 0, None, 0, 0, False, 0.4032, 0.17),
-    InstanceType("c6i.2xlarge", 8, 16, 0, None, 0, 0, False, 0.34, 0.14),
-    InstanceType("g5.xlarge", 4, 16, 1, "a10g", 22888, 0, True, 1.006, 0.42),
-    InstanceType("g5.2xlarge", 8, 32, 1, "a10g", 22888, 0, True, 1.212, 0.49),
-    InstanceType("g5.4xlarge", 16, 64, 1, "a10g", 22888, 0, True, 1.624, 0.63),
-    InstanceType("g5.8xlarge", 32, 128, 1, "a10g", 22888, 1, True, 2.448, 0.95),
-    InstanceType("g5.16xlarge", 64, 256, 1, "a10g", 22888, 1, True, 4.096, 1.49),
-    InstanceType("g5.12xlarge", 48, 192, 4, "a10g", 22888, 1, True, 5.672, 2.27),
-    InstanceType("g5.24xlarge", 96, 384, 4, "a10g", 22888, 1, True, 8.144, 3.11),
-    InstanceType("g5.48xlarge", 192, 768, 8, "a10g", 22888, 1, True, 16.288, 6.12),
-    InstanceType("g6.xlarge", 4, 16, 1, "l4", 22888, 0, True, 0.8048, 0.36),
-    InstanceType("g6.2xlarge", 8, 32, 1, "l4", 22888, 0, True, 0.9776, 0.42),
-    InstanceType("g6.4xlarge", 16, 64, 1, "l4", 22888, 0, True, 1.3232, 0.55),
-    InstanceType("g6.8xlarge", 32, 128, 1, "l4", 22888, 1, True, 2.0144, 0.81),
-    InstanceType("g6.16xlarge", 64, 256, 1, "l4", 22888, 1, True, 3.3968, 1.32),
-    InstanceType("g6.12xlarge", 48, 192, 4, "l4", 22888, 1, True, 4.6016, 1.84),
-    InstanceType("g6.24xlarge", 96, 384, 4, "l4", 22888, 1, True, 6.6752, 2.61),
-    InstanceType("g6.48xlarge", 192, 768, 8, "l4", 22888, 1, True, 13.3504, 5.21),
-    InstanceType("g6e.xlarge", 4, 32, 1, "l40s", 45776, 0, True, 1.861, 0.78),
-    InstanceType("g6e.2xlarge", 8, 64, 1, "l40s", 45776, 0, True, 2.242, 0.93),
-    InstanceType("g6e.4xlarge", 16, 128, 1, "l40s", 45776, 0, True, 3.004, 1.22),
-    InstanceType("g6e.12xlarge", 48, 384, 4, "l40s", 45776, 1, True, 10.493, 4.19),
-    InstanceType("g6e.24xlarge", 96, 768, 4, "l40s", 45776, 2, True, 15.066, 6.02),
-    InstanceType("g6e.48xlarge", 192, 1536, 8, "l40s", 45776, 4, True, 30.131, 12.05),
-    InstanceType("p4d.24xlarge", 96, 1152, 8, "a100", 40960, 4, True, 21.958, 9.87),
-    InstanceType("p4de.24xlarge", 96, 1152, 8, "a100", 81920, 4, True, 27.447, 12.35),
-    InstanceType("p5.48xlarge", 192, 2048, 8, "h100", 81920, 32, True, 55.04, 24.77),
-    InstanceType("p5e.48xlarge", 192, 2048, 8, "h200", 144384, 32, True, 63.296, 28.48),
-    InstanceType("p5en.48xlarge", 192, 2048, 8, "h200", 144384, 16, True, 63.296, 28.48),
-    InstanceType("p6-b200.48xlarge", 192, 2048, 8, "b200", 183359, 8, True, 113.93, 51.27),
+    # name, vcpu, mem GiB, gpus, model, MiB per GPU, efa, nvme disks, nvme GB, on-demand $/h,
+    # spot $/h
+    InstanceType("m6i.large", 2, 8, 0, None, 0, 0, 0, 0, 0.096, 0.04),
+    InstanceType("m6i.xlarge", 4, 16, 0, None, 0, 0, 0, 0, 0.192, 0.08),
+    InstanceType("m6i.2xlarge", 8, 32, 0, None, 0, 0, 0, 0, 0.384, 0.16),
+    InstanceType("m7i.xlarge", 4, 16, 0, None, 0, 0, 0, 0, 0.2016, 0.09),
+    InstanceType("m7i.2xlarge", 8, 32, 0, None, 0, 0, 0, 0, 0.4032, 0.17),
+    InstanceType("c6i.2xlarge", 8, 16, 0, None, 0, 0, 0, 0, 0.34, 0.14),
+    InstanceType("g5.xlarge", 4, 16, 1, "a10g", 22888, 0, 1, 250, 1.006, 0.42),
+    InstanceType("g5.2xlarge", 8, 32, 1, "a10g", 22888, 0, 1, 450, 1.212, 0.49),
+    InstanceType("g5.4xlarge", 16, 64, 1, "a10g", 22888, 0, 1, 600, 1.624, 0.63),
+    InstanceType("g5.8xlarge", 32, 128, 1, "a10g", 22888, 1, 1, 900, 2.448, 0.95),
+    InstanceType("g5.16xlarge", 64, 256, 1, "a10g", 22888, 1, 1, 1900, 4.096, 1.49),
+    InstanceType("g5.12xlarge", 48, 192, 4, "a10g", 22888, 1, 1, 3800, 5.672, 2.27),
+    InstanceType("g5.24xlarge", 96, 384, 4, "a10g", 22888, 1, 1, 3800, 8.144, 3.11),
+    InstanceType("g5.48xlarge", 192, 768, 8, "a10g", 22888, 1, 2, 7600, 16.288, 6.12),
+    InstanceType("g6.xlarge", 4, 16, 1, "l4", 22888, 0, 1, 250, 0.8048, 0.36),
+    InstanceType("g6.2xlarge", 8, 32, 1, "l4", 22888, 0, 1, 450, 0.9776, 0.42),
+    InstanceType("g6.4xlarge", 16, 64, 1, "l4", 22888, 0, 1, 600, 1.3232, 0.55),
+    InstanceType("g6.8xlarge", 32, 128, 1, "l4", 22888, 1, 2, 900, 2.0144, 0.81),
+    InstanceType("g6.16xlarge", 64, 256, 1, "l4", 22888, 1, 2, 1880, 3.3968, 1.32),
+    InstanceType("g6.12xlarge", 48, 192, 4, "l4", 22888, 1, 4, 3760, 4.6016, 1.84),
+    InstanceType("g6.24xlarge", 96, 384, 4, "l4", 22888, 1, 4, 3760, 6.6752, 2.61),
+    InstanceType("g6.48xlarge", 192, 768, 8, "l4", 22888, 1, 8, 7520, 13.3504, 5.21),
+    InstanceType("g6e.xlarge", 4, 32, 1, "l40s", 45776, 0, 1, 250, 1.861, 0.78),
+    InstanceType("g6e.2xlarge", 8, 64, 1, "l40s", 45776, 0, 1, 450, 2.242, 0.93),
+    InstanceType("g6e.4xlarge", 16, 128, 1, "l40s", 45776, 0, 1, 600, 3.004, 1.22),
+    InstanceType("g6e.12xlarge", 48, 384, 4, "l40s", 45776, 1, 2, 3800, 10.493, 4.19),
+    InstanceType("g6e.24xlarge", 96, 768, 4, "l40s", 45776, 2, 2, 3800, 15.066, 6.02),
+    InstanceType("g6e.48xlarge", 192, 1536, 8, "l40s", 45776, 4, 4, 7600, 30.131, 12.05),
+    InstanceType("p4d.24xlarge", 96, 1152, 8, "a100", 40960, 4, 8, 8000, 21.958, 9.87),
+    InstanceType("p4de.24xlarge", 96, 1152, 8, "a100", 81920, 4, 8, 8000, 27.447, 12.35),
+    InstanceType("p5.48xlarge", 192, 2048, 8, "h100", 81920, 32, 8, 30400, 55.04, 24.77),
+    InstanceType("p5e.48xlarge", 192, 2048, 8, "h200", 144384, 32, 8, 30400, 63.296, 28.48),
+    InstanceType("p5en.48xlarge", 192, 2048, 8, "h200", 144384, 16, 8, 30400, 63.296, 28.48),
+    InstanceType("p6-b200.48xlarge", 192, 2048, 8, "b200", 183359, 8, 8, 30400, 113.93, 51.27),
 )
 
 INSTANCE_TYPES: Final[dict[str, InstanceType]] = {row.name: row for row in _INSTANCE_ROWS}

@@ -64,25 +64,17 @@ class Registration:
     replace_on_changes: tuple[str, ...] = ()
     #: customTimeouts as the engine gets them ({"create": "10m", ...}; empty = defaults).
     custom_timeouts: tuple[tuple[str, str], ...] = ()
-    #: The `transforms` in the resource's options, as callables. The engine runs them on the
-    #: resource and its children (those of packaged components too, which the mocks never
-    #: see); tests apply them to the child a component would register.
+    #: The `transforms` in the resource's options, as callables (see child_inputs).
     transforms: tuple[Any, ...] = ()
 
     def child_inputs(self, child_type: str, props: dict[str, Any]) -> dict[str, Any]:
-        """`props` of a child of type `child_type` after this resource's transforms, as the
-        engine would apply them at `up` to the children of a packaged component (which the
-        mocks never see). Wire-format (camelCase) keys, as the engine hands them over."""
+        """`props` (camelCase wire keys) of a child of type `child_type` after this resource's
+        transforms: what the engine does at `up` to packaged components' children, unseen here."""
         for transform in self.transforms:
-            result = transform(
-                pulumi.ResourceTransformArgs(
-                    custom=True,
-                    type_=child_type,
-                    name=f"{self.name}-child",
-                    props=props,
-                    opts=pulumi.ResourceOptions(),
-                )
+            args = pulumi.ResourceTransformArgs(
+                True, child_type, self.name, props, pulumi.ResourceOptions()
             )
+            result = transform(args)
             if result is not None:
                 props = dict(result.props)
         return props
@@ -295,6 +287,15 @@ class PlatformMocks(pulumi_mocks.Mocks):
                 state["mountName"] = _digest(name, "mount")[:8]
         elif typ == "aws:ec2/securityGroup:SecurityGroup":
             physical_id = f"sg-{short}"
+        elif typ == "aws:ec2/subnet:Subnet":
+            # EC2NodeClass subnetSelectorTerms[].id must match ^subnet-[0-9a-z]+$ (CRD).
+            physical_id = f"subnet-{short}"
+        elif typ == "aws:ec2/placementGroup:PlacementGroup":
+            # placementGroupSelector.id must match ^pg-[0-9a-z]+$ (CRD); the ARN names the group
+            # (arn:aws:ec2:region:account:placement-group/<name>, EC2 service authorization).
+            physical_id = f"pg-{short}"
+            group = state.get("name") or name
+            state["arn"] = f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:placement-group/{group}"
         return physical_id, state
 
     def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:

@@ -158,6 +158,7 @@ def _validation_jobs(result: SynthResult) -> str:
 
 
 NODEPOOL_TYPE = "kubernetes:karpenter.sh/v1:NodePool"
+NODECLASS_TYPE = "kubernetes:karpenter.k8s.aws/v1:EC2NodeClass"
 
 
 def _requirement(spec: dict[str, Any], key: str) -> list[str]:
@@ -167,8 +168,25 @@ def _requirement(spec: dict[str, Any], key: str) -> list[str]:
     return []
 
 
+def _node_class_text(result: SynthResult) -> dict[str, str]:
+    """EC2NodeClass name -> how it places nodes, read from what was registered: a placement
+    group selector (components/analysis/efa_placement.py) and subnets by id (one AZ) or by tag."""
+    out: dict[str, str] = {}
+    for node_class in result.of_type(NODECLASS_TYPE):
+        spec = node_class.inputs.get("spec", {})
+        name = node_class.inputs.get("metadata", {}).get("name", node_class.name)
+        subnets = spec.get("subnetSelectorTerms", [])
+        by_id = [t for t in subnets if "id" in t]
+        where = f"{len(by_id)} subnet" if by_id else "all tagged subnets"
+        group = "cluster placement group, " if "placementGroupSelector" in spec else ""
+        raid = ", NVMe RAID0" if spec.get("instanceStorePolicy") == "RAID0" else ""
+        out[name] = f"`{name}` ({group}{where}{raid})"
+    return out
+
+
 def _karpenter_pools(result: SynthResult) -> str:
     rows = []
+    classes = _node_class_text(result)
     for pool in result.of_type(NODEPOOL_TYPE):
         spec = pool.inputs.get("spec", {})
         labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
@@ -177,6 +195,7 @@ def _karpenter_pools(result: SynthResult) -> str:
         types = _requirement(spec, "node.kubernetes.io/instance-type")
         limits = spec.get("limits", {})
         nodes, cost = nodepool_max_cost(types, capacity, limits)
+        class_name = spec.get("template", {}).get("spec", {}).get("nodeClassRef", {}).get("name")
         rows.append(
             [
                 pool.inputs.get("metadata", {}).get("name", pool.name),
@@ -188,6 +207,7 @@ def _karpenter_pools(result: SynthResult) -> str:
                 ", ".join(f"{k}={v}" for k, v in sorted(limits.items())),
                 nodes,
                 f"{cost:,.2f}",
+                classes.get(class_name, class_name),
             ]
         )
     return _table(
@@ -201,6 +221,7 @@ def _karpenter_pools(result: SynthResult) -> str:
             "limits",
             "max nodes",
             "max $/h at limit",
+            "node class",
         ],
         rows,
     ) + (

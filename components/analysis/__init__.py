@@ -10,6 +10,7 @@ key path), as `ConfigError`.
 
 from __future__ import annotations
 
+from components.analysis.efa_placement import check_placement_group
 from components.analysis.jobs import check_training_jobs
 from components.analysis.quota import check_teams
 from components.analysis.willrun import check_will_it_run
@@ -19,7 +20,7 @@ from components.config.errors import problem_lines
 
 def problems(cfg: StackConfig) -> list[Problem]:
     """Every cross-area problem of `cfg` (key paths from the config namespace's root)."""
-    found = [*check_teams(cfg), *check_training_jobs(cfg)]
+    found = [*check_teams(cfg), *check_training_jobs(cfg), *check_placement_group(cfg)]
     if found:
         # "Will it run" builds on a consistent config (known teams, classes, quotas).
         return found

@@ -14,8 +14,10 @@ Facts behind the figures:
 - EFA: Karpenter attaches EFA interfaces when pending pods request `vpc.amazonaws.com/efa`
   (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/instance.go#L699-721) and reports
   the type's maximum EFA interfaces as capacity (pkg/providers/instancetype/types.go#L472-480).
-  Managed groups get EFA interfaces only from a launch template with EFA network cards
-  (pulumi-eks `enableEfaSupport`); the node-group config has no such field, so they have 0.
+  Managed groups get EFA interfaces from their launch template: components/platform/cluster.py
+  lays out one interface per EFA card of the group's type (catalog `efa_devices`, the
+  pulumi-eks `enableEfaSupport` layout), and the EFA device plugin runs on every EFA type, so
+  a managed group of an EFA type offers its EFA devices like a Karpenter pool does.
 - Allocatable: instance CPU and memory minus the platform's node headroom
   (analysis/resources.py), the same figures job requests are derived from.
 """
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from components import catalog
+from components.analysis import efa_placement
 from components.analysis.resources import default_cpu, default_memory_gib
 from components.config import StackConfig
 
@@ -64,6 +67,8 @@ class NodeSource:
     max_nodes: int
     #: Karpenter's `limits.gpus`, or the managed group's desiredSize (for the report).
     limit_text: str
+    #: The EC2 cluster placement group its nodes launch into ("" for none; efa_placement.py).
+    placement_group: str = ""
 
     @property
     def gpus_per_node(self) -> int:
@@ -82,11 +87,8 @@ def allocatable(name: str, *, efa: bool) -> Allocatable:
 
 def node_sources(cfg: StackConfig) -> list[NodeSource]:
     """Every GPU node source of the stack: managed groups first, then Karpenter pools."""
-    zones = (
-        len(cfg.network.existing_vpc.private_subnet_ids)
-        if cfg.network.existing_vpc
-        else cfg.network.az_count
-    )
+    zones = cfg.network.zone_count
+    pg_name = efa_placement.group_name(cfg)
     sources: list[NodeSource] = []
     for index, group in enumerate(cfg.node_groups.gpu):
         labels = catalog.gpu_node_labels(
@@ -95,6 +97,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
             capacity_type=group.capacity_type,
             workload_type=group.workload_type,
         )
+        grouped = efa_placement.node_group_in_group(cfg, group)
         sources.append(
             NodeSource(
                 name=group.name,
@@ -105,11 +108,13 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 instance_types=tuple(group.instance_types),
                 labels={**labels, catalog.LABEL_NODE_POOL: group.name},
                 taints=(catalog.gpu_taint(),),
-                zones=zones,
-                allocatable={t: allocatable(t, efa=False) for t in group.instance_types},
+                # A placement group's capacity gets one private subnet (one AZ).
+                zones=1 if grouped else zones,
+                allocatable={t: allocatable(t, efa=True) for t in group.instance_types},
                 scaler="static",
                 max_nodes=group.desired_size,
                 limit_text=f"desiredSize {group.desired_size}, no autoscaler",
+                placement_group=pg_name if grouped else "",
             )
         )
     for index, pool in enumerate(cfg.karpenter.pools):
@@ -122,6 +127,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
             workload_type=pool.workload_type,
         )
         types = pool.resolved_instance_types
+        grouped = efa_placement.pool_in_group(cfg, pool)
         sources.append(
             NodeSource(
                 name=pool.name,
@@ -132,11 +138,12 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 instance_types=tuple(types),
                 labels={**labels, catalog.LABEL_NODE_POOL: pool.name},
                 taints=(catalog.gpu_taint(),),
-                zones=zones,
+                zones=1 if grouped else zones,
                 allocatable={t: allocatable(t, efa=True) for t in types},
                 scaler="karpenter",
                 max_nodes=(pool.limits.gpus or 0) // max(1, pool.gpus_per_node),
                 limit_text=f"limits.gpus {pool.limits.gpus}",
+                placement_group=pg_name if grouped else "",
             )
         )
     return sources

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from components import catalog
-from components.analysis import storage
+from components.analysis import efa_placement, storage
 from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.quota import job_quota_problems
@@ -248,7 +248,7 @@ def training_verdict(
                 job.efa if efa_short else job.gpu_class,
                 (
                     f"EFA requested ({resources.efa_devices} per pod) but no matching node "
-                    "source provides EFA devices (managed groups have none; Karpenter pools of "
+                    "source provides EFA devices (only managed groups and Karpenter pools of "
                     f"EFA-capable types do): {detail}"
                 )
                 if efa_short
@@ -299,6 +299,8 @@ def training_verdict(
     pin = zone_pin_index(cfg, job, resources.efa_devices)
     if pin is not None:
         zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
+        if resources.efa_devices:
+            zone += "; " + placement_group_text(cfg, fitting or candidates, pin)
     # Checked on the pod template itself (not on the config that should have produced it): a
     # multi-node EFA job whose pods may spread cannot talk over EFA across the zone line.
     if (pin is not None or (resources.efa_devices and job.nodes > 1)) and not where.single_zone:
@@ -451,7 +453,8 @@ def validation_verdicts(
                 # Like multi-node EFA training jobs (components/platform/validation.py
                 # nccl_affinity): the test proves the fabric the jobs will use.
                 zone=(
-                    f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL})"
+                    f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
+                    + placement_group_text(cfg, [nccl_source] if nccl_source else [], None)
                     if pool_efa_devices(pool)
                     else "any zone (no EFA)"
                 ),
@@ -486,6 +489,34 @@ def check_will_it_run(cfg: StackConfig) -> list[Problem]:
             if (problem[0], problem[2]) not in quota_keys and problem not in found:
                 found.append(problem)
     return found
+
+
+def placement_group_text(cfg: StackConfig, sources: Sequence[NodeSource], pin: int | None) -> str:
+    """Which placement group each source of a multi-node EFA workload launches into, and how
+    that squares with its single-zone podAffinity: a source in the cluster placement group has
+    one subnet (`network.efaPlacementGroup.zoneIndex`), so the podAffinity's zone and the
+    group's zone coincide by construction; a source outside it (a reserved pool whose ODCR was
+    not created in the group) lands in its reservation's AZ and only the podAffinity keeps the
+    gang together. Kueue admits a job's pods into one flavor (one capacity type), so one job
+    never mixes grouped and ungrouped sources (components/analysis/efa_placement.py)."""
+    parts = [
+        f"`{s.name}`: "
+        + efa_placement.describe(cfg, bool(s.placement_group), capacity_type=s.capacity_type)
+        for s in sources
+    ]
+    zone_index = cfg.network.efa_placement_group.zone_index
+    if (
+        pin is not None
+        and any(s.placement_group for s in sources)
+        and cfg.storage.rwx.type == "fsx"
+        and pin != zone_index
+    ):
+        parts.append(
+            f"FSx is in AZ index {pin}, the placement group in AZ index {zone_index}: "
+            "checkpoint traffic crosses zones (set network.efaPlacementGroup.zoneIndex to "
+            "storage.rwx's subnet)"
+        )
+    return "; ".join(parts) or "no placement group"
 
 
 def pool_efa_devices(pool: GpuNodeGroup | KarpenterPool) -> int:

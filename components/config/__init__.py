@@ -63,6 +63,7 @@ from components.config.load import (
     parse,
 )
 from components.config.network import (
+    EfaPlacementGroup,
     ExistingVpc,
     NetworkConfig,
     SubnetId,
@@ -152,6 +153,7 @@ __all__ = [
     "DeepSpeedSettings",
     "DigestImage",
     "Duration",
+    "EfaPlacementGroup",
     "EnvName",
     "ExistingVpc",
     "FlavorQuota",

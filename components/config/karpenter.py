@@ -43,6 +43,15 @@ class KarpenterNodeClass(Model):
     #: fetched over several connections and unpacked concurrently; nodeadm turns it on only on
     #: nodes with >= 4 vCPU and >= 7 GiB (components/platform/karpenter_builders.py).
     fast_image_pull: bool = True
+    #: `instanceStorePolicy: RAID0` on node classes whose instance types all have NVMe instance
+    #: store (catalog `nvme_disks`): nodeadm builds one RAID0 array over the disks and bind-mounts
+    #: /var/lib/containerd, /var/lib/kubelet, /var/lib/soci-snapshotter-grpc and /var/log/pods
+    #: onto it (awslabs/amazon-eks-ami@81fec2e8:templates/al2023/runtime/bin/setup-local-disks
+    #: #L31-33,#L95-110; aws/karpenter-provider-aws@v1.14.1:pkg/providers/amifamily/bootstrap/
+    #: nodeadm.go#L87-88), so image layers unpack onto NVMe, not the gp3 root, and Karpenter
+    #: counts the array as the node's ephemeral-storage (pkg/providers/instancetype/types.go
+    #: #L368-375). Off: the disks stay unused (Karpenter's default).
+    instance_store_raid0: bool = True
 
 
 def _gpu_node_class() -> KarpenterNodeClass:
@@ -132,6 +141,17 @@ class KarpenterReservation(Model):
     #: $/h per instance. An ODCR bills the on-demand rate used or not (the catalog's price when
     #: unset); a Capacity Block has its own prepaid price (required for capacity-block).
     price_usd_per_hour: Annotated[float, Field(gt=0)] | None = None
+    #: The reservation was created IN the stack's EFA cluster placement group
+    #: (`network.efaPlacementGroup`; `CreateCapacityReservation --placement-group-arn`, output
+    #: `efaPlacementGroupArn`). Only then does the reserved node class launch into the group: an
+    #: ODCR cannot be moved into a placement group after creation ("To reserve capacity in a
+    #: placement group, you must create the Capacity Reservation in the placement group",
+    #: https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html), and capacity reserved
+    #: outside the group is not promised inside it. Never for Capacity Blocks: they are already
+    #: placed in EC2 UltraClusters, "so there is no need to use a cluster placement group with a
+    #: Capacity Block" (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/
+    #: capacity-blocks-using.html).
+    in_placement_group: bool = False
 
     @property
     def gpus(self) -> int:
@@ -171,6 +191,15 @@ class KarpenterReservation(Model):
             if self.price_usd_per_hour is None:
                 problems.append(
                     ("priceUsdPerHour", None, "the Capacity Block's price per instance-hour")
+                )
+            if self.in_placement_group:
+                problems.append(
+                    (
+                        "inPlacementGroup",
+                        True,
+                        "false for a capacity-block (Capacity Blocks are placed in UltraClusters "
+                        "and need no cluster placement group)",
+                    )
                 )
         elif self.start is not None or self.end is not None:
             problems.append(("start", self.start, "start/end only for type capacity-block"))
@@ -219,6 +248,19 @@ class KarpenterPool(Model):
     def is_gpu(self) -> bool:
         types = self.resolved_instance_types
         return self.gpu_class is not None or any(t in catalog.GPU_INSTANCE_TYPES for t in types)
+
+    @property
+    def is_efa(self) -> bool:
+        """A GPU pool whose every instance type has EFA devices (catalog): its nodes can carry
+        `vpc.amazonaws.com/efa`, so it is the pool a cluster placement group is for."""
+        types = self.resolved_instance_types
+        return (
+            self.is_gpu
+            and bool(types)
+            and all(
+                t in catalog.INSTANCE_TYPES and catalog.instance(t).efa_devices > 0 for t in types
+            )
+        )
 
     @property
     def effective_weight(self) -> int:
@@ -455,6 +497,17 @@ class KarpenterConfig(Model):
                         f"at most the {held} GPUs the reservations of {', '.join(types)} hold",
                     )
                 )
+        in_group = {r.in_placement_group for r in self.reservations}
+        if len(in_group) > 1:
+            first = next(i for i, r in enumerate(self.reservations) if r.in_placement_group)
+            problems.append(
+                (
+                    f"reservations[{first}].inPlacementGroup",
+                    True,
+                    "the same for every reservation: they share one reserved EC2NodeClass, which "
+                    "launches into the placement group or not (one placementGroupSelector)",
+                )
+            )
         for index, reservation in enumerate(self.reservations):
             if reservation.instance_type not in reserved_types:
                 problems.append(

@@ -18,6 +18,7 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis import efa_placement
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
 from components.platform import iam
 from components.platform.iam import AwsAccount
@@ -152,6 +153,12 @@ class ClusterArgs:
     tags: dict[str, str]
     #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
     extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: EC2 name of the EFA cluster placement group; None when nothing launches into it.
+    placement_group_name: str | None = None
+    #: Private-subnet index (AZ) of the placement group's capacity.
+    placement_zone_index: int = 0
+    #: GPU node groups whose launch templates put their nodes into the group.
+    placement_node_groups: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -172,6 +179,13 @@ class ClusterArgs:
             public_subnet_ids=network.public_subnet_ids,
             tags=tags,
             extra_gpu_labels=extra_gpu_labels,
+            placement_group_name=(
+                efa_placement.group_name(cfg) if efa_placement.needed(cfg) else None
+            ),
+            placement_zone_index=cfg.network.efa_placement_group.zone_index,
+            placement_node_groups=frozenset(
+                g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
+            ),
         )
 
 
@@ -190,6 +204,16 @@ class Cluster(pulumi.ComponentResource):
     coredns: aws.eks.Addon
     #: The literal cluster name (for IAM conditions that cannot wait for an Output).
     physical_name: str
+    #: The EFA cluster placement group and the one private subnet its capacity uses (None when
+    #: nothing launches into it; components/analysis/efa_placement.py).
+    efa_placement_group: aws.ec2.PlacementGroup | None
+    efa_subnet_id: pulumi.Output[str] | None
+
+    @property
+    def efa_placement_group_arn(self) -> pulumi.Output[str] | None:
+        """What `aws ec2 create-capacity-reservation --placement-group-arn` takes to reserve
+        capacity inside the group (`karpenter.reservations[].inPlacementGroup`)."""
+        return self.efa_placement_group.arn if self.efa_placement_group is not None else None
 
     def __init__(
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
@@ -321,6 +345,20 @@ class Cluster(pulumi.ComponentResource):
             taints=[],
             auto_repair=args.node_groups.system.auto_repair,
         )
+        # One cluster placement group for EFA capacity (Karpenter's gpu-efa class and EFA
+        # managed groups). Karpenter creates none and selects it by id; it lives in one AZ, so
+        # its capacity gets that AZ's private subnet only (efa_placement.py has the sources).
+        self.efa_placement_group = None
+        self.efa_subnet_id = None
+        if args.placement_group_name is not None:
+            self.efa_placement_group = aws.ec2.PlacementGroup(
+                f"{name}-efa",
+                name=args.placement_group_name,
+                strategy=efa_placement.STRATEGY,
+                tags=tags,
+                opts=child,
+            )
+            self.efa_subnet_id = args.private_subnet_ids[args.placement_zone_index]
         self.gpu_node_groups = {
             group.name: self._node_group(
                 f"{name}-{group.name}",
@@ -336,6 +374,7 @@ class Cluster(pulumi.ComponentResource):
                 taints=[eks_gpu_taint()],
                 efa_devices=group.efa_devices,
                 auto_repair=group.auto_repair,
+                placement_group=group.name in args.placement_node_groups,
             )
             for group in args.node_groups.gpu
         }
@@ -438,6 +477,7 @@ class Cluster(pulumi.ComponentResource):
         taints: list[dict[str, str]],
         efa_devices: int = 0,
         auto_repair: bool,
+        placement_group: bool = False,
     ) -> eks.ManagedNodeGroup:
         size, iops, throughput = disk
         spec: dict[str, Any] = launch_template_spec(
@@ -454,6 +494,14 @@ class Cluster(pulumi.ComponentResource):
             )
         else:
             spec["vpc_security_group_ids"] = [self.node_security_group_id]
+        subnet_ids = args.private_subnet_ids
+        if placement_group and self.efa_placement_group is not None:
+            # Launch-template placement, as pulumi-eks's enableEfaSupport does
+            # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004, #L2292-2294),
+            # in the group's one AZ: a cluster placement group cannot span zones.
+            spec["placement"] = {"group_name": self.efa_placement_group.name}
+            assert self.efa_subnet_id is not None
+            subnet_ids = [self.efa_subnet_id]
         node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
         template = aws.ec2.LaunchTemplate(
             name,
@@ -472,7 +520,7 @@ class Cluster(pulumi.ComponentResource):
             name,
             cluster=cluster,
             node_role=self.node_role,
-            subnet_ids=args.private_subnet_ids,
+            subnet_ids=subnet_ids,
             instance_types=instance_types,
             capacity_type=catalog.EKS_CAPACITY_TYPE[capacity_type],
             ami_type=ami_type,

@@ -23,7 +23,8 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.config import KarpenterConfig
+from components.analysis import efa_placement
+from components.config import KarpenterConfig, KarpenterPool
 from components.platform import iam
 from components.platform.cluster import NODE_MANAGED_POLICIES, Cluster
 from components.platform.iam import AwsAccount
@@ -31,6 +32,7 @@ from components.platform.karpenter_builders import (
     CONTROLLER_CHART,
     CPU_NODE_CLASS,
     CRD_CHART,
+    GPU_EFA_NODE_CLASS,
     GPU_NODE_CLASS,
     GPU_RESERVED_NODE_CLASS,
     INTERRUPTION_EVENTS,
@@ -68,6 +70,8 @@ class KarpenterArgs:
     cluster: Cluster
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
+    #: Pools that launch into the EFA cluster placement group (efa_placement.pool_in_group).
+    placement_pools: frozenset[str] = frozenset()
 
     @classmethod
     def of(
@@ -80,6 +84,9 @@ class KarpenterArgs:
             cluster_name=cfg.cluster.name,
             cluster=cluster,
             tags=tags,
+            placement_pools=frozenset(
+                p.name for p in cfg.karpenter.pools if efa_placement.pool_in_group(cfg, p)
+            ),
         )
 
 
@@ -259,29 +266,50 @@ class Karpenter(pulumi.ComponentResource):
         )
 
         # --- EC2NodeClasses and NodePools: deleted before the controller on destroy ---
+        def class_of(pool: KarpenterPool) -> str:
+            return pool_node_class(pool, in_placement_group=pool.name in args.placement_pools)
+
         classes = {
             class_name: (
                 config.cpu_node_class if class_name == CPU_NODE_CLASS else config.gpu_node_class,
-                [p for p in config.pools if pool_node_class(p) == class_name],
+                [p for p in config.pools if class_of(p) == class_name],
             )
-            for class_name in (GPU_NODE_CLASS, GPU_RESERVED_NODE_CLASS, CPU_NODE_CLASS)
+            for class_name in (
+                GPU_NODE_CLASS,
+                GPU_EFA_NODE_CLASS,
+                GPU_RESERVED_NODE_CLASS,
+                CPU_NODE_CLASS,
+            )
         }
+        placement_group = cluster.efa_placement_group
         reservation_terms = [r.selector_term() for r in config.reservations]
         self.node_classes = {}
         for class_name, (disk, pools) in classes.items():
             if not pools:
                 continue
             types = {t for pool in pools for t in pool.resolved_instance_types}
+            # The reserved class joins the group only with its pools (reservations created in
+            # it); it keeps every subnet: EC2 launches a reservation in its own AZ.
+            grouped = placement_group is not None and any(
+                p.name in args.placement_pools for p in pools
+            )
             spec = ec2nodeclass_spec(
                 cluster_name=cluster_name,
                 ami_alias=config.ami_alias,
                 instance_profile=profile_name,
                 security_group_id=cluster.node_security_group_id,
                 disk=disk,
-                instance_store_raid0=all(catalog.instance(t).nvme_instance_store for t in types),
+                instance_store_raid0=disk.instance_store_raid0
+                and all(catalog.instance(t).nvme_instance_store for t in types),
                 tags=node_class_tags(tags, cluster_name=cluster_name, node_class=class_name),
                 capacity_reservations=(
                     reservation_terms if class_name == GPU_RESERVED_NODE_CLASS else None
+                ),
+                placement_group_id=placement_group.id if grouped and placement_group else None,
+                subnet_ids=(
+                    [cluster.efa_subnet_id]
+                    if class_name == GPU_EFA_NODE_CLASS and cluster.efa_subnet_id is not None
+                    else None
                 ),
             )
             self.node_classes[class_name] = k8s.apiextensions.CustomResource(
@@ -303,7 +331,7 @@ class Karpenter(pulumi.ComponentResource):
             )
         self.node_pools = {}
         for pool in config.pools:
-            node_class = pool_node_class(pool)
+            node_class = class_of(pool)
             self.node_pools[pool.name] = k8s.apiextensions.CustomResource(
                 f"{name}-pool-{pool.name}",
                 api_version=NODEPOOL_API_VERSION,

@@ -22,6 +22,11 @@ GPU_NODE_CLASS: Final = "gpu"
 #: so an on-demand or spot pool can never draw a reservation down.
 GPU_RESERVED_NODE_CLASS: Final = "gpu-reserved"
 CPU_NODE_CLASS: Final = "cpu"
+#: EFA pools (every type has EFA) launch from a class of their own: it carries the cluster
+#: placement group and one AZ's subnet, which the other GPU pools (spot L4s that should use any
+#: zone with capacity) must not inherit - "each EC2NodeClass maps to exactly one placement group"
+#: (aws/karpenter-provider-aws@v1.14.1:website/content/en/docs/concepts/nodeclasses.md#L991).
+GPU_EFA_NODE_CLASS: Final = "gpu-efa"
 
 # Well-known requirement keys (karpenter.sh/docs/concepts/scheduling, AWS provider labels).
 KEY_CAPACITY_TYPE: Final = "karpenter.sh/capacity-type"
@@ -58,10 +63,15 @@ INTERRUPTION_RETENTION_S: Final = 300
 # --- pure builders ------------------------------------------------------------------------------
 
 
-def pool_node_class(pool: KarpenterPool) -> str:
-    """The EC2NodeClass a pool launches from."""
+def pool_node_class(pool: KarpenterPool, *, in_placement_group: bool = False) -> str:
+    """The EC2NodeClass a pool launches from. `in_placement_group`: the pool launches into the
+    EFA cluster placement group (components/analysis/efa_placement.py pool_in_group); reserved
+    pools keep their own class, which carries the group only when the reservations were created
+    in it."""
     if pool.capacity_type == "reserved":
         return GPU_RESERVED_NODE_CLASS
+    if in_placement_group:
+        return GPU_EFA_NODE_CLASS
     return GPU_NODE_CLASS if pool.is_gpu else CPU_NODE_CLASS
 
 
@@ -173,6 +183,8 @@ def ec2nodeclass_spec(
     instance_store_raid0: bool,
     tags: dict[str, str],
     capacity_reservations: list[dict[str, Any]] | None = None,
+    placement_group_id: Any | None = None,
+    subnet_ids: list[Any] | None = None,
 ) -> dict[str, Any]:
     """The EC2NodeClass `spec`: AL2023 by alias (Karpenter picks the NVIDIA variant for GPU
     types), discovery-tag subnets, the node security group by id, IMDSv2 with hop limit 1 (pods
@@ -189,11 +201,21 @@ def ec2nodeclass_spec(
     EFA: Karpenter adds one EFA interface per network card when a pod requests
     `vpc.amazonaws.com/efa` (pkg/providers/instance/instance.go#L699-721,
     launchtemplate.go#L334-350), with these security groups; each takes a subnet address.
-    `capacity_reservations`: `capacityReservationSelectorTerms` for the reserved class."""
+    `capacity_reservations`: `capacityReservationSelectorTerms` for the reserved class.
+
+    `placement_group_id`: `placementGroupSelector: {id}` (ec2nodeclass.go#L56-60, #L224-233:
+    `name` or `id`; the id, because the group is this stack's own and names are only unique per
+    account and region). `subnet_ids`: subnets by id instead of the discovery tag - the one AZ
+    of a cluster placement group (components/analysis/efa_placement.py)."""
+    subnet_terms: list[dict[str, Any]] = (
+        [{"id": subnet} for subnet in subnet_ids]
+        if subnet_ids
+        else [{"tags": {DISCOVERY_TAG: cluster_name}}]
+    )
     spec: dict[str, Any] = {
         "amiSelectorTerms": [{"alias": ami_alias}],
         "instanceProfile": instance_profile,
-        "subnetSelectorTerms": [{"tags": {DISCOVERY_TAG: cluster_name}}],
+        "subnetSelectorTerms": subnet_terms,
         "securityGroupSelectorTerms": [{"id": security_group_id}],
         "metadataOptions": {
             "httpEndpoint": "enabled",
@@ -223,6 +245,8 @@ def ec2nodeclass_spec(
         spec["userData"] = FAST_IMAGE_PULL_USER_DATA
     if capacity_reservations:
         spec["capacityReservationSelectorTerms"] = capacity_reservations
+    if placement_group_id is not None:
+        spec["placementGroupSelector"] = {"id": placement_group_id}
     return spec
 
 

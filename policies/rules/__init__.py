@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, kubernetes, platform, security, tenancy
+from policies.rules import aws, kubernetes, placement, platform, security, tenancy
 
 PACK_NAME = "gpu-platform"
 
@@ -15,6 +15,7 @@ def all_policies() -> list[Policy]:
         *aws.POLICIES,
         *kubernetes.POLICIES,
         *platform.POLICIES,
+        *placement.POLICIES,
         *security.POLICIES,
         *tenancy.POLICIES,
     ]

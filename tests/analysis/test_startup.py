@@ -29,7 +29,7 @@ def _pretrain(cfg: StackConfig) -> startup.StartupEstimate:
 def test_p5_job_pulls_with_soci_onto_nvme() -> None:
     est = _pretrain(_prod())
     assert est.instance_type == "p5.48xlarge"
-    assert est.parallel_pull and est.image_store == "NVMe RAID0"
+    assert est.parallel_pull and est.image_store == "NVMe RAID0 over 8 disk(s), 30400 GB"
     assert est.pull_mibps == startup.PARALLEL_PULL_MIBPS
     # 8 GiB reference trainer image at 400 MiB/s: 20 s; 420 s launch; 30 + 2 x 2 rendezvous.
     assert est.image_pull_s == 20
@@ -67,3 +67,21 @@ def test_report_shows_time_to_first_step_per_job(prod_jobs: SynthResult) -> None
     assert "- time to first step ≈ 474 s = node launch 420 s (p5.48xlarge) + image pull 20 s" in (
         section
     )
+
+
+def test_without_raid0_the_gp3_root_holds_the_images_and_can_bound_the_pull() -> None:
+    raw = values_with_jobs("prod")
+    karpenter = copy.deepcopy(raw["gpu-platform:karpenter"])
+    karpenter["gpuNodeClass"] = {
+        "diskSizeGib": 500,
+        "diskThroughputMibps": 125,
+        "instanceStoreRaid0": False,
+    }
+    est = _pretrain(_prod({"gpu-platform:karpenter": karpenter}))
+    assert est.image_store == "gp3 125 MiB/s"
+    assert est.pull_mibps == 125  # the disk, not SOCI's 400 MiB/s, bounds it
+    karpenter["gpuNodeClass"]["instanceStoreRaid0"] = True
+    on_nvme = _pretrain(_prod({"gpu-platform:karpenter": karpenter}))
+    assert on_nvme.image_store.startswith("NVMe RAID0")
+    assert on_nvme.pull_mibps == startup.PARALLEL_PULL_MIBPS
+    assert on_nvme.image_pull_s < est.image_pull_s

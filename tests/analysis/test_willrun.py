@@ -96,8 +96,8 @@ def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
 
 
 def _h100_as_managed(cfg: StackConfig, *, max_nodes: int) -> list[NodeSource]:
-    """The stack's H100 sources as an EKS managed group would be: no EFA interfaces (the launch
-    template adds none unless asked), a fixed size that nothing scales."""
+    """The stack's H100 sources as a managed group without EFA interfaces would be (a launch
+    template without the per-card layout), a fixed size that nothing scales."""
     return [
         replace(
             s,
@@ -114,8 +114,8 @@ def _h100_as_managed(cfg: StackConfig, *, max_nodes: int) -> list[NodeSource]:
 
 
 def test_efa_job_on_managed_h100_group_only_cannot_run() -> None:
-    """Defect: managed groups have no EFA interfaces; without a Karpenter H100 pool the EFA job
-    has nowhere to go."""
+    """Defect: sources without EFA interfaces; without a Karpenter H100 pool the EFA job has
+    nowhere to go."""
     cfg = _cfg("prod")
     index, job = _job(cfg, "pretrain-7b")
     verdict = training_verdict(cfg, index, job, sources=_h100_as_managed(cfg, max_nodes=4))

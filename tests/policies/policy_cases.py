@@ -1559,3 +1559,8 @@ CASES += [
 from tests.policies.security_cases import SECURITY_CASES  # noqa: E402
 
 CASES += SECURITY_CASES
+
+# The placement rule's cases (tests/policies/placement_cases.py).
+from tests.policies.placement_cases import PLACEMENT_CASES  # noqa: E402
+
+CASES += PLACEMENT_CASES

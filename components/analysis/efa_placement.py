@@ -1,0 +1,110 @@
+"""Which capacity launches into the stack's EFA cluster placement group, and what that means for
+zones. One home for the rule: the Cluster component (managed groups' launch templates), the
+Karpenter component (the `gpu-efa` EC2NodeClass), the node sources of the "will it run" analysis
+and the report all ask here.
+
+Facts behind the rule (docs/karpenter.md#placement-groups):
+- Karpenter v1.14.1 launches every instance of an EC2NodeClass into the one placement group its
+  `placementGroupSelector` (`{id}` or `{name}`) resolves to; it supports cluster, partition and
+  spread strategies but creates none (aws/karpenter-provider-aws@v1.14.1:
+  website/content/en/docs/concepts/nodeclasses.md#L989-1020; pkg/providers/placementgroup/
+  provider.go: DescribePlacementGroups filtered on state `available`). A selector that resolves
+  to nothing sets the EC2NodeClass condition `PlacementGroupReady=False` (reason
+  `PlacementGroupNotFound`; pkg/controllers/nodeclass/placementgroup.go#L47-72), one of the
+  conditions the class's Ready is made of (pkg/apis/v1/ec2nodeclass_status.go#L169-181), so its
+  NodePools launch nothing until the group exists.
+- For a cluster group Karpenter only adds the requirement `karpenter.k8s.aws/placement-group-id`
+  to each instance type (pkg/providers/instancetype/offering/offering.go#L160-172); only
+  partition groups change offerings (placement_group_resolver.go). It does not confine launches
+  to the group's zone, while a cluster placement group cannot span zones
+  (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/placement-strategies.html). So the EFA
+  node class selects one private subnet (`network.efaPlacementGroup.zoneIndex`), as pulumi-eks's
+  `enableEfaSupport` filters a node group's subnets to the placement group's AZ
+  (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004).
+- IAM: `ec2:DescribePlacementGroups` and `placement-group/*` on RunInstances/CreateFleet are in
+  the upstream v1.14.1 CloudFormation policy our controller policy mirrors action for action
+  (components/platform/karpenter_builders.py controller_policy; runs.md item 1).
+- Reserved capacity: an ODCR reserves capacity in an AZ, not in a placement group; capacity is
+  promised inside a group only when the ODCR is created in it, and an existing ODCR cannot be
+  moved in (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html). So the reserved
+  class joins the group only when every reservation says `inPlacementGroup: true`; otherwise its
+  nodes launch into the ODCR's own AZ outside the group. Capacity Blocks never need one
+  ("Capacity Blocks deliver low-latency, high-throughput network connectivity between the
+  instances inside the Capacity Block, so there is no need to use a cluster placement group",
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/capacity-blocks-using.html).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig
+
+#: EC2 placement strategy: instances packed close together in one AZ for EFA/NCCL traffic.
+STRATEGY: Final = "cluster"
+
+
+def group_name(cfg: StackConfig) -> str:
+    """The placement group's EC2 name (unique per account and region, like the cluster name)."""
+    return f"{cfg.cluster.name}-efa"
+
+
+def reserved_in_group(cfg: StackConfig) -> bool:
+    """The reserved node class launches into the group: every reservation was created in it."""
+    reservations = cfg.karpenter.reservations
+    return (
+        cfg.network.efa_placement_group.enabled
+        and bool(reservations)
+        and all(r.in_placement_group for r in reservations)
+    )
+
+
+def pool_in_group(cfg: StackConfig, pool: KarpenterPool) -> bool:
+    """A Karpenter pool launches into the group: an EFA pool, the group on, and (for reserved
+    pools) reservations created in the group."""
+    if not cfg.network.efa_placement_group.enabled or not pool.is_efa:
+        return False
+    if pool.capacity_type == "reserved":
+        return reserved_in_group(cfg)
+    return True
+
+
+def node_group_in_group(cfg: StackConfig, group: GpuNodeGroup) -> bool:
+    """A managed GPU node group launches into the group: its types have EFA, the group is on."""
+    return cfg.network.efa_placement_group.enabled and group.efa_devices > 0
+
+
+def needed(cfg: StackConfig) -> bool:
+    """Something launches into the group, so the stack creates it."""
+    return any(pool_in_group(cfg, p) for p in cfg.karpenter.pools) or any(
+        node_group_in_group(cfg, g) for g in cfg.node_groups.gpu
+    )
+
+
+def describe(cfg: StackConfig, in_group: bool, *, capacity_type: str) -> str:
+    """One report phrase for a source's placement."""
+    pg = cfg.network.efa_placement_group
+    if in_group:
+        return (
+            f"cluster placement group `{group_name(cfg)}`, AZ index {pg.zone_index} only "
+            "(network.efaPlacementGroup)"
+        )
+    if capacity_type == "reserved" and pg.enabled:
+        return "no placement group (the reservations are not declared inPlacementGroup)"
+    return "no placement group"
+
+
+def check_placement_group(cfg: StackConfig) -> list[Problem]:
+    """Reservations declared in a group the stack does not create."""
+    if cfg.network.efa_placement_group.enabled:
+        return []
+    return [
+        (
+            f"karpenter.reservations[{index}].inPlacementGroup",
+            True,
+            "false while network.efaPlacementGroup.enabled is false (there is no group to "
+            "have created the reservation in)",
+        )
+        for index, reservation in enumerate(cfg.karpenter.reservations)
+        if reservation.in_placement_group
+    ]
