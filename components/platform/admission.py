@@ -184,7 +184,12 @@ def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) ->
             "attestors": [attestor(config.signatures)],
             "validations": [
                 {
-                    "expression": "images.containers.map(image, verifyImageSignatures(image,"
+                    # Every category Kyverno extracts (containers, initContainers,
+                    # ephemeralContainers: kyverno/kyverno@v1.19.0:pkg/cel/compiler/images.go,
+                    # each key always present, evaluator/policy.go): `required` alone would
+                    # also reject an unverified init container, but with a generic message.
+                    "expression": "(images.containers + images.initContainers"
+                    " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
                     " [attestors.platform])).all(e, e > 0)",
                     "message": "every image must be signed by the platform's release identity",
                 }

@@ -249,7 +249,20 @@ def test_an_unsigned_init_container_is_denied(
     ns = _namespace(prod_key, "team-pretrain")
     allowed, decision, vap_ok = _both(prod_key, pod, ns, registry, TrustRoot((rekor,)))
     assert vap_ok and not allowed
-    assert decision.status == "fail" and f"{REPO}@{OTHER_DIGEST}" in decision.message
+    assert decision.status == "fail"
+    assert decision.message == "every image must be signed by the platform's release identity"
+    # Without the init containers in the expression, `required` alone still rejects it.
+    policy = _policy(prod_key)
+    policy["spec"]["validations"][0]["expression"] = (
+        "images.containers.map(image, verifyImageSignatures(image, [attestors.platform]))"
+        ".all(e, e > 0)"
+    )
+    required = admit(policy, pod, ns, registry, TrustRoot((rekor,)))
+    assert required.status == "fail" and not required.allowed
+    assert required.message == (
+        f"image {REPO}@{OTHER_DIGEST} is not verified: no policy performed a signature or"
+        " attestation check on it"
+    )
 
 
 def test_an_image_missing_from_the_registry_is_an_error_that_denies(
