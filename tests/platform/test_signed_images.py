@@ -12,13 +12,17 @@ generated here instead — the same policy with the key attestor, every other in
 from __future__ import annotations
 
 import copy
+import hashlib
 from typing import Any
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from synth import output
 from synth.harness import SynthResult, run_program
+from synth.jobs import run_job_stack
+from synth.report_security import security_section
 from tests.conftest import values_with_jobs
 from tests.platform import cel_eval
 from tests.platform.cosign_registry import (
@@ -351,3 +355,55 @@ def test_dev_audits_an_unsigned_image_instead_of_denying(
     assert decision.allowed and decision.reported
     signed = admit(_policy(dev_key), pod, ns, _registry(release_key, rekor), trust)
     assert signed.status == "pass" and signed.allowed
+
+
+# --- synth's report: what admission will check, per job ---------------------------------------
+
+
+def _with_image(result: SynthResult, image: str) -> SynthResult:
+    """`result` with its team Job's container image replaced (the report reads inputs)."""
+    changed = copy.deepcopy(result)
+    (job,) = [
+        r
+        for r in changed.of_type("kubernetes:batch/v1:Job")
+        if r.inputs["metadata"].get("namespace", "").startswith("team-")
+    ]
+    job.inputs["spec"]["template"]["spec"]["containers"][0]["image"] = image
+    return changed
+
+
+def test_report_names_the_attestor_and_the_offline_gap_per_job(prod_jobs: SynthResult) -> None:
+    section = security_section(prod_jobs)
+    part = section.split("### Image signatures")[1].split("###")[0]
+    assert "`gpu-platform-signed-images` (**Deny**)" in part
+    assert "issuer `https://token.actions.githubusercontent.com`" in part
+    row = (
+        f"| `team-pretrain/pretrain-7b` | `node` | `{SIGNED}` | signature required; "
+        "**not verifiable offline** |"
+    )
+    assert row in part
+    assert "Synth cannot see signatures" in part
+    tagged = security_section(_with_image(prod_jobs, f"{REPO}:0.1.0"))
+    assert "rejected: no digest (`verifyDigest`)" in tagged
+    foreign = security_section(_with_image(prod_jobs, "docker.io/x/y@" + DIGEST))
+    assert "not checked by Kyverno (outside `matchImageReferences`)" in foreign
+
+
+def test_report_shows_the_configured_key(
+    prod_key: SynthResult, release_key: ec.EllipticCurvePrivateKey
+) -> None:
+    der = release_key.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    part = security_section(prod_key).split("### Image signatures")[1]
+    assert (
+        f"cosign public key (SHA-256 of its DER `{hashlib.sha256(der).hexdigest()[:16]}…`)" in part
+    )
+
+
+def test_a_job_stack_report_reads_the_platform_policies(prod: SynthResult) -> None:
+    jobs = run_job_stack("pretrain-prod", platform=prod)
+    section = security_section(jobs)
+    assert "its binding in team namespaces: **Deny**" in section
+    part = section.split("### Image signatures")[1].split("###")[0]
+    assert f"| `team-pretrain/pretrain-7b` | `node` | `{SIGNED}` |" in part
