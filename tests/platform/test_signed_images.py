@@ -32,7 +32,13 @@ from tests.platform.cosign_registry import (
     public_pem,
     simple_signing_payload,
 )
-from tests.platform.ivpol_eval import Decision, NotModelledError, TrustRoot, admit
+from tests.platform.ivpol_eval import (
+    Decision,
+    NotModelledError,
+    TrustRoot,
+    admit,
+    selector_matches,
+)
 
 IVP = "kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy"
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
@@ -140,7 +146,8 @@ def _both(
     binding = _policy(result, BINDING)["spec"]
     labels = namespace["metadata"].get("labels", {})
     vap_ok = True
-    if "gpu-platform.io/team" in labels and obj["kind"] in ("Pod", "Job"):
+    selected = selector_matches(binding["matchResources"]["namespaceSelector"], labels)
+    if selected and obj["kind"] in ("Pod", "Job"):
         ok, _ = cel_eval.admit(_policy(result, VAP), obj)
         vap_ok = ok or "Deny" not in binding["validationActions"]
     return decision.allowed and vap_ok, decision, vap_ok
