@@ -46,7 +46,8 @@ verification failed"); (b) the signature verifies over the payload with the atte
 (c) the payload names the image's digest. Not modelled (an explicit error here, never a pass):
 keyless attestors (Fulcio chains, SCTs, identities), KMS keys, certificates, notary, online Rekor
 lookups, cosign v3's new bundle format, signature annotations, attestations, exceptions, custom
-image extractors, the verification cache.
+image extractors, the verification cache, and mutateDigest (the mutating webhook pinning a tag to
+its digest before validation: refused when a matched image has no digest).
 """
 
 from __future__ import annotations
@@ -469,6 +470,10 @@ def _evaluate_policy(
     }
     matched = [i for found in images.values() for i in found]
     config = spec.get("validationConfigurations", {})
+    if config.get("mutateDigest", True) and any(parse_reference(i).digest is None for i in matched):
+        # engine.go HandleMutating: the mutating webhook (mutateDigest, default on) would have
+        # pinned the tag to the registry's digest before validation sees the image.
+        raise NotModelledError("mutateDigest: tag-to-digest pinning is not modelled")
     if config.get("verifyDigest", True):
         for image in matched:
             if parse_reference(image).digest is None:

@@ -235,6 +235,12 @@ def test_prod_denies_a_tag_only_reference_in_both_policies(
     assert decision.status == "fail"
     assert decision.message == f"image {tagged} does not have a digest"
     assert not vap_ok and not allowed
+    # With mutateDigest on (Kyverno's default) the mutating webhook would pin the tag first:
+    # the evaluator refuses rather than answer for a step it does not model.
+    policy = _policy(prod_key)
+    policy["spec"]["validationConfigurations"]["mutateDigest"] = True
+    with pytest.raises(NotModelledError, match="mutateDigest"):
+        admit(policy, _pod(tagged), ns, _registry(release_key, rekor), TrustRoot((rekor,)))
 
 
 def test_an_image_outside_the_allowed_registries_is_left_to_the_vap(
