@@ -107,6 +107,9 @@ class SynthResult:
     outputs: dict[str, Any] = field(default_factory=dict)
     #: Names of the exports that are secrets (StackReference's `secretOutputNames`).
     secret_outputs: list[str] = field(default_factory=list)
+    #: A job stack's platform synth (what its StackReference read; synth/jobs.py): the report
+    #: reads the admission policies the job's pods will meet from it.
+    platform: SynthResult | None = None
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]

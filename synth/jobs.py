@@ -42,4 +42,8 @@ def run_job_stack(
     jobs = parse_job_stack(job_namespace_values(config))
     if platform is None:
         platform = run_program(jobs.platform_env)
-    return run_program(stack, root=root, overrides=full, stack_refs={jobs.platform_stack: platform})
+    result = run_program(
+        stack, root=root, overrides=full, stack_refs={jobs.platform_stack: platform}
+    )
+    result.platform = platform
+    return result

@@ -2,8 +2,11 @@
 
 - a native ValidatingAdmissionPolicy (GA since Kubernetes 1.30, no extra component) admits Pods
   and batch Jobs only when every image comes from an allowed registry and is pinned by digest;
-- Kyverno's ImageValidatingPolicy (kyverno/kyverno chart 3.9.0 = v1.19.0) admits Pods only
-  when every image carries a cosign signature from the configured identity.
+- Kyverno's ImageValidatingPolicy (kyverno/kyverno chart 3.9.0 = v1.19.0) admits Pods (and,
+  through Kyverno's autogen, pod controllers such as batch Jobs) only when every image from the
+  allowed registries carries a cosign signature from the configured identity; its evaluation is
+  reimplemented from Kyverno's source and run against real cosign signatures in
+  tests/platform/test_signed_images.py (docs/security.md says what that does not prove).
 
 `security.imageAdmission.action` picks Deny (prod) or Audit (dev) for both. The policy's regular
 expression is also written on the policy as an annotation: the CrossGuard rule
@@ -184,7 +187,12 @@ def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) ->
             "attestors": [attestor(config.signatures)],
             "validations": [
                 {
-                    "expression": "images.containers.map(image, verifyImageSignatures(image,"
+                    # Every category Kyverno extracts (containers, initContainers,
+                    # ephemeralContainers: kyverno/kyverno@v1.19.0:pkg/cel/compiler/images.go,
+                    # each key always present, evaluator/policy.go): `required` alone would
+                    # also reject an unverified init container, but with a generic message.
+                    "expression": "(images.containers + images.initContainers"
+                    " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
                     " [attestors.platform])).all(e, e > 0)",
                     "message": "every image must be signed by the platform's release identity",
                 }
