@@ -1,14 +1,17 @@
-"""CI workflows: prod's private endpoint is only reachable from a runner inside its VPC."""
+"""CI workflows: prod is only reachable from a runner inside its VPC; releases sign images as the
+identity prod admission trusts."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from components.config.load import parse
 from synth.harness import PROJECT_ROOT
-from tests.conftest import stack_values
+from tests.conftest import stack_values, values_with_jobs
 
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
 PROD_RUNNER = ["self-hosted", "gpu-platform-prod"]
@@ -58,3 +61,29 @@ def test_actionlint_knows_the_self_hosted_label() -> None:
     config = yaml.safe_load((PROJECT_ROOT / ".github" / "actionlint.yaml").read_text())
     assert "gpu-platform-prod" in config["self-hosted-runner"]["labels"]
     assert Path(WORKFLOWS / "deploy.yml").exists()
+
+
+def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
+    """Prod's Kyverno policy trusts images signed keylessly by release.yml on a tag; the workflow
+    must exist, run on tags, get an OIDC token, and sign the pushed digest (never a tag)."""
+    workflow = yaml.safe_load((WORKFLOWS / "release.yml").read_text())
+    triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
+    assert list(triggers) == ["push"] and triggers["push"]["tags"] == ["v*"]
+    (job,) = workflow["jobs"].values()
+    assert job["permissions"]["id-token"] == "write"
+    runs = [step.get("run", "") for step in job["steps"]]
+    (sign,) = [r for r in runs if r.startswith("cosign sign")]
+    assert '"${IMAGE}@${DIGEST}"' in sign
+    assert any(r.startswith("cosign verify") for r in runs)
+    raw = values_with_jobs("prod")
+    cfg = parse({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("gpu-platform:")})
+    signatures = cfg.security.image_admission.signatures
+    assert signatures.keyless_issuer == "https://token.actions.githubusercontent.com"
+    subject = "https://github.com/gpu-platform/gpu-platform/.github/workflows/release.yml@refs/tags/v0.2.0"
+    assert re.match(signatures.keyless_subject_regexp or "", subject)
+    assert not re.match(signatures.keyless_subject_regexp or "", subject.replace("release", "ci"))
+    # The image it pushes is in a registry the admission policy allows.
+    assert any(
+        job["env"]["IMAGE"].startswith(prefix)
+        for prefix in cfg.security.image_admission.allowed_registries
+    )
