@@ -24,6 +24,7 @@ from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig
+    from components.platform.logging import Logging
     from components.platform.network import Network
 
 
@@ -124,6 +125,9 @@ class ClusterArgs:
     tags: dict[str, str]
     #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
     extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
+    #: into an encrypted, expiring group instead of creating its own.
+    control_plane_log_group: aws.cloudwatch.LogGroup | None = None
 
     @classmethod
     def of(
@@ -133,6 +137,8 @@ class ClusterArgs:
         aws_account: AwsAccount,
         tags: dict[str, str],
         extra_gpu_labels: dict[str, dict[str, str]],
+        *,
+        logging: Logging | None = None,
     ) -> ClusterArgs:
         """This component's slice of the stack config and the network it runs in."""
         return cls(
@@ -144,6 +150,7 @@ class ClusterArgs:
             public_subnet_ids=network.public_subnet_ids,
             tags=tags,
             extra_gpu_labels=extra_gpu_labels,
+            control_plane_log_group=logging.control_plane_log_group if logging else None,
         )
 
 
@@ -209,9 +216,18 @@ class Cluster(pulumi.ComponentResource):
             )
             for index, arn in enumerate(config.admin_role_arns)
         }
+        # The control plane waits for its log group twice over: `depends_on` on the component
+        # (the engine hands it to pulumi-eks's Construct), and the name input, which carries
+        # the group as a dependency into the aws.eks.Cluster pulumi-eks creates from `args.name`
+        # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/cluster/cluster.ts#L687-690). Same literal
+        # value, so an existing cluster sees no diff (no replacement).
+        log_group = args.control_plane_log_group
+        cluster_name: pulumi.Input[str] = (
+            log_group.name.apply(lambda _: config.name) if log_group is not None else config.name
+        )
         cluster = eks.Cluster(
             f"{name}-eks",
-            name=config.name,
+            name=cluster_name,
             version=config.kubernetes_version,
             vpc_id=args.vpc_id,
             private_subnet_ids=args.private_subnet_ids,
@@ -241,7 +257,9 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
             tags=tags,
             cluster_tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[log_group] if log_group is not None else []
+            ),
         )
         # The literal name, carrying the control plane as a dependency for whoever uses it.
         self.name = cluster.kubeconfig_json.apply(lambda _: config.name)

@@ -190,6 +190,19 @@ def log_group(**over: Any) -> Res:
     return _r("aws:cloudwatch/logGroup:LogGroup", "lg", inputs)
 
 
+def eks_cluster(*deps: str, **over: Any) -> Res:
+    inputs = {"name": "gpu-prod", "enabledClusterLogTypes": ["api", "audit"]}
+    inputs.update(over)
+    return _r("eks:index:Cluster", "eks", inputs, *deps)
+
+
+CONTROL_PLANE_GROUP = _r(
+    "aws:cloudwatch/logGroup:LogGroup",
+    "cp",
+    {"name": "/aws/eks/gpu-prod/cluster", "kmsKeyId": "arn:aws:kms:k", "retentionInDays": 365},
+)
+
+
 def _env_pod(env: list[dict[str, Any]]) -> dict[str, Any]:
     spec = restricted_pod()
     spec["containers"][0]["env"] = env
@@ -356,6 +369,35 @@ SECURITY_CASES: list[Case] = [
         True,
     ),
     ("gpu-platform-logs-encrypted-retained", "encrypted, expiring", [log_group()], {}, False),
+    ("gpu-platform-eks-control-plane-log-group", "no group", [eks_cluster()], {}, True),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group for another cluster name",
+        [eks_cluster("cp", name="gpu-dev"), CONTROL_PLANE_GROUP],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group declared, cluster does not wait for it",
+        [eks_cluster(), CONTROL_PLANE_GROUP],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group first, cluster depends on it",
+        [CONTROL_PLANE_GROUP, eks_cluster("cp")],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "no control-plane logs",
+        [eks_cluster(enabledClusterLogTypes=[])],
+        {},
+        False,
+    ),
     (
         "gpu-platform-k8s-no-secret-values",
         "literal token in env",
