@@ -12,6 +12,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import json
+import os
 import runpy
 import sys
 import threading
@@ -502,6 +503,7 @@ def run_program(
     echo_nested: bool = False,
     stack_refs: Mapping[str, SynthResult] | None = None,
     sdk_stack_traces: bool = False,
+    deploy_env: Mapping[str, str] | None = None,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
     `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
@@ -510,6 +512,9 @@ def run_program(
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
     `StackFileError` for unreadable stack files; anything else is a bug. `stack_refs` answer
     StackReferences (referenced stack name -> that stack's synth, whose outputs they read).
+    `deploy_env`: the deploy workflow's provenance variables (plan.DEPLOYED_BY_ENV, ...) the
+    program sees; none by default, whatever this process's environment holds, so that synth
+    output (and the golden hashes) never depends on who runs it.
     """
     project, config, secret_keys = load_stack_config(stack, root)
     for key, value in (overrides or {}).items():
@@ -543,10 +548,18 @@ def run_program(
 
     if not sdk_stack_traces:
         pulumi_resource._get_stack_trace = _stack_trace
+    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+
+    saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
+    os.environ.update(deploy_env or {})
     try:
         program()
     finally:
         pulumi_resource._get_stack_trace = _SDK_STACK_TRACE
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
     from components.config.base import NAMESPACE
     from components.config.load import namespace_values, parse
 

@@ -58,3 +58,19 @@ def test_actionlint_knows_the_self_hosted_label() -> None:
     config = yaml.safe_load((PROJECT_ROOT / ".github" / "actionlint.yaml").read_text())
     assert "gpu-platform-prod" in config["self-hosted-runner"]["labels"]
     assert Path(WORKFLOWS / "deploy.yml").exists()
+
+
+def test_every_pulumi_run_records_who_deployed() -> None:
+    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+
+    seen = 0
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for name, job in _jobs(path.name).items():
+            for step in job["steps"]:
+                if not step.get("uses", "").startswith("pulumi/actions@"):
+                    continue
+                seen += 1
+                env = step.get("env", {})
+                assert env.get(DEPLOYED_BY_ENV) == "${{ github.actor }}", (path.name, name)
+                assert env.get(DEPLOY_RUN_ENV, "").endswith("/actions/runs/${{ github.run_id }}")
+    assert seen >= 4
