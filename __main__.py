@@ -50,7 +50,7 @@ platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster, "t
 for team in cfg.teams:
     args = TeamArgs.of(team, **platform, aws_account=account, observability=observability)
     component = Team(f"team-{team.name}", args)
-    volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+    volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component])
     team_resources[team.name] = [component, *volumes, *admission.guards]
     deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 teams = {name: resources[0] for name, resources in team_resources.items()}

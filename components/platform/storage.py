@@ -21,6 +21,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import StorageConfig
 from components.platform import iam
+from components.platform.fsx_team_dirs import FSX_ADMIN_NAMESPACE, fsx_admin_objects
 from components.platform.iam import AwsAccount
 from components.platform.storage_builders import (
     BUCKET_ROLES,
@@ -172,6 +173,8 @@ class Storage(pulumi.ComponentResource):
                     opts=child,
                 )
 
+        #: The namespace and root claim the team-directory Jobs need (FSx only).
+        self._fsx_admin: list[pulumi.Resource] = []
         if config.rwx.type == "efs":
             self._efs(key, region, account_id, keep)
         else:
@@ -537,6 +540,56 @@ class Storage(pulumi.ComponentResource):
                 datasets_path=rwx.fsx_datasets_path,
             )
         )
+        self._fsx_admin = self._fsx_admin_objects(release)
+
+    def _fsx_admin_objects(self, release: pulumi.Resource) -> list[pulumi.Resource]:
+        """The platform namespace of the team-directory Jobs and its claim on the Lustre root
+        (fsx_team_dirs.fsx_admin_objects), after the CSI driver."""
+        assert self._lustre is not None
+        lustre = self._lustre
+        capacity = f"{self._args.config.rwx.fsx_capacity_gib}Gi"
+        opts = pulumi.ResourceOptions(
+            parent=self, provider=self._args.k8s_provider, depends_on=[release]
+        )
+        shapes = fsx_admin_objects(LustreVolume("fs-0", "", "", ""), capacity)
+        created: list[pulumi.Resource] = []
+        for index, shape in enumerate(shapes):
+            kind = shape["kind"]
+            after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created))
+            if kind == "Namespace":
+                created.append(
+                    k8s.core.v1.Namespace(
+                        f"{self._name}-{FSX_ADMIN_NAMESPACE}", metadata=shape["metadata"], opts=opts
+                    )
+                )
+                continue
+            if kind == "NetworkPolicy":
+                created.append(
+                    k8s.networking.v1.NetworkPolicy(
+                        f"{self._name}-{FSX_ADMIN_NAMESPACE}-deny",
+                        metadata=shape["metadata"],
+                        spec=shape["spec"],
+                        opts=after,
+                    )
+                )
+                continue
+            spec = lustre.apply(
+                lambda volume, at=index: fsx_admin_objects(volume, capacity)[at]["spec"]
+            )
+            cls: Any = (
+                k8s.core.v1.PersistentVolume
+                if kind == "PersistentVolume"
+                else k8s.core.v1.PersistentVolumeClaim
+            )
+            created.append(
+                cls(
+                    f"{self._name}-{shape['metadata']['name']}-{kind.lower()}",
+                    metadata=shape["metadata"],
+                    spec=spec,
+                    opts=after,
+                )
+            )
+        return created
 
     # --- per team ---------------------------------------------------------------------------
 
@@ -558,6 +611,8 @@ class Storage(pulumi.ComponentResource):
             checkpoint_size=self._args.config.team_checkpoint_size,
             datasets=datasets,
             lustre=self._lustre,
+            dir_image=self._args.config.fsx_team_dirs_image,
+            fsx_admin=self._fsx_admin,
             opts=pulumi.ResourceOptions(
                 parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
             ),

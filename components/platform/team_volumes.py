@@ -1,22 +1,21 @@
 """Per-team volumes on the RWX file system: the checkpoint claim (and a datasets claim) in a
-team's namespace, with their PersistentVolumes on FSx (static provisioning) — the resources
-behind `Storage.team_volumes`, built from `storage_builders.team_volume_specs`."""
+team's namespace, with their PersistentVolumes on FSx (static provisioning) and, on FSx, the
+one-shot Job that creates the team's `/teams/<team>` owned by the trainer's UID first — the
+resources behind `Storage.team_volumes`, built from `storage_builders`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.platform.fsx_team_dirs import team_dir_job
 from components.platform.storage_builders import (
     LustreVolume,
     RwxType,
     team_volume_specs,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def create_team_volumes(
@@ -29,10 +28,33 @@ def create_team_volumes(
     datasets: bool,
     lustre: pulumi.Output[LustreVolume] | None,
     opts: pulumi.ResourceOptions,
+    dir_image: str = "",
+    fsx_admin: list[pulumi.Resource] | None = None,
 ) -> list[pulumi.CustomResource]:
-    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims)."""
+    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims); on
+    FSx the team-directory Job comes before the PVs (`fsx_admin`: its namespace and claim)."""
     if rwx == "fsx" and lustre is None:
         raise ValueError("FSx team volumes need the Lustre file system")
+    directory: list[pulumi.Resource] = []
+    if rwx == "fsx":
+        job = team_dir_job(team, dir_image)
+        directory.append(
+            k8s.batch.v1.Job(
+                f"{name}-{job['metadata']['name']}",
+                metadata=job["metadata"],
+                spec=job["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    opts,
+                    pulumi.ResourceOptions(
+                        depends_on=list(fsx_admin or []),
+                        # A Job's template is immutable and its name fixed: a new image is a
+                        # new Job (it re-runs, harmlessly: the script is idempotent).
+                        replace_on_changes=["spec.template"],
+                        delete_before_replace=True,
+                    ),
+                ),
+            )
+        )
     placeholder = LustreVolume("fs-0", "", "", "")
     shapes = team_volume_specs(
         team=team,
@@ -63,7 +85,10 @@ def create_team_volumes(
                 f"{name}-{object_name}-pv",
                 metadata=shape["metadata"],
                 spec=spec,
-                opts=opts,
+                # The checkpoint PV mounts /teams/<team>: Lustre refuses a missing directory.
+                opts=pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(depends_on=directory)
+                ),
             )
             volumes.append(resource)
         else:

@@ -79,8 +79,12 @@ RESTRICTED_SCHEMA: Schema = {
             "amazon-cloudwatch",
             "kyverno",
             "external-secrets",
+            # The FSx team-directory Jobs: root + CAP_CHOWN by design, PSS baseline enforced
+            # there (docs/security.md exceptions; fsx_team_dirs.team_dir_job).
+            "gpu-platform-storage",
         ],
-        "description": "Namespaces of the platform's own daemons (device plugins, exporters).",
+        "description": "Namespaces of the platform's own daemons (device plugins, exporters) "
+        "and the FSx team-directory Jobs.",
     }
 }
 

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from components.analysis import pod_security
-from components.platform import admission
+from components.platform import admission, fsx_team_dirs
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
 Case = tuple[str, str, list[Res], dict[str, Any], bool]
@@ -214,8 +214,20 @@ host_path_pod = restricted_pod(volumes=[{"name": "h", "hostPath": {"path": "/dev
 added_cap = copy.deepcopy(restricted_pod())
 added_cap["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
 
+_TEAM_DIR_POD = fsx_team_dirs.team_dir_job("a", GOOD_IMAGE)["spec"]["template"]["spec"]
+
 SECURITY_CASES: list[Case] = [
     (RESTRICTED, "the platform's restricted pod", [job(restricted_pod())], {}, False),
+    # The one root pod (FSx team directories) is exempt in its PSS-baseline platform namespace
+    # only; the same pod in a team namespace is caught.
+    (
+        RESTRICTED,
+        "FSx team-dir Job in its platform namespace",
+        [job(_TEAM_DIR_POD, namespace=fsx_team_dirs.FSX_ADMIN_NAMESPACE)],
+        {},
+        False,
+    ),
+    (RESTRICTED, "FSx team-dir Job in a team namespace", [job(_TEAM_DIR_POD)], {}, True),
     (
         RESTRICTED,
         "root (runAsNonRoot false)",
