@@ -573,9 +573,11 @@ class Storage(pulumi.ComponentResource):
                     )
                 )
                 continue
-            spec = lustre.apply(
-                lambda volume, at=index: fsx_admin_objects(volume, capacity)[at]["spec"]
-            )
+
+            def spec_of(volume: LustreVolume, at: int = index) -> Any:
+                return fsx_admin_objects(volume, capacity)[at]["spec"]
+
+            spec = lustre.apply(spec_of)
             cls: Any = (
                 k8s.core.v1.PersistentVolume
                 if kind == "PersistentVolume"
