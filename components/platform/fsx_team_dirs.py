@@ -23,6 +23,8 @@ FSX_ROOT_CLAIM: Final = "fsx-root"
 TEAM_DIR_MODE: Final = "0770"
 #: What the directory Job may take (mkdir + chown on one inode); `up` waits for it.
 TEAM_DIR_JOB_DEADLINE_S: Final = 300
+#: customTimeouts of the Job's create/update await: past the Job's own deadline.
+TEAM_DIR_JOB_TIMEOUT: Final = "6m"
 
 
 def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any]]:
@@ -139,14 +141,11 @@ def team_dir_job(team: str, image: str) -> dict[str, Any]:
             "name": f"fsx-team-dir-{team}",
             "namespace": FSX_ADMIN_NAMESPACE,
             "labels": labels,
-            # Awaited (pulumi-kubernetes waits for Complete, fails on Failed): the team's PV
-            # is created only once its directory exists, and a file system the nodes cannot
-            # reach fails `up` here instead of leaving training pods in ContainerCreating.
-            "annotations": {
-                "pulumi.com/timeoutSeconds": str(TEAM_DIR_JOB_DEADLINE_S + 60),
-                # checkov reads skips on the workload's own metadata.
-                **pod_security.checkov_skips(TEAM_DIR_CHECKOV_SKIPS),
-            },
+            # Awaited (pulumi-kubernetes waits for Complete, fails on Failed; the bound is the
+            # Job's customTimeouts, TEAM_DIR_JOB_TIMEOUT): the team's PV is created only once its
+            # directory exists, and a file system the nodes cannot reach fails `up` here instead
+            # of leaving training pods in ContainerCreating. checkov reads skips here.
+            "annotations": pod_security.checkov_skips(TEAM_DIR_CHECKOV_SKIPS),
         },
         "spec": {
             "backoffLimit": 3,

@@ -21,7 +21,6 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import StorageConfig
 from components.platform import iam
-from components.platform.fsx_team_dirs import FSX_ADMIN_NAMESPACE, fsx_admin_objects
 from components.platform.iam import AwsAccount
 from components.platform.storage_builders import (
     BUCKET_ROLES,
@@ -50,7 +49,7 @@ from components.platform.storage_builders import (
     log_bucket_policy,
     log_lifecycle_rules,
 )
-from components.platform.team_volumes import create_team_volumes
+from components.platform.team_volumes import create_fsx_admin, create_team_volumes
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -540,58 +539,15 @@ class Storage(pulumi.ComponentResource):
                 datasets_path=rwx.fsx_datasets_path,
             )
         )
-        self._fsx_admin = self._fsx_admin_objects(release)
-
-    def _fsx_admin_objects(self, release: pulumi.Resource) -> list[pulumi.Resource]:
-        """The platform namespace of the team-directory Jobs and its claim on the Lustre root
-        (fsx_team_dirs.fsx_admin_objects), after the CSI driver."""
-        assert self._lustre is not None
-        lustre = self._lustre
-        capacity = f"{self._args.config.rwx.fsx_capacity_gib}Gi"
-        opts = pulumi.ResourceOptions(
-            parent=self, provider=self._args.k8s_provider, depends_on=[release]
+        # The platform namespace and root claim of the team-directory Jobs, after the driver.
+        self._fsx_admin = create_fsx_admin(
+            name,
+            self._lustre,
+            capacity=f"{rwx.fsx_capacity_gib}Gi",
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[release]
+            ),
         )
-        shapes = fsx_admin_objects(LustreVolume("fs-0", "", "", ""), capacity)
-        created: list[pulumi.Resource] = []
-        for index, shape in enumerate(shapes):
-            kind = shape["kind"]
-            after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created))
-            if kind == "Namespace":
-                created.append(
-                    k8s.core.v1.Namespace(
-                        f"{self._name}-{FSX_ADMIN_NAMESPACE}", metadata=shape["metadata"], opts=opts
-                    )
-                )
-                continue
-            if kind == "NetworkPolicy":
-                created.append(
-                    k8s.networking.v1.NetworkPolicy(
-                        f"{self._name}-{FSX_ADMIN_NAMESPACE}-deny",
-                        metadata=shape["metadata"],
-                        spec=shape["spec"],
-                        opts=after,
-                    )
-                )
-                continue
-
-            def spec_of(volume: LustreVolume, at: int = index) -> Any:
-                return fsx_admin_objects(volume, capacity)[at]["spec"]
-
-            spec = lustre.apply(spec_of)
-            cls: Any = (
-                k8s.core.v1.PersistentVolume
-                if kind == "PersistentVolume"
-                else k8s.core.v1.PersistentVolumeClaim
-            )
-            created.append(
-                cls(
-                    f"{self._name}-{shape['metadata']['name']}-{kind.lower()}",
-                    metadata=shape["metadata"],
-                    spec=spec,
-                    opts=after,
-                )
-            )
-        return created
 
     # --- per team ---------------------------------------------------------------------------
 

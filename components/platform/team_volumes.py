@@ -10,7 +10,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.platform.fsx_team_dirs import team_dir_job
+from components.platform.fsx_team_dirs import (
+    FSX_ADMIN_NAMESPACE,
+    TEAM_DIR_JOB_TIMEOUT,
+    fsx_admin_objects,
+    team_dir_job,
+)
 from components.platform.storage_builders import (
     LustreVolume,
     RwxType,
@@ -51,6 +56,9 @@ def create_team_volumes(
                         # new Job (it re-runs, harmlessly: the script is idempotent).
                         replace_on_changes=["spec.template"],
                         delete_before_replace=True,
+                        custom_timeouts=pulumi.CustomTimeouts(
+                            create=TEAM_DIR_JOB_TIMEOUT, update=TEAM_DIR_JOB_TIMEOUT
+                        ),
                     ),
                 ),
             )
@@ -97,6 +105,52 @@ def create_team_volumes(
                 metadata=shape["metadata"],
                 spec=spec,
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=volumes)),
+            )
+        created.append(resource)
+    return created
+
+
+def create_fsx_admin(
+    name: str,
+    lustre: pulumi.Output[LustreVolume],
+    *,
+    capacity: str,
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The platform namespace of the team-directory Jobs, its default-deny policy and its claim
+    on the Lustre root (`fsx_team_dirs.fsx_admin_objects`), each after the ones before."""
+    shapes = fsx_admin_objects(LustreVolume("fs-0", "", "", ""), capacity)
+    created: list[pulumi.Resource] = []
+    for index, shape in enumerate(shapes):
+        kind = shape["kind"]
+        after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created))
+        resource: pulumi.Resource
+        if kind == "Namespace":
+            resource = k8s.core.v1.Namespace(
+                f"{name}-{FSX_ADMIN_NAMESPACE}", metadata=shape["metadata"], opts=opts
+            )
+        elif kind == "NetworkPolicy":
+            resource = k8s.networking.v1.NetworkPolicy(
+                f"{name}-{FSX_ADMIN_NAMESPACE}-deny",
+                metadata=shape["metadata"],
+                spec=shape["spec"],
+                opts=after,
+            )
+        else:
+
+            def spec_of(volume: LustreVolume, at: int = index) -> Any:
+                return fsx_admin_objects(volume, capacity)[at]["spec"]
+
+            cls: Any = (
+                k8s.core.v1.PersistentVolume
+                if kind == "PersistentVolume"
+                else k8s.core.v1.PersistentVolumeClaim
+            )
+            resource = cls(
+                f"{name}-{shape['metadata']['name']}-{kind.lower()}",
+                metadata=shape["metadata"],
+                spec=lustre.apply(spec_of),
+                opts=after,
             )
         created.append(resource)
     return created

@@ -48,12 +48,11 @@ def test_the_job_is_root_with_chown_only_and_nothing_else() -> None:
     job = sb.team_dir_job("nlp", IMAGE)
     assert job["metadata"]["namespace"] == sb.FSX_ADMIN_NAMESPACE
     assert job["metadata"]["name"] == "fsx-team-dir-nlp"
-    # Awaited (no skipAwait) with a bound, and it never retries forever.
+    # Awaited (no skipAwait; the bound is the resource's customTimeouts, checked below under
+    # mocks), past the Job's own deadline; it never retries forever.
     assert "pulumi.com/skipAwait" not in job["metadata"]["annotations"]
-    assert (
-        int(job["metadata"]["annotations"]["pulumi.com/timeoutSeconds"])
-        > (job["spec"]["activeDeadlineSeconds"])
-    )
+    assert job["spec"]["activeDeadlineSeconds"] < int(sb.TEAM_DIR_JOB_TIMEOUT[:-1]) * 60
+    assert job["spec"]["backoffLimit"] == 3
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     context = container["securityContext"]
@@ -131,6 +130,7 @@ def test_prod_creates_each_team_dir_before_its_volume(prod: SynthResult) -> None
         job = jobs[f"fsx-team-dir-{team}"]
         assert {root_claim.urn, namespace.urn} <= set(job.dependencies)
         assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
+        assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
         image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
         assert "@sha256:" in image
         (pv,) = [
