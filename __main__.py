@@ -35,8 +35,9 @@ account = AwsAccount.lookup()
 # Platform layer.
 network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
-cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels))
-Logging("logging", LoggingArgs.of(cfg, cluster, account, tags))
+logs = Logging("logging", LoggingArgs.of(cfg, account, tags))  # log groups before the cluster
+cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels, logging=logs))
+logs.install(cluster)
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
@@ -49,7 +50,7 @@ platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster, "t
 for team in cfg.teams:
     args = TeamArgs.of(team, **platform, aws_account=account, observability=observability)
     component = Team(f"team-{team.name}", args)
-    volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component.namespace])
+    volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component])
     team_resources[team.name] = [component, *volumes, *admission.guards]
     deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 teams = {name: resources[0] for name, resources in team_resources.items()}

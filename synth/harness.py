@@ -9,17 +9,15 @@ always gives the same output. Facts and pitfalls: ../shared/design/OFFLINE.md.
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
 import json
+import os
 import runpy
 import sys
 import threading
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pulumi
@@ -27,8 +25,10 @@ import yaml
 from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import resource as pulumi_resource
-from pulumi.runtime.proto import resource_pb2, source_pb2
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
+
+from synth.sdk_fast import SDK_STACK_TRACE, InlineExecutor, stack_trace
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 ACCOUNT_ID = "123456789012"
@@ -440,86 +440,6 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
         return resource_pb2.RegisterResourceResponse(urn=urn, id=id_ or "", object=outputs)
 
 
-class _InlineExecutor(concurrent.futures.ThreadPoolExecutor):
-    """Runs each submitted call at once, on the caller's thread.
-
-    The SDK hands every monitor call to the loop's thread pool, because against a real engine
-    it is a blocking gRPC request. The mock monitor answers in-process without blocking, so the
-    pool only adds thread hand-offs (a tenth of a synth on two cores); the program and the
-    SDK's own code paths are unchanged.
-    """
-
-    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
-        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001 - handed to the awaiting coroutine
-            future.set_exception(exc)
-        return future
-
-
-#: The SDK's own stack-trace capture, restored after each run (see `_stack_trace`).
-_SDK_STACK_TRACE = pulumi_resource._get_stack_trace
-#: Source-position URI of each file name (None: not expressible, as the SDK decides).
-_URIS: dict[str, str | None] = {}
-#: Stack traces by the (file, line) of each frame they are built from.
-_TRACES: dict[tuple[tuple[str, int | None], ...], source_pb2.StackTrace] = {}
-
-
-def _uri(filename: str) -> str | None:
-    if filename not in _URIS:
-        position = pulumi_resource._get_source_position_for_frame(
-            traceback.FrameSummary(filename, 1, "", lookup_line=False)
-        )
-        _URIS[filename] = position.uri if position is not None else None
-    return _URIS[filename]
-
-
-def _stack_trace() -> source_pb2.StackTrace:
-    """The message `pulumi.runtime.resource._get_stack_trace` returns, at a tenth of its cost.
-
-    The SDK attaches the program's call stack to every registration request (the engine shows
-    it in diagnostics); no setting turns that off. It extracts the whole stack with
-    `traceback.extract_stack`, which also stats every source file and reads its lines through
-    `linecache`, turns each frame's file name into a URI through `pathlib`, and builds a
-    protobuf message per frame: 7 % of a 100-team synth. The same frames are selected here
-    (those outside the third `__init__` counted from the innermost frame — Resource, Custom- or
-    ComponentResource, the concrete class: the program's code above the constructor), with the
-    same file names and line numbers through the SDK's own URI function, and the message is
-    built once per distinct stack: every team's resources repeat the same call sites.
-    tests/test_synth_fleet.py checks that every request carries the same trace either way.
-    """
-    if getattr(sys, "tracebacklimit", None) is not None:
-        return _SDK_STACK_TRACE()  # a limit changes which frames extract_stack sees
-    frame: FrameType | None = sys._getframe(1)
-    inits = 0
-    while frame is not None:
-        if frame.f_code.co_name == "__init__":
-            inits += 1
-            if inits == 3:
-                break
-        frame = frame.f_back
-    caller = frame.f_back if frame is not None else None
-    if caller is None:
-        return source_pb2.StackTrace()
-    key = []
-    while caller is not None:
-        key.append((caller.f_code.co_filename, caller.f_lineno))
-        caller = caller.f_back
-    frozen = tuple(key)
-    cached = _TRACES.get(frozen)
-    if cached is None:
-        frames = []
-        for filename, line in frozen:
-            uri = _uri(filename) if filename and line is not None else None
-            position = None if uri is None else source_pb2.SourcePosition(uri=uri, line=line)
-            frames.append(source_pb2.StackFrame(pc=position))
-        cached = _TRACES[frozen] = source_pb2.StackTrace(frames=frames)
-    trace = source_pb2.StackTrace()
-    trace.CopyFrom(cached)  # the caller gets its own message, as from the SDK
-    return trace
-
-
 # --- running ------------------------------------------------------------------------------------
 
 
@@ -531,14 +451,18 @@ def run_program(
     echo_nested: bool = False,
     stack_refs: Mapping[str, SynthResult] | None = None,
     sdk_stack_traces: bool = False,
+    deploy_env: Mapping[str, str] | None = None,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
     `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
-    SDK capture each registration's stack trace itself instead of `_stack_trace` (same result).
+    SDK capture each registration's stack trace instead of synth.sdk_fast (same result).
 
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
     `StackFileError` for unreadable stack files; anything else is a bug. `stack_refs` answer
     StackReferences (referenced stack name -> that stack's synth, whose outputs they read).
+    `deploy_env`: the deploy workflow's provenance variables (plan.DEPLOYED_BY_ENV, ...) the
+    program sees; none by default, whatever this process's environment holds, so that synth
+    output (and the golden hashes) never depends on who runs it.
     """
     project, config, secret_keys = load_stack_config(stack, root)
     for key, value in (overrides or {}).items():
@@ -555,7 +479,7 @@ def run_program(
     pulumi.runtime.settings.ROOT.set(None)
     pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
     _ensure_event_loop().set_default_executor(  # type: ignore[no-untyped-call]
-        _InlineExecutor(max_workers=1)
+        InlineExecutor(max_workers=1)
     )
     pulumi.runtime.set_all_config(config, secret_keys)
     if str(root) not in sys.path:
@@ -571,11 +495,19 @@ def run_program(
         _sync_await(_resolve_exports(exports, secrets))
 
     if not sdk_stack_traces:
-        pulumi_resource._get_stack_trace = _stack_trace
+        pulumi_resource._get_stack_trace = stack_trace
+    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+
+    saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
+    os.environ.update(deploy_env or {})
     try:
         program()
     finally:
-        pulumi_resource._get_stack_trace = _SDK_STACK_TRACE
+        pulumi_resource._get_stack_trace = SDK_STACK_TRACE
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
     from components.config.base import NAMESPACE
     from components.config.load import namespace_values, parse
 

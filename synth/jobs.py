@@ -28,10 +28,12 @@ def run_job_stack(
     overrides: Mapping[str, Any] | None = None,
     platform: SynthResult | None = None,
     root: Path = JOBS_ROOT,
+    deploy_env: Mapping[str, str] | None = None,
 ) -> SynthResult:
     """Synthesize job stack `stack`. `overrides` replace whole `gpu-platform-jobs:` keys (a bare
     key is put in that namespace); `platform` replaces the platform synth (tests pass
-    their session's platform synth). Raises like `run_program`."""
+    their session's platform synth); `deploy_env` as in `run_program`. Raises like
+    `run_program`."""
     full = {(k if ":" in k else f"{JOBS_NAMESPACE}:{k}"): v for k, v in (overrides or {}).items()}
     _, config, _ = load_stack_config(stack, root)
     for key, value in full.items():
@@ -43,7 +45,11 @@ def run_job_stack(
     if platform is None:
         platform = run_program(jobs.platform_env)
     result = run_program(
-        stack, root=root, overrides=full, stack_refs={jobs.platform_stack: platform}
+        stack,
+        root=root,
+        overrides=full,
+        stack_refs={jobs.platform_stack: platform},
+        deploy_env=deploy_env,
     )
     result.platform = platform
     return result

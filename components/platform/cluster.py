@@ -25,6 +25,7 @@ from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig
+    from components.platform.logging import Logging
     from components.platform.network import Network
 
 
@@ -159,6 +160,9 @@ class ClusterArgs:
     placement_zone_index: int = 0
     #: GPU node groups whose launch templates put their nodes into the group.
     placement_node_groups: frozenset[str] = frozenset()
+    #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
+    #: into an encrypted, expiring group instead of creating its own.
+    control_plane_log_group: aws.cloudwatch.LogGroup | None = None
 
     @classmethod
     def of(
@@ -168,6 +172,8 @@ class ClusterArgs:
         aws_account: AwsAccount,
         tags: dict[str, str],
         extra_gpu_labels: dict[str, dict[str, str]],
+        *,
+        logging: Logging | None = None,
     ) -> ClusterArgs:
         """This component's slice of the stack config and the network it runs in."""
         return cls(
@@ -186,6 +192,7 @@ class ClusterArgs:
             placement_node_groups=frozenset(
                 g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
             ),
+            control_plane_log_group=logging.control_plane_log_group if logging else None,
         )
 
 
@@ -261,9 +268,18 @@ class Cluster(pulumi.ComponentResource):
             )
             for index, arn in enumerate(config.admin_role_arns)
         }
+        # The control plane waits for its log group twice over: `depends_on` on the component
+        # (the engine hands it to pulumi-eks's Construct), and the name input, which carries
+        # the group as a dependency into the aws.eks.Cluster pulumi-eks creates from `args.name`
+        # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/cluster/cluster.ts#L687-690). Same literal
+        # value, so an existing cluster sees no diff (no replacement).
+        log_group = args.control_plane_log_group
+        cluster_name: pulumi.Input[str] = (
+            log_group.name.apply(lambda _: config.name) if log_group is not None else config.name
+        )
         cluster = eks.Cluster(
             f"{name}-eks",
-            name=config.name,
+            name=cluster_name,
             version=config.kubernetes_version,
             vpc_id=args.vpc_id,
             private_subnet_ids=args.private_subnet_ids,
@@ -293,7 +309,9 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
             tags=tags,
             cluster_tags=tags,
-            opts=child,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[log_group] if log_group is not None else []
+            ),
         )
         # The literal name, carrying the control plane as a dependency for whoever uses it.
         self.name = cluster.kubeconfig_json.apply(lambda _: config.name)

@@ -5,6 +5,15 @@ catch NCCL watchdog timeouts / communicator aborts and GPU XID errors; saved Log
 queries give each team its namespace's logs and the platform who-submitted-which-job from the
 EKS audit log (control-plane log types are the cluster's `logTypes`; prod enables `audit`).
 
+Two phases, because the control plane must find its log group: `Logging(...)` (before the
+cluster) creates the key and the log groups, including `/aws/eks/<cluster>/cluster` whenever
+the cluster sends control-plane logs; `install(cluster)` (after it) adds the add-on, alarms
+and queries. EKS creates `/aws/eks/<cluster>/cluster` itself on first delivery, with no KMS key
+and no expiry, unless it exists: the established fix is to create it first with the cluster's
+name and make the cluster depend on it (terraform-aws-modules/terraform-aws-eks@v21.19.0:
+main.tf#L230-245 `aws_cloudwatch_log_group.this` named `/aws/eks/${var.name}/cluster`, and
+`depends_on = [..., aws_cloudwatch_log_group.this]` on `aws_eks_cluster.this`, #L199-205).
+
 Facts (aws-observability/helm-charts@amazon-cloudwatch-observability-4.10.0:charts/
 amazon-cloudwatch-observability/values.yaml, vendored in schemas/charts/): Fluent Bit
 writes `/aws/containerinsights/<cluster>/{application,dataplane,host}` with
@@ -130,33 +139,35 @@ class LoggingArgs:
 
     config: LoggingConfig
     cluster_name: str
-    #: The cluster's output name: the add-on waits for the control plane.
-    cluster_output: pulumi.Input[str]
     account: AwsAccount
     teams: list[TeamConfig]
-    #: The cluster sends control-plane logs (the audit query needs `audit` among them).
+    #: The cluster sends control-plane logs at all (`cluster.logTypes` non-empty).
     control_plane_logs: bool
+    #: ... and the audit log among them (the submissions query reads it).
+    audit_logs: bool
     tags: dict[str, str]
 
     @classmethod
-    def of(
-        cls, cfg: StackConfig, cluster: Cluster, account: AwsAccount, tags: dict[str, str]
-    ) -> LoggingArgs:
+    def of(cls, cfg: StackConfig, account: AwsAccount, tags: dict[str, str]) -> LoggingArgs:
         return cls(
             config=cfg.security.logging,
             cluster_name=cfg.cluster.name,
-            cluster_output=cluster.name,
             account=account,
             teams=list(cfg.teams),
-            control_plane_logs="audit" in cfg.cluster.log_types,
+            control_plane_logs=bool(cfg.cluster.log_types),
+            audit_logs="audit" in cfg.cluster.log_types,
             tags=tags,
         )
 
 
 class Logging(pulumi.ComponentResource):
-    """KMS-encrypted log groups, the CloudWatch Observability add-on, log alarms, queries."""
+    """KMS-encrypted log groups (before the cluster), then the CloudWatch Observability add-on,
+    log alarms and queries (`install`, after it)."""
 
     log_groups: dict[str, aws.cloudwatch.LogGroup]
+    #: `/aws/eks/<cluster>/cluster`, when the cluster sends control-plane logs: the cluster
+    #: depends on it (ClusterArgs.control_plane_log_group).
+    control_plane_log_group: aws.cloudwatch.LogGroup | None
 
     def __init__(
         self, name: str, args: LoggingArgs, opts: pulumi.ResourceOptions | None = None
@@ -164,9 +175,13 @@ class Logging(pulumi.ComponentResource):
         super().__init__("gpu-platform:security:Logging", name, None, opts)
         config = args.config
         child = pulumi.ResourceOptions(parent=self)
+        self._name = name
+        self._args = args
         self.log_groups = {}
-        if not config.enabled:
-            self.register_outputs({})
+        self.control_plane_log_group = None
+        # The key also encrypts the control-plane group, which exists whenever the cluster sends
+        # control-plane logs, even with the add-on pipeline (`enabled`) off.
+        if not (config.enabled or args.control_plane_logs):
             return
         key = aws.kms.Key(
             f"{name}-key",
@@ -176,6 +191,19 @@ class Logging(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
+        if args.control_plane_logs:
+            # The key policy's `aws:logs:arn` context covers every group of the account and
+            # region, this one included (CreateLogGroup with kmsKeyId checks it at creation).
+            self.control_plane_log_group = aws.cloudwatch.LogGroup(
+                f"{name}-control-plane",
+                name=control_plane_log_group(args.cluster_name),
+                kms_key_id=key.arn,
+                retention_in_days=config.retention_days,
+                tags=args.tags,
+                opts=child,
+            )
+        if not config.enabled:
+            return
         for group in LOG_GROUPS:
             self.log_groups[group] = aws.cloudwatch.LogGroup(
                 f"{name}-{group}",
@@ -185,6 +213,14 @@ class Logging(pulumi.ComponentResource):
                 tags=args.tags,
                 opts=child,
             )
+
+    def install(self, cluster: Cluster) -> None:
+        """The add-on (it needs the control plane), log alarms and saved queries."""
+        name, args, config = self._name, self._args, self._args.config
+        child = pulumi.ResourceOptions(parent=self)
+        if not config.enabled:
+            self.register_outputs({})
+            return
         role = aws.iam.Role(
             f"{name}-agent",
             assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account.account_id)),
@@ -196,7 +232,7 @@ class Logging(pulumi.ComponentResource):
         )
         aws.eks.Addon(
             f"{name}-addon",
-            cluster_name=args.cluster_output,
+            cluster_name=cluster.name,
             addon_name=ADDON,
             addon_version=ADDON_VERSION,
             configuration_values=json.dumps(addon_configuration()),
@@ -217,11 +253,11 @@ class Logging(pulumi.ComponentResource):
                 query_string=team_query(team),
                 opts=child,
             )
-        if args.control_plane_logs:
+        if args.audit_logs and self.control_plane_log_group is not None:
             aws.cloudwatch.QueryDefinition(
                 f"{name}-query-submissions",
                 name=f"{args.cluster_name}/training-submissions",
-                log_group_names=[control_plane_log_group(args.cluster_name)],
+                log_group_names=[self.control_plane_log_group.name],
                 query_string=SUBMISSIONS_QUERY,
                 opts=child,
             )

@@ -49,7 +49,7 @@ from components.platform.storage_builders import (
     log_bucket_policy,
     log_lifecycle_rules,
 )
-from components.platform.team_volumes import create_team_volumes
+from components.platform.team_volumes import create_fsx_admin, create_team_volumes
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -172,6 +172,8 @@ class Storage(pulumi.ComponentResource):
                     opts=child,
                 )
 
+        #: The namespace and root claim the team-directory Jobs need (FSx only).
+        self._fsx_admin: list[pulumi.Resource] = []
         if config.rwx.type == "efs":
             self._efs(key, region, account_id, keep)
         else:
@@ -537,6 +539,15 @@ class Storage(pulumi.ComponentResource):
                 datasets_path=rwx.fsx_datasets_path,
             )
         )
+        # The platform namespace and root claim of the team-directory Jobs, after the driver.
+        self._fsx_admin = create_fsx_admin(
+            name,
+            self._lustre,
+            capacity=f"{rwx.fsx_capacity_gib}Gi",
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=args.k8s_provider, depends_on=[release]
+            ),
+        )
 
     # --- per team ---------------------------------------------------------------------------
 
@@ -558,6 +569,8 @@ class Storage(pulumi.ComponentResource):
             checkpoint_size=self._args.config.team_checkpoint_size,
             datasets=datasets,
             lustre=self._lustre,
+            dir_image=self._args.config.fsx_team_dirs_image,
+            fsx_admin=self._fsx_admin,
             opts=pulumi.ResourceOptions(
                 parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
             ),

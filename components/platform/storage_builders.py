@@ -38,6 +38,19 @@ FSX_S3_SERVICE_ROLE: Final = (
 
 RwxType = Literal["efs", "fsx"]
 
+#: FSx for Lustre team directories. A new file system's root belongs to root (only root may
+#: create in it), and neither Kubernetes nor the CSI driver can hand a directory to the trainer:
+#: the driver's CSIDriver keeps the chart's `fsGroupPolicy: ReadWriteOnceWithFSType`
+#: (kubernetes-sigs/aws-fsx-csi-driver@helm-chart-aws-fsx-csi-driver-1.17.0:charts/
+#: aws-fsx-csi-driver/values.yaml#L10-11), so the kubelet applies no fsGroup to these RWX volumes
+#: without fsType, and `File` would chown recursively on mounts from many nodes at once (the
+#: chart's CHANGELOG warns of deadlocks); the driver has no dynamic directory provisioning (a
+#: PVC is a whole new file system) and NodePublishVolume only mounts `<dnsname>@tcp:/<mountname>`
+#: (driver v1.9.0: pkg/driver/node.go#L107-119). So a platform Job creates `/teams/<team>` owned
+#: by the trainer's UID/GID, mode 0770, once per team, and the team's PV mounts that
+#: subdirectory (Lustre mounts a subdirectory by path, as the datasets PV already does).
+FSX_TEAMS_DIR: Final = "/teams"
+
 
 # --- names and documents --------------------------------------------------------------------
 
@@ -358,6 +371,11 @@ class LustreVolume:
     datasets_path: str
 
 
+def fsx_team_dir(team: str) -> str:
+    """A team's checkpoint directory inside the Lustre file system."""
+    return f"{FSX_TEAMS_DIR}/{team}"
+
+
 def team_volume_specs(
     *,
     team: str,
@@ -370,7 +388,8 @@ def team_volume_specs(
     """A team's checkpoint PVC (RWX) and, optionally, its read-mostly datasets PVC.
 
     EFS: dynamic claims on the `efs-rwx` class (an access point each). FSx: static PVs bound
-    by name — checkpoints mount the file-system root, datasets the S3-linked path read-only.
+    by name — checkpoints mount the team's `/teams/<team>` (made by `team_dir_job`; one team
+    cannot see another's checkpoints), datasets the S3-linked path read-only.
     """
     labels = {f"{catalog.LABEL_DOMAIN}/team": team}
     objects: list[dict[str, Any]] = []
@@ -390,7 +409,7 @@ def team_volume_specs(
             if lustre is None:
                 raise ValueError("FSx team volumes need the Lustre file system's identity")
             pv_name = f"{namespace}-{role}"
-            mount = lustre.mount_name
+            mount = f"{lustre.mount_name}{fsx_team_dir(team)}"
             if role == "datasets":
                 mount = f"{lustre.mount_name}{lustre.datasets_path}"
             objects.append(

@@ -1,22 +1,26 @@
 """Per-team volumes on the RWX file system: the checkpoint claim (and a datasets claim) in a
-team's namespace, with their PersistentVolumes on FSx (static provisioning) — the resources
-behind `Storage.team_volumes`, built from `storage_builders.team_volume_specs`."""
+team's namespace, with their PersistentVolumes on FSx (static provisioning) and, on FSx, the
+one-shot Job that creates the team's `/teams/<team>` owned by the trainer's UID first — the
+resources behind `Storage.team_volumes`, built from `storage_builders`."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.platform.fsx_team_dirs import (
+    FSX_ADMIN_NAMESPACE,
+    TEAM_DIR_JOB_TIMEOUT,
+    fsx_admin_objects,
+    team_dir_job,
+)
 from components.platform.storage_builders import (
     LustreVolume,
     RwxType,
     team_volume_specs,
 )
-
-if TYPE_CHECKING:
-    pass
 
 
 def create_team_volumes(
@@ -29,10 +33,36 @@ def create_team_volumes(
     datasets: bool,
     lustre: pulumi.Output[LustreVolume] | None,
     opts: pulumi.ResourceOptions,
+    dir_image: str = "",
+    fsx_admin: list[pulumi.Resource] | None = None,
 ) -> list[pulumi.CustomResource]:
-    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims)."""
+    """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims); on
+    FSx the team-directory Job comes before the PVs (`fsx_admin`: its namespace and claim)."""
     if rwx == "fsx" and lustre is None:
         raise ValueError("FSx team volumes need the Lustre file system")
+    directory: list[pulumi.Resource] = []
+    if rwx == "fsx":
+        job = team_dir_job(team, dir_image)
+        directory.append(
+            k8s.batch.v1.Job(
+                f"{name}-{job['metadata']['name']}",
+                metadata=job["metadata"],
+                spec=job["spec"],
+                opts=pulumi.ResourceOptions.merge(
+                    opts,
+                    pulumi.ResourceOptions(
+                        depends_on=list(fsx_admin or []),
+                        # A Job's template is immutable and its name fixed: a new image is a
+                        # new Job (it re-runs, harmlessly: the script is idempotent).
+                        replace_on_changes=["spec.template"],
+                        delete_before_replace=True,
+                        custom_timeouts=pulumi.CustomTimeouts(
+                            create=TEAM_DIR_JOB_TIMEOUT, update=TEAM_DIR_JOB_TIMEOUT
+                        ),
+                    ),
+                ),
+            )
+        )
     placeholder = LustreVolume("fs-0", "", "", "")
     shapes = team_volume_specs(
         team=team,
@@ -63,7 +93,10 @@ def create_team_volumes(
                 f"{name}-{object_name}-pv",
                 metadata=shape["metadata"],
                 spec=spec,
-                opts=opts,
+                # The checkpoint PV mounts /teams/<team>: Lustre refuses a missing directory.
+                opts=pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(depends_on=directory)
+                ),
             )
             volumes.append(resource)
         else:
@@ -72,6 +105,52 @@ def create_team_volumes(
                 metadata=shape["metadata"],
                 spec=spec,
                 opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=volumes)),
+            )
+        created.append(resource)
+    return created
+
+
+def create_fsx_admin(
+    name: str,
+    lustre: pulumi.Output[LustreVolume],
+    *,
+    capacity: str,
+    opts: pulumi.ResourceOptions,
+) -> list[pulumi.Resource]:
+    """The platform namespace of the team-directory Jobs, its default-deny policy and its claim
+    on the Lustre root (`fsx_team_dirs.fsx_admin_objects`), each after the ones before."""
+    shapes = fsx_admin_objects(LustreVolume("fs-0", "", "", ""), capacity)
+    created: list[pulumi.Resource] = []
+    for index, shape in enumerate(shapes):
+        kind = shape["kind"]
+        after = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=created))
+        resource: pulumi.Resource
+        if kind == "Namespace":
+            resource = k8s.core.v1.Namespace(
+                f"{name}-{FSX_ADMIN_NAMESPACE}", metadata=shape["metadata"], opts=opts
+            )
+        elif kind == "NetworkPolicy":
+            resource = k8s.networking.v1.NetworkPolicy(
+                f"{name}-{FSX_ADMIN_NAMESPACE}-deny",
+                metadata=shape["metadata"],
+                spec=shape["spec"],
+                opts=after,
+            )
+        else:
+
+            def spec_of(volume: LustreVolume, at: int = index) -> Any:
+                return fsx_admin_objects(volume, capacity)[at]["spec"]
+
+            cls: Any = (
+                k8s.core.v1.PersistentVolume
+                if kind == "PersistentVolume"
+                else k8s.core.v1.PersistentVolumeClaim
+            )
+            resource = cls(
+                f"{name}-{shape['metadata']['name']}-{kind.lower()}",
+                metadata=shape["metadata"],
+                spec=lustre.apply(spec_of),
+                opts=after,
             )
         created.append(resource)
     return created

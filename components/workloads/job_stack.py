@@ -16,6 +16,7 @@ after other objects were created.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +28,7 @@ from components.analysis.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.config import ConfigError, StackConfig
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
 from components.workloads.manifests import job_manifests
-from components.workloads.plan import plan_job
+from components.workloads.plan import deploy_provenance, plan_job
 from components.workloads.training import TrainingJob, TrainingJobArgs
 
 
@@ -80,7 +81,8 @@ class TeamJobs(pulumi.ComponentResource):
     ) -> None:
         cfg = args.config
         team = next(t for t in cfg.teams if t.name == args.jobs.team)
-        plans = [plan_job(cfg, job, args.account_id) for job in cfg.training_jobs]
+        provenance = deploy_provenance(os.environ)
+        plans = [plan_job(cfg, job, args.account_id, provenance) for job in cfg.training_jobs]
         outside = [
             f"{JOBS_NAMESPACE}:trainingJobs[{index}]: renders {problem}; only objects in "
             f"namespace {team.namespace}"

@@ -357,7 +357,14 @@ def _metadata(plan: JobPlan, name: str, *, kueue: bool) -> dict[str, Any]:
         # days and a Kueue-suspended Job never completes while it queues. `up` creates the
         # run, it does not wait for it. Custom resources (TrainJob, Volcano Job) are not
         # awaited anyway; the annotation makes that explicit for all three launchers.
-        "annotations": {SKIP_AWAIT: "true", **plan_annotations(plan), **GPU_POD_SKIPS},
+        # Who deployed it: object metadata only (an in-place update when another person runs
+        # `up`; on the pod template it would replace the running Job, see plan.provenance).
+        "annotations": {
+            SKIP_AWAIT: "true",
+            **plan_annotations(plan),
+            **plan.provenance,
+            **GPU_POD_SKIPS,
+        },
     }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -117,6 +118,31 @@ def semantic_parameters(job: TrainingJobConfig, image: str, world_size: int) -> 
     }
 
 
+#: Who ran the deploy and from which CI run: the deploy workflows set these on the `pulumi up`
+#: step from `${{ github.actor }}` and the run's URL (.github/workflows/deploy.yml,
+#: deploy-jobs.yml); a local `pulumi up` without them records `unknown`. The EKS audit log
+#: cannot answer "which person" for CI deploys: its `user.username` is the deploy role's session.
+DEPLOYED_BY_ENV: Final = "GPU_PLATFORM_DEPLOYED_BY"
+DEPLOY_RUN_ENV: Final = "GPU_PLATFORM_DEPLOY_RUN"
+UNKNOWN_DEPLOYER: Final = "unknown"
+DEPLOYED_BY_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/deployed-by"
+DEPLOY_RUN_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/deploy-run"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._@\[\]/:+=-]")
+
+
+def deploy_provenance(environ: Mapping[str, str]) -> dict[str, str]:
+    """The deploy's provenance annotations from the environment `pulumi up` runs in: a GitHub
+    login (`[bot]` suffixes kept) and an https run URL; anything else is reduced to a safe,
+    bounded string (annotation values are free text, but a log query should not meet spaces or
+    control characters). Deterministic for a given environment."""
+    who = _UNSAFE.sub("_", environ.get(DEPLOYED_BY_ENV, "").strip())[:128]
+    out = {DEPLOYED_BY_ANNOTATION: who or UNKNOWN_DEPLOYER}
+    run = environ.get(DEPLOY_RUN_ENV, "").strip()
+    if run.startswith("https://") and not _UNSAFE.search(run) and len(run) <= 256:
+        out[DEPLOY_RUN_ANNOTATION] = run
+    return out
+
+
 def config_hash(parameters: Mapping[str, Any]) -> str:
     """sha256 of the canonical JSON of `parameters` (sorted keys, no whitespace)."""
     canonical = json.dumps(parameters, sort_keys=True, separators=(",", ":"), default=str)
@@ -139,6 +165,11 @@ class JobPlan:
     config_hash: str
     gpu_model: str
     labels: dict[str, str] = field(default_factory=dict)
+    #: `deploy_provenance`: on the launcher object's metadata only, never on the pod template
+    #: (a different deployer must not change `spec.template`: that replaces the running Job).
+    provenance: Mapping[str, str] = field(
+        default_factory=lambda: {DEPLOYED_BY_ANNOTATION: UNKNOWN_DEPLOYER}
+    )
 
     @property
     def name(self) -> str:
@@ -184,8 +215,14 @@ class JobPlan:
         return self.job.scheduler == "kueue"
 
 
-def plan_job(cfg: StackConfig, job: TrainingJobConfig, account_id: str) -> JobPlan:
-    """Derive a job's plan; the config was validated, so the team and class exist."""
+def plan_job(
+    cfg: StackConfig,
+    job: TrainingJobConfig,
+    account_id: str,
+    provenance: Mapping[str, str] | None = None,
+) -> JobPlan:
+    """Derive a job's plan; the config was validated, so the team and class exist.
+    `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown)."""
     team = next(t for t in cfg.teams if t.name == job.team)
     image = job.image or cfg.training.default_image
     gpus = job.gpus_per_node or gpus_of_class(job.gpu_class) or 1
@@ -208,6 +245,7 @@ def plan_job(cfg: StackConfig, job: TrainingJobConfig, account_id: str) -> JobPl
         rendezvous_port=cfg.training.rendezvous_port,
         config_hash=config_hash(semantic_parameters(job, image, job.nodes * gpus)),
         gpu_model=job.gpu_class.rsplit("-x", 1)[0],
+        provenance=dict(provenance or deploy_provenance({})),
     )
 
 

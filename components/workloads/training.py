@@ -23,6 +23,7 @@ created suspended; Kueue unsuspends them at admission. Volcano jobs never touch 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -36,7 +37,7 @@ from components.workloads.manifests import (
     job_manifests,
     rendezvous_endpoint,
 )
-from components.workloads.plan import POD_PRIORITY_CLASS, JobPlan, plan_job
+from components.workloads.plan import POD_PRIORITY_CLASS, JobPlan, deploy_provenance, plan_job
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
@@ -201,7 +202,7 @@ class TrainingJobs(pulumi.ComponentResource):
             )
         self.jobs = {}
         for job in cfg.training_jobs:
-            plan = plan_job(cfg, job, args.account_id)
+            plan = plan_job(cfg, job, args.account_id, deploy_provenance(os.environ))
             scheduler = {
                 "native": [args.kueue_release],
                 "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],

@@ -84,6 +84,8 @@ PLATFORM_NAMESPACES = [
     "amazon-cloudwatch",
     "cert-manager",
     "gpu-validation",
+    # FSx team-directory Jobs (components/platform/fsx_team_dirs.py FSX_ADMIN_NAMESPACE).
+    "gpu-platform-storage",
 ]
 
 

@@ -22,6 +22,7 @@ from policies.rules.common import (
     Resource,
     Schema,
     as_list,
+    dependents,
     dig,
     is_map,
     resource_rule,
@@ -45,6 +46,7 @@ IMAGE_POLICY = "kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy"
 ECR_REPOSITORY = "aws:ecr/repository:Repository"
 ECR_LIFECYCLE = "aws:ecr/lifecyclePolicy:LifecyclePolicy"
 LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
+EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
 TEAM_LABEL = "gpu-platform.io/team"
 PATTERN_ANNOTATION = "gpu-platform.io/allowed-image-pattern"
 PSS_ENFORCE = "pod-security.kubernetes.io/enforce"
@@ -77,8 +79,12 @@ RESTRICTED_SCHEMA: Schema = {
             "amazon-cloudwatch",
             "kyverno",
             "external-secrets",
+            # The FSx team-directory Jobs: root + CAP_CHOWN by design, PSS baseline enforced
+            # there (docs/security.md exceptions; fsx_team_dirs.team_dir_job).
+            "gpu-platform-storage",
         ],
-        "description": "Namespaces of the platform's own daemons (device plugins, exporters).",
+        "description": "Namespaces of the platform's own daemons (device plugins, exporters) "
+        "and the FSx team-directory Jobs.",
     }
 }
 
@@ -267,6 +273,27 @@ def _check_log_group(resource: Resource, _config: Config) -> Iterator[str]:
         yield "log group never expires (retentionInDays unset)"
 
 
+def _check_control_plane_log_group(
+    resources: Sequence[PolicyResource], _config: Config
+) -> Iterator[tuple[str, str | None]]:
+    """EKS writes control-plane logs to `/aws/eks/<name>/cluster` and creates that group itself
+    (no KMS key, never expires) unless it exists first: declare it and make the cluster wait
+    for it (terraform-aws-modules/terraform-aws-eks@v21.19.0:main.tf#L199-245)."""
+    groups = {str(r.props.get("name")): r for r in resources if r.resource_type == LOG_GROUP}
+    for cluster in resources:
+        if cluster.resource_type not in EKS_CLUSTERS:
+            continue
+        if not as_list(cluster.props.get("enabledClusterLogTypes")):
+            continue
+        wanted = f"/aws/eks/{cluster.props.get('name')}/cluster"
+        group = groups.get(wanted)
+        if group is None:
+            why = "which EKS creates unencrypted and never-expiring: declare the log group"
+            yield f"control-plane logs go to {wanted}, {why}", cluster.urn
+        elif not any(c is cluster for c in dependents(resources, group, cluster.resource_type)):
+            yield f"the cluster does not depend on {wanted}: EKS may create it first", cluster.urn
+
+
 def _check_no_secret_values(resource: Resource, _config: Config) -> Iterator[str]:
     if resource.type == SECRET and (resource.props.get("data") or resource.props.get("stringData")):
         yield "a Secret with values is declared (its values land in state and manifests)"
@@ -354,6 +381,15 @@ POLICIES = [
         severity=HIGH,
         enforcement=MANDATORY,
         remediation="Set kmsKeyId and retentionInDays (security.logging.retentionDays).",
+    ),
+    stack_rule(
+        name="gpu-platform-eks-control-plane-log-group",
+        description="A cluster sending control-plane logs declares /aws/eks/<name>/cluster "
+        "(so the log-group rule covers it) and depends on it.",
+        check=_check_control_plane_log_group,
+        severity=HIGH,
+        enforcement=MANDATORY,
+        remediation="Pass the Logging component to ClusterArgs.of (logging=...).",
     ),
     resource_rule(
         name="gpu-platform-k8s-no-secret-values",

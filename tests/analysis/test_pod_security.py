@@ -9,6 +9,7 @@ import copy
 import pytest
 
 from components.analysis import pod_security
+from components.platform import fsx_team_dirs
 from policies.rules.common import Resource
 from policies.rules.kubernetes import pod_templates
 from policies.rules.security import (
@@ -40,6 +41,12 @@ def test_every_rendered_pod_is_restricted(stack: str, request: pytest.FixtureReq
     templates = _templates(result)
     assert len(templates) >= 3
     for name, template in templates:
+        if template.namespace == fsx_team_dirs.FSX_ADMIN_NAMESPACE:  # type: ignore[attr-defined]
+            # The one written-down exception (docs/security.md): the FSx team-directory Jobs,
+            # root with CAP_CHOWN in a PSS-baseline platform namespace
+            # (tests/platform/test_fsx_team_dirs.py).
+            assert "fsx-team-dir-" in name
+            continue
         assert list(restricted_problems(template, complete=True)) == [], name  # type: ignore[arg-type]
 
 

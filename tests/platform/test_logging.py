@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from components.platform import logging as platform_logging
 from components.platform.iam import AwsAccount
-from synth.harness import SynthResult
+from synth.harness import SynthResult, run_program
+from tests.conftest import stack_values
 from tests.platform.test_security_charts import chart_missing_keys
 
 GROUP = "aws:cloudwatch/logGroup:LogGroup"
@@ -119,3 +121,53 @@ def test_queries_per_team_and_for_submissions(prod: SynthResult, dev: SynthResul
     assert "user.username" in submissions["queryString"]
     # Dev's control plane sends audit logs too (its logTypes include audit).
     assert any(q.inputs["name"] == "gpu-dev/training-submissions" for q in dev.of_type(QUERY))
+
+
+def _control_plane(result: SynthResult) -> tuple[Any, Any]:
+    (cluster,) = result.of_type("eks:index:Cluster")
+    groups = [g for g in result.of_type(GROUP) if g.inputs["name"].startswith("/aws/eks/")]
+    return cluster, groups
+
+
+def test_control_plane_log_group_exists_first_encrypted_with_retention(
+    prod: SynthResult, dev: SynthResult
+) -> None:
+    for result, days in ((prod, 365), (dev, 30)):
+        cluster, groups = _control_plane(result)
+        (group,) = groups
+        # EKS's own name for the group (terraform-aws-eks main.tf: /aws/eks/${var.name}/cluster).
+        assert group.inputs["name"] == f"/aws/eks/{cluster.inputs['name']}/cluster"
+        assert group.inputs["retentionInDays"] == days
+        (key,) = [r for r in result.of_type("aws:kms/key:Key") if r.urn in group.dependencies]
+        assert key.name == "logging-key"
+        policy = json.loads(key.inputs["policy"])
+        assert any(
+            s.get("Principal") == {"Service": "logs.us-east-1.amazonaws.com"}
+            for s in policy["Statement"]
+        )
+        assert str(group.inputs["kmsKeyId"]).startswith("arn:aws:kms:us-east-1:")
+        # The same key as the add-on's groups, and the cluster waits for the group.
+        application = _groups(result)[
+            f"/aws/containerinsights/{cluster.inputs['name']}/application"
+        ]
+        assert group.inputs["kmsKeyId"] == application["kmsKeyId"]
+        assert group.urn in cluster.dependencies
+    # The submissions query reads that group.
+    (query,) = [q for q in prod.of_type(QUERY) if q.inputs["name"].endswith("submissions")]
+    assert query.inputs["logGroupNames"] == ["/aws/eks/gpu-prod/cluster"]
+
+
+def test_control_plane_log_group_follows_log_types_not_the_addon_switch() -> None:
+    cluster_cfg = {**stack_values("prod")["gpu-platform:cluster"], "logTypes": []}
+    quiet = run_program("prod", overrides={"gpu-platform:cluster": cluster_cfg})
+    cluster, groups = _control_plane(quiet)
+    assert cluster.inputs["name"] == "gpu-prod" and groups == []
+    assert not any("logGroup" in d for d in cluster.dependencies)
+
+    security = stack_values("prod")["gpu-platform:security"]
+    no_addon = {**security, "logging": {**security.get("logging", {}), "enabled": False}}
+    result = run_program("prod", overrides={"gpu-platform:security": no_addon})
+    assert not [a for a in result.of_type(ADDON) if a.inputs["addonName"] == platform_logging.ADDON]
+    cluster, (group,) = _control_plane(result)
+    assert group.urn in cluster.dependencies
+    assert str(group.inputs["kmsKeyId"]).startswith("arn:aws:kms:")

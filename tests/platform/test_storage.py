@@ -194,6 +194,9 @@ def test_fsx_team_volumes_are_static_pvs_with_distinct_handles_and_readonly_data
     assert datasets["accessModes"] == ["ReadOnlyMany"]
     assert "ro" in datasets["mountOptions"]
     assert datasets["csi"]["volumeAttributes"]["mountname"] == "abcd1234/datasets"
+    # Checkpoints: the team's own directory (made by the team-directory Job), not the root.
+    checkpoints = by_name["team-nlp-checkpoints"]["spec"]
+    assert checkpoints["csi"]["volumeAttributes"]["mountname"] == "abcd1234/teams/nlp"
     for claim in claims:
         pv = by_name[claim["spec"]["volumeName"]]
         assert pv["spec"]["claimRef"] == {

@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from components.analysis import pod_security
-from components.platform import admission
+from components.platform import admission, fsx_team_dirs
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
 Case = tuple[str, str, list[Res], dict[str, Any], bool]
@@ -190,6 +190,19 @@ def log_group(**over: Any) -> Res:
     return _r("aws:cloudwatch/logGroup:LogGroup", "lg", inputs)
 
 
+def eks_cluster(*deps: str, **over: Any) -> Res:
+    inputs = {"name": "gpu-prod", "enabledClusterLogTypes": ["api", "audit"]}
+    inputs.update(over)
+    return _r("eks:index:Cluster", "eks", inputs, *deps)
+
+
+CONTROL_PLANE_GROUP = _r(
+    "aws:cloudwatch/logGroup:LogGroup",
+    "cp",
+    {"name": "/aws/eks/gpu-prod/cluster", "kmsKeyId": "arn:aws:kms:k", "retentionInDays": 365},
+)
+
+
 def _env_pod(env: list[dict[str, Any]]) -> dict[str, Any]:
     spec = restricted_pod()
     spec["containers"][0]["env"] = env
@@ -201,8 +214,20 @@ host_path_pod = restricted_pod(volumes=[{"name": "h", "hostPath": {"path": "/dev
 added_cap = copy.deepcopy(restricted_pod())
 added_cap["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
 
+_TEAM_DIR_POD = fsx_team_dirs.team_dir_job("a", GOOD_IMAGE)["spec"]["template"]["spec"]
+
 SECURITY_CASES: list[Case] = [
     (RESTRICTED, "the platform's restricted pod", [job(restricted_pod())], {}, False),
+    # The one root pod (FSx team directories) is exempt in its PSS-baseline platform namespace
+    # only; the same pod in a team namespace is caught.
+    (
+        RESTRICTED,
+        "FSx team-dir Job in its platform namespace",
+        [job(_TEAM_DIR_POD, namespace=fsx_team_dirs.FSX_ADMIN_NAMESPACE)],
+        {},
+        False,
+    ),
+    (RESTRICTED, "FSx team-dir Job in a team namespace", [job(_TEAM_DIR_POD)], {}, True),
     (
         RESTRICTED,
         "root (runAsNonRoot false)",
@@ -356,6 +381,35 @@ SECURITY_CASES: list[Case] = [
         True,
     ),
     ("gpu-platform-logs-encrypted-retained", "encrypted, expiring", [log_group()], {}, False),
+    ("gpu-platform-eks-control-plane-log-group", "no group", [eks_cluster()], {}, True),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group for another cluster name",
+        [eks_cluster("cp", name="gpu-dev"), CONTROL_PLANE_GROUP],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group declared, cluster does not wait for it",
+        [eks_cluster(), CONTROL_PLANE_GROUP],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "group first, cluster depends on it",
+        [CONTROL_PLANE_GROUP, eks_cluster("cp")],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-eks-control-plane-log-group",
+        "no control-plane logs",
+        [eks_cluster(enabledClusterLogTypes=[])],
+        {},
+        False,
+    ),
     (
         "gpu-platform-k8s-no-secret-values",
         "literal token in env",

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components.platform import fsx_team_dirs
 from synth import checkov_input, output
 from synth.harness import SynthResult
 
@@ -72,7 +73,11 @@ def test_checkov_reports_no_failure(
     failed = [f"{c['check_id']} {c['resource']}" for c in report["results"]["failed_checks"]]
     assert not failed, failed
     for skipped in report["results"]["skipped_checks"]:
-        assert skipped["check_id"] in {"CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13"}
+        allowed = {"CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13"}
+        if skipped["resource"].startswith(f"Job.{fsx_team_dirs.FSX_ADMIN_NAMESPACE}."):
+            # The one root pod: the FSx team-directory Job (docs/security.md exceptions).
+            allowed = set(fsx_team_dirs.TEAM_DIR_CHECKOV_SKIPS)
+        assert skipped["check_id"] in allowed, skipped
         assert len(skipped["check_result"]["suppress_comment"]) > 20, skipped
 
 

@@ -87,3 +87,19 @@ def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
         job["env"]["IMAGE"].startswith(prefix)
         for prefix in cfg.security.image_admission.allowed_registries
     )
+
+
+def test_every_pulumi_run_records_who_deployed() -> None:
+    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+
+    seen = 0
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for name, job in _jobs(path.name).items():
+            for step in job["steps"]:
+                if not step.get("uses", "").startswith("pulumi/actions@"):
+                    continue
+                seen += 1
+                env = step.get("env", {})
+                assert env.get(DEPLOYED_BY_ENV) == "${{ github.actor }}", (path.name, name)
+                assert env.get(DEPLOY_RUN_ENV, "").endswith("/actions/runs/${{ github.run_id }}")
+    assert seen >= 4

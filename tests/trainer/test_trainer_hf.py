@@ -123,6 +123,8 @@ def test_ddp_with_activation_checkpointing_trains_and_reports_throughput(
     run = ddp_run
     assert run.wait() == 0, run.log_tail()
     [start] = _events(run, "start")
+    # The harness's RUN_ID/GIT_SHA reach the log stream (Logs Insights queries read them).
+    assert start["run"]["run_id"] == "test-run" and start["run"]["git_sha"] == "0" * 40
     steps = _events(run, "step")
     assert [e["step"] for e in steps] == [3, 6, 9, 12]
     assert all(e["window_steps"] == 3 for e in steps)

@@ -847,6 +847,9 @@ class Trainer:
         self.policy.last_save_time = time.monotonic()
         self.jsonl.event(
             "start",
+            # Run metadata in the log stream too: CloudWatch Logs Insights finds a run's pods
+            # by `log_processed.run.run_id` (docs/security.md "Run metadata").
+            run=asdict(self.meta),
             step=self.step,
             world=self.world,
             mode=self.args.mode,

@@ -1,0 +1,191 @@
+"""FSx for Lustre team directories: the pure builders of the platform namespace, the claim on the
+file system's root and the one-shot Job per team that creates `/teams/<team>` owned by the
+trainer's UID/GID (why: storage_builders.FSX_TEAMS_DIR; docs/storage.md). The resources are
+made by `Storage._fsx_admin_objects` and `team_volumes.create_team_volumes`."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from components import catalog
+from components.analysis import pod_security
+from components.platform.storage_builders import (
+    FSX_STORAGE_CLASS,
+    FSX_TEAMS_DIR,
+    LustreVolume,
+    fsx_team_dir,
+)
+
+#: The platform namespace of those Jobs: PSS `baseline` (root and CAP_CHOWN are allowed there,
+#: nothing privileged), no team label, so none of the team admission policies select it.
+FSX_ADMIN_NAMESPACE: Final = "gpu-platform-storage"
+FSX_ROOT_CLAIM: Final = "fsx-root"
+TEAM_DIR_MODE: Final = "0770"
+#: What the directory Job may take (mkdir + chown on one inode); `up` waits for it.
+TEAM_DIR_JOB_DEADLINE_S: Final = 300
+#: customTimeouts of the Job's create/update await: past the Job's own deadline.
+TEAM_DIR_JOB_TIMEOUT: Final = "6m"
+
+
+def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any]]:
+    """The platform namespace the directory Jobs run in and the claim on the file system's root
+    they mount (a static PV of its own: the driver keys mounts by volume id)."""
+    labels = {f"{catalog.LABEL_DOMAIN}/volume": "fsx-root"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": FSX_ADMIN_NAMESPACE,
+                "labels": {
+                    # Baseline admits the directory Job (root, CAP_CHOWN) and nothing privileged.
+                    "pod-security.kubernetes.io/enforce": "baseline",
+                    "pod-security.kubernetes.io/enforce-version": pod_security.PSS_VERSION,
+                },
+            },
+        },
+        {
+            # The Jobs talk to nobody: Lustre is mounted by the node (the CSI node plugin on
+            # the host network), not from the pod's network namespace.
+            "apiVersion": "networking.k8s.io/v1",
+            "kind": "NetworkPolicy",
+            "metadata": {"name": "default-deny", "namespace": FSX_ADMIN_NAMESPACE},
+            "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolume",
+            "metadata": {"name": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}", "labels": labels},
+            "spec": {
+                "capacity": {"storage": capacity},
+                "volumeMode": "Filesystem",
+                "accessModes": ["ReadWriteMany"],
+                "persistentVolumeReclaimPolicy": "Retain",
+                "storageClassName": FSX_STORAGE_CLASS,
+                "mountOptions": ["flock", "noatime"],
+                "csi": {
+                    "driver": "fsx.csi.aws.com",
+                    "volumeHandle": f"{lustre.file_system_id}::{FSX_ROOT_CLAIM}",
+                    "volumeAttributes": {
+                        "dnsname": lustre.dns_name,
+                        "mountname": lustre.mount_name,
+                    },
+                },
+                "claimRef": {"namespace": FSX_ADMIN_NAMESPACE, "name": FSX_ROOT_CLAIM},
+            },
+        },
+        {
+            "apiVersion": "v1",
+            "kind": "PersistentVolumeClaim",
+            "metadata": {
+                "name": FSX_ROOT_CLAIM,
+                "namespace": FSX_ADMIN_NAMESPACE,
+                "labels": labels,
+            },
+            "spec": {
+                "accessModes": ["ReadWriteMany"],
+                "resources": {"requests": {"storage": capacity}},
+                "storageClassName": FSX_STORAGE_CLASS,
+                "volumeName": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}",
+            },
+        },
+    ]
+
+
+#: checkov checks the directory Job fails by design, each with its reason (no `=` in a reason).
+TEAM_DIR_CHECKOV_SKIPS: Final = {
+    "CKV_K8S_23": "Root by design for mkdir and chown of one team directory on Lustre; "
+    "platform namespace with PSS baseline; docs/security.md exceptions",
+    "CKV_K8S_40": "Root by design for mkdir and chown of one team directory on Lustre; "
+    "docs/security.md exceptions",
+    "CKV_K8S_25": "Adds CHOWN only (after dropping ALL): handing the team directory to the "
+    "trainer UID needs it; docs/security.md exceptions",
+    "CKV_K8S_37": "Adds CHOWN only (after dropping ALL): handing the team directory to the "
+    "trainer UID needs it; docs/security.md exceptions",
+}
+
+
+def team_dir_script(team: str, owner: int = pod_security.RUN_AS_USER) -> str:
+    """Idempotent: create the directory (mode first, while root still owns it: without
+    CAP_FOWNER root may not chmod a file it does not own), then hand it to the trainer's
+    UID/GID, non-recursively (a re-run must not walk terabytes of checkpoints)."""
+    path = f"/fsx{fsx_team_dir(team)}"
+    return (
+        "set -eu\n"
+        f"mkdir -p /fsx{FSX_TEAMS_DIR}\n"
+        f'[ -d "{path}" ] || mkdir -m {TEAM_DIR_MODE} "{path}"\n'
+        f'chown {owner}:{owner} "{path}"\n'
+        f'stat -c "%n %u:%g %a" "{path}"\n'
+    )
+
+
+def team_dir_job(team: str, image: str) -> dict[str, Any]:
+    """The one-shot Job that creates `/teams/<team>` on Lustre for the trainer's UID.
+
+    The one pod of the platform that runs as root: uid 0 owns the Lustre root, so mkdir needs no
+    capability; chown needs CAP_CHOWN, the only one added (PSS baseline allows it:
+    kubernetes/pod-security-admission policy/check_capabilities_baseline.go). Root squash on
+    the file system would map uid 0 to nobody and fail the Job, and with it `up`, loudly.
+    On system nodes: no GPU is needed, and the FSx node plugin runs on every node.
+    """
+    owner = pod_security.RUN_AS_USER
+    labels = {
+        "app.kubernetes.io/name": "fsx-team-dir",
+        "app.kubernetes.io/managed-by": "pulumi",
+        f"{catalog.LABEL_DOMAIN}/for-team": team,
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": f"fsx-team-dir-{team}",
+            "namespace": FSX_ADMIN_NAMESPACE,
+            "labels": labels,
+            # Awaited (pulumi-kubernetes waits for Complete, fails on Failed; the bound is the
+            # Job's customTimeouts, TEAM_DIR_JOB_TIMEOUT): the team's PV is created only once its
+            # directory exists, and a file system the nodes cannot reach fails `up` here instead
+            # of leaving training pods in ContainerCreating. checkov reads skips here.
+            "annotations": pod_security.checkov_skips(TEAM_DIR_CHECKOV_SKIPS),
+        },
+        "spec": {
+            "backoffLimit": 3,
+            "activeDeadlineSeconds": TEAM_DIR_JOB_DEADLINE_S,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": catalog.system_node_labels(),
+                    "securityContext": {
+                        "runAsUser": 0,
+                        "runAsGroup": 0,
+                        "runAsNonRoot": False,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [
+                        {
+                            "name": "mkdir",
+                            "image": image,
+                            "imagePullPolicy": "Always",
+                            "command": ["sh", "-c", team_dir_script(team, owner)],
+                            "securityContext": {
+                                "allowPrivilegeEscalation": False,
+                                "privileged": False,
+                                "readOnlyRootFilesystem": True,
+                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+                                "seccompProfile": {"type": "RuntimeDefault"},
+                            },
+                            "resources": {
+                                "requests": {"cpu": "10m", "memory": "16Mi"},
+                                "limits": {"cpu": "100m", "memory": "64Mi"},
+                            },
+                            "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
+                        }
+                    ],
+                    "volumes": [
+                        {"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_ROOT_CLAIM}}
+                    ],
+                },
+            },
+        },
+    }

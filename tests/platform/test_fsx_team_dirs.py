@@ -1,0 +1,165 @@
+"""FSx for Lustre checkpoint directories the trainer (UID 10001, no capabilities) can write: a
+platform Job per team creates `/teams/<team>` owned by 10001 in a PSS-baseline platform
+namespace, the team's checkpoint PV mounts that directory and waits for the Job; EFS stacks
+need none of it (access points carry their own POSIX identity)."""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.analysis import pod_security
+from components.platform import fsx_team_dirs as sb
+from synth.harness import SynthResult
+from tests.conftest import stack_values
+
+JOB = "kubernetes:batch/v1:Job"
+PV = "kubernetes:core/v1:PersistentVolume"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+NAMESPACE = "kubernetes:core/v1:Namespace"
+#: PSS baseline's allowed added capabilities (kubernetes/pod-security-admission
+#: policy/check_capabilities_baseline.go, `capabilities_allowed_1_0`).
+BASELINE_CAPABILITIES = {
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+}
+IMAGE = "docker.io/library/busybox:1.37.0@sha256:" + "a" * 64
+
+
+def test_the_job_is_root_with_chown_only_and_nothing_else() -> None:
+    job = sb.team_dir_job("nlp", IMAGE)
+    assert job["metadata"]["namespace"] == sb.FSX_ADMIN_NAMESPACE
+    assert job["metadata"]["name"] == "fsx-team-dir-nlp"
+    # Awaited (no skipAwait; the bound is the resource's customTimeouts, checked below under
+    # mocks), past the Job's own deadline; it never retries forever.
+    assert "pulumi.com/skipAwait" not in job["metadata"]["annotations"]
+    assert job["spec"]["activeDeadlineSeconds"] < int(sb.TEAM_DIR_JOB_TIMEOUT[:-1]) * 60
+    assert job["spec"]["backoffLimit"] == 3
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    context = container["securityContext"]
+    assert pod["securityContext"]["runAsUser"] == 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert context["capabilities"] == {"drop": ["ALL"], "add": ["CHOWN"]}
+    assert set(context["capabilities"]["add"]) <= BASELINE_CAPABILITIES
+    assert context["privileged"] is False and context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert pod["automountServiceAccountToken"] is False
+    assert "hostPath" not in str(pod["volumes"]) and not pod.get("hostNetwork")
+    assert pod["volumes"] == [{"name": "fsx", "persistentVolumeClaim": {"claimName": "fsx-root"}}]
+    assert container["image"] == IMAGE
+    # Every checkov skip it carries is one of the documented ones, with a reason.
+    skips = {k: v for k, v in job["metadata"]["annotations"].items() if "checkov" in k}
+    assert {v.split("=")[0] for v in skips.values()} == set(sb.TEAM_DIR_CHECKOV_SKIPS)
+
+
+def test_the_script_chmods_before_chown_and_never_recurses() -> None:
+    script = sb.team_dir_script("nlp")
+    assert script.index("mkdir -m 0770") < script.index("chown")
+    assert f"chown {pod_security.RUN_AS_USER}:{pod_security.RUN_AS_USER} " in script
+    assert "-R" not in script and "/fsx/teams/nlp" in script
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("sh"), reason="needs root and sh")
+def test_the_script_runs_and_is_idempotent(tmp_path: Path) -> None:
+    root = tmp_path / "fsx"
+    root.mkdir()
+    script = sb.team_dir_script("nlp").replace("/fsx", str(root))
+    for _ in range(2):  # a re-run (new image, refresh) must succeed and change nothing
+        out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
+        team = root / "teams" / "nlp"
+        st = team.stat()
+        assert (st.st_uid, st.st_gid) == (pod_security.RUN_AS_USER, pod_security.RUN_AS_USER)
+        assert oct(st.st_mode & 0o7777) == "0o770"
+        assert out.stdout.strip().endswith("10001:10001 770")
+        # A root-owned checkpoint file inside stays as it is: no recursive chown.
+        (team / "keep").write_text("x")
+        os.chown(team / "keep", 0, 0)
+    assert (team / "keep").stat().st_uid == 0
+
+
+def test_admin_namespace_is_baseline_and_denies_all_traffic() -> None:
+    lustre = sb.LustreVolume("fs-1", "fs-1.fsx.example", "abcd1234", "/datasets")
+    objects = {o["kind"]: o for o in sb.fsx_admin_objects(lustre, "1200Gi")}
+    labels = objects["Namespace"]["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"
+    assert labels["pod-security.kubernetes.io/enforce-version"] == pod_security.PSS_VERSION
+    # No team label: the team admission policies and team rules do not select it.
+    assert not any(key.startswith("gpu-platform.io/team") for key in labels)
+    policy = objects["NetworkPolicy"]["spec"]
+    assert policy == {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}
+    pv = objects["PersistentVolume"]["spec"]
+    assert pv["csi"]["volumeAttributes"]["mountname"] == "abcd1234"
+    assert pv["claimRef"] == {"namespace": sb.FSX_ADMIN_NAMESPACE, "name": sb.FSX_ROOT_CLAIM}
+    assert pv["persistentVolumeReclaimPolicy"] == "Retain"
+
+
+def test_prod_creates_each_team_dir_before_its_volume(prod: SynthResult) -> None:
+    jobs = {
+        r.inputs["metadata"]["name"]: r
+        for r in prod.of_type(JOB)
+        if r.inputs["metadata"].get("namespace") == sb.FSX_ADMIN_NAMESPACE
+    }
+    teams = {t["name"] for t in stack_values("prod")["gpu-platform:teams"]}
+    assert set(jobs) == {f"fsx-team-dir-{team}" for team in teams}
+    (root_claim,) = [
+        r for r in prod.of_type(PVC) if r.inputs["metadata"]["name"] == sb.FSX_ROOT_CLAIM
+    ]
+    (namespace,) = [
+        r for r in prod.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == sb.FSX_ADMIN_NAMESPACE
+    ]
+    for team in teams:
+        job = jobs[f"fsx-team-dir-{team}"]
+        assert {root_claim.urn, namespace.urn} <= set(job.dependencies)
+        assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
+        assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
+        image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+        assert "@sha256:" in image
+        (pv,) = [
+            r
+            for r in prod.of_type(PV)
+            if r.inputs["metadata"]["name"].endswith(f"{team}-checkpoints")
+        ]
+        assert pv.inputs["spec"]["csi"]["volumeAttributes"]["mountname"].endswith(f"/teams/{team}")
+        assert job.urn in pv.dependencies
+
+
+def test_efs_stacks_have_no_team_dir_job(dev: SynthResult) -> None:
+    assert dev.of_type(JOB)  # the training and validation Jobs
+    assert not [
+        r
+        for r in dev.of_type(JOB)
+        if r.inputs["metadata"].get("namespace") == sb.FSX_ADMIN_NAMESPACE
+    ]
+    assert not [
+        r for r in dev.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == sb.FSX_ADMIN_NAMESPACE
+    ]
+
+
+def test_team_dirs_image_must_be_pinned_by_digest(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = copy.deepcopy(stack_values("prod"))
+    config["gpu-platform:storage"] = {
+        **config["gpu-platform:storage"],
+        "fsxTeamDirsImage": "busybox:1.37.0",
+    }
+    expect_config_error(config, "gpu-platform:storage.fsxTeamDirsImage", "@sha256")
