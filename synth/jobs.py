@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from components.analysis.platform_facts import FACTS_OUTPUT, job_stack_config
 from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
@@ -52,4 +53,7 @@ def run_job_stack(
         deploy_env=deploy_env,
     )
     result.platform = platform
+    # What jobs/__main__.py judged its jobs against: the platform's config with this stack's
+    # jobs (the report's "Will it run" reads it). The run above already passed the same call.
+    result.config = job_stack_config(platform.outputs.get(FACTS_OUTPUT), jobs)
     return result

@@ -24,6 +24,9 @@ def will_it_run(result: SynthResult) -> str:
     if result.config is None:
         return "No config captured."
     found = verdicts(result.config)
+    if result.platform is not None:
+        # A job stack: its own jobs; the platform's validation Jobs are in the platform's report.
+        found = [v for v in found if v.key.startswith("trainingJobs")]
     if not found:
         return "No workloads declared."
     startup = by_workload(result.config)

@@ -260,6 +260,13 @@ def training_verdict(
         or ", ".join(f"`{s.name}` does not fit" for s in candidates)
         or "no source"
     )
+    if resources.efa_devices and fitting:
+        placement_text += (
+            f"; EFA nodes: {resources.efa_devices} `{catalog.EFA_RESOURCE}` per pod, allocatable "
+            + ", ".join(
+                f"{max(a.efa for a in s.allocatable.values())} on `{s.name}`" for s in fitting
+            )
+        )
 
     # Scale-up and gang.
     scalable = [s for s in fitting if s.max_nodes > 0]

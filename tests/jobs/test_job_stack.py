@@ -19,6 +19,7 @@ from synth import __main__ as synth_cli
 from synth import policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from synth.jobs import JOBS_ROOT, run_job_stack
+from synth.report import report
 from tests.jobs.conftest import JOB_STACKS, job_stack_values
 
 K8S_JOB = "kubernetes:batch/v1:Job"
@@ -261,3 +262,26 @@ def test_team_jobs_refuse_manifests_outside_the_namespace() -> None:
         "Job/b in team-applied",
         "ClusterTrainingRuntime/c in no namespace (cluster-scoped)",
     ]
+
+
+def test_job_stack_report_says_whether_each_of_its_jobs_will_run(
+    job_stack: tuple[str, SynthResult],
+) -> None:
+    """The ML engineer's preview: "Will it run" for the stack's own jobs (not the platform's
+    validation Jobs), judged against the platform's config as jobs/__main__.py judges them."""
+    name, result = job_stack
+    section = report(result).split("## Will it run", 1)[1].split("\n## ", 1)[0]
+    jobs = job_stack_values(name)["trainingJobs"]
+    headings = [line for line in section.splitlines() if line.startswith("### ")]
+    assert len(headings) == len(jobs), section
+    assert all("— **runs**" in h for h in headings)
+    assert all(any(f"/{job['name']}`" in h for h in headings) for job in jobs)
+
+
+def test_pretrain_report_places_the_efa_gang_in_one_zone(pretrain_prod: SynthResult) -> None:
+    section = report(pretrain_prod).split("## Will it run", 1)[1].split("\n## ", 1)[0]
+    block = section.split("### `team-pretrain/pretrain-7b`", 1)[1].split("\n### ", 1)[0]
+    assert "32 `vpc.amazonaws.com/efa` per pod, allocatable " in block
+    assert "32 on `kp-h100-od`" in block
+    assert "one zone (required podAffinity on topology.kubernetes.io/zone" in block
+    assert "cluster placement group" in block
