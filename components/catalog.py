@@ -436,3 +436,13 @@ GPU_PEAK_BF16_TFLOPS: Final[dict[str, float]] = {
     "h200": 989.0,
     "b200": 2250.0,
 }
+
+
+def image_repository(image: str) -> str:
+    """`registry/path/name` of an image reference, tag and digest removed (a registry port
+    stays): what admission and signatures are decided by (components/analysis/images.py, the
+    policy pack, which imports nothing but this module from components)."""
+    name = image.split("@", 1)[0]
+    if ":" in name.rsplit("/", 1)[-1]:
+        name = name[: name.rindex(":")]
+    return name

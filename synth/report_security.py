@@ -8,10 +8,13 @@ from __future__ import annotations
 import base64
 import fnmatch
 import hashlib
+import json
 from typing import Any
 
+from components import catalog
 from policies.rules.common import Resource
 from policies.rules.kubernetes import WORKLOAD_TYPES, pod_templates
+from policies.rules.security import SIGNED_REPOSITORIES_ANNOTATION as SIGNED_REPOSITORIES
 from synth.harness import Registration, SynthResult
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -111,6 +114,9 @@ def _signatures(result: SynthResult) -> str:
     spec = policies[0].inputs["spec"]
     globs = [str(ref["glob"]) for ref in spec.get("matchImageReferences", []) if "glob" in ref]
     verify_digest = spec.get("validationConfigurations", {}).get("verifyDigest", True)
+    raw = (policies[0].inputs["metadata"].get("annotations") or {}).get(SIGNED_REPOSITORIES)
+    signed = set(json.loads(raw)) if isinstance(raw, str) else set()
+    deny = "Deny" in spec.get("validationActions", [])
     teams = {
         str(ns.inputs["metadata"]["name"])
         for ns in source.of_type(NAMESPACE)
@@ -131,6 +137,12 @@ def _signatures(result: SynthResult) -> str:
                 # Kyverno's globs are gobwas/glob without separators: `*` spans `/`, as here.
                 elif not any(fnmatch.fnmatchcase(image, g) for g in globs):
                     verdict = "not checked by Kyverno (outside `matchImageReferences`)"
+                elif signed and catalog.image_repository(image) not in signed:
+                    verdict = (
+                        ("**rejected**" if deny else "fails (Audit: recorded, admitted)")
+                        + ": the release identity signs only "
+                        + ", ".join(f"`{r}`" for r in sorted(signed))
+                    )
                 else:
                     verdict = "signature required; **not verifiable offline**"
                 job = f"`{template.namespace}/{name}`"
@@ -143,10 +155,11 @@ def _signatures(result: SynthResult) -> str:
         "(and, through autogen, a batch Job) only when every image it selects carries a "
         f"signature by attestor {attestors}.\n\n{table}\n\nSynth cannot see signatures: it "
         "reaches no registry, so an unsigned image passes synth and is rejected at admission "
-        "(Deny) or recorded in an admission report (Audit). Images outside "
-        "`matchImageReferences` are left to the trusted-images policy above. No signing "
-        "evidence is read from CI: the repository has no release workflow that signs images "
-        "yet (docs/security.md)."
+        "(Deny) or recorded in an admission report (Audit). What synth does see: an image "
+        "from a repository the release identity never signs (`signedRepositories`, the "
+        "repositories .github/workflows/release.yml publishes) can never pass, and under Deny "
+        "is a config error before deploy. Images outside `matchImageReferences` are left to "
+        "the trusted-images policy above (docs/security.md)."
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from components import catalog
 from components.analysis.capacity import gpu_capacity, job_instance_types
+from components.analysis.images import image_problems
 from components.analysis.quota import job_quota_problems
 from components.analysis.resources import job_resources
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
@@ -44,6 +45,9 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                     "training.requireImageDigest is on",
                 )
             )
+        else:
+            # An image the team namespace's admission policies reject is a job that cannot run.
+            problems.extend(image_problems(cfg, f"{key}.image", image))
         problems.extend(_efa_problems(cfg, key, job))
         if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
             per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0

@@ -42,6 +42,12 @@ class SignatureConfig(Model):
     )
     #: Or a cosign public key (PEM; a public key is not a secret) instead of keyless.
     public_key: str | None = None
+    #: Repositories the trusted signer publishes and signs (the release workflow's `IMAGE`,
+    #: .github/workflows/release.yml). An image in a team namespace from any other repository
+    #: of an allowed registry can never carry that signature: under Deny, synth refuses it
+    #: (policy gpu-platform-k8s-signable-images) instead of admission rejecting it after `up`.
+    #: Empty: no such check (e.g. a key several pipelines share).
+    signed_repositories: list[RegistryPrefix] = ["ghcr.io/gpu-platform/trainer"]
 
     @model_validator(mode="after")
     def _one_attestor(self) -> SignatureConfig:

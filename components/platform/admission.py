@@ -23,6 +23,7 @@ test/conformance/chainsaw/image-validating-policies/ (verifyImageSignatures usag
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,6 +44,9 @@ POLICY_NAME: Final = "gpu-platform-trusted-images"
 SIGNATURE_POLICY_NAME: Final = "gpu-platform-signed-images"
 #: The annotation carrying the policy's image pattern (read by the CrossGuard rule).
 PATTERN_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/allowed-image-pattern"
+#: On the signature policy: the repositories its attestor's signer publishes (JSON list), for
+#: the pre-deploy check policies/rules/security.py `gpu-platform-k8s-signable-images`.
+SIGNED_REPOSITORIES_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/signed-repositories"
 TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"
 VAP_API: Final = "admissionregistration.k8s.io/v1"
 KYVERNO_API: Final = "policies.kyverno.io/v1beta1"
@@ -162,7 +166,12 @@ def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) ->
     return {
         "apiVersion": KYVERNO_API,
         "kind": "ImageValidatingPolicy",
-        "metadata": {"name": SIGNATURE_POLICY_NAME},
+        "metadata": {
+            "name": SIGNATURE_POLICY_NAME,
+            "annotations": {
+                SIGNED_REPOSITORIES_ANNOTATION: json.dumps(config.signatures.signed_repositories)
+            },
+        },
         "spec": {
             "failurePolicy": "Fail",
             "validationActions": ["Deny"] if config.action == "Deny" else ["Audit"],

@@ -8,12 +8,15 @@ platform's hardening beyond it (read-only root filesystem, no service-account to
 
 from __future__ import annotations
 
+import fnmatch
+import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import PolicyResource
 
+from components import catalog
 from policies.rules.common import (
     CRITICAL,
     HIGH,
@@ -49,6 +52,7 @@ LOG_GROUP = "aws:cloudwatch/logGroup:LogGroup"
 EKS_CLUSTERS = ("eks:index:Cluster", "aws:eks/cluster:Cluster")
 TEAM_LABEL = "gpu-platform.io/team"
 PATTERN_ANNOTATION = "gpu-platform.io/allowed-image-pattern"
+SIGNED_REPOSITORIES_ANNOTATION = "gpu-platform.io/signed-repositories"
 PSS_ENFORCE = "pod-security.kubernetes.io/enforce"
 PSS_ENFORCE_VERSION = "pod-security.kubernetes.io/enforce-version"
 #: check_restrictedVolumes.go: the only inline volume sources `restricted` admits.
@@ -219,6 +223,49 @@ def _check_trusted_images(
                     )
 
 
+def _glob(pattern: str) -> re.Pattern[str]:
+    # Kyverno matches matchImageReferences globs with gobwas/glob and no separators, so `*`
+    # also matches `/` (kyverno/kyverno@v1.19.0: pkg/cel/compiler/image.go); fnmatch's `*`
+    # does the same.
+    return re.compile(fnmatch.translate(pattern))
+
+
+def _check_signable_images(
+    resources: Sequence[PolicyResource], _config: Config
+) -> Iterator[tuple[str, str | None]]:
+    teams = _team_namespace_names(resources)
+    for policy in (r for r in resources if r.resource_type == IMAGE_POLICY):
+        if "Deny" not in as_list(dig(policy.props, "spec", "validationActions")):
+            continue  # Audit: admission records it and lets the pod in
+        raw = dig(policy.props, "metadata", "annotations", SIGNED_REPOSITORIES_ANNOTATION)
+        signed = set(json.loads(raw)) if isinstance(raw, str) else set()
+        if not signed:
+            continue
+        globs = [
+            _glob(str(ref["glob"]))
+            for ref in as_list(dig(policy.props, "spec", "matchImageReferences"))
+            if is_map(ref) and "glob" in ref
+        ]
+        for r in resources:
+            if r.resource_type not in WORKLOAD_TYPES:
+                continue
+            for template in pod_templates(Resource(r.resource_type, r.name, r.urn, r.props)):
+                if template.namespace not in teams:
+                    continue
+                for container in template.containers():
+                    image = container.get("image")
+                    if not isinstance(image, str) or not any(g.match(image) for g in globs):
+                        continue
+                    if catalog.image_repository(image) not in signed:
+                        yield (
+                            f"{template.where} container {container.get('name')!r}: image "
+                            f"{image!r} needs a signature by the platform's release identity, "
+                            f"which signs only {', '.join(sorted(signed))}: admission "
+                            f"({policy.name}, Deny) would reject it",
+                            r.urn,
+                        )
+
+
 def _check_admission_enforced(
     resources: Sequence[PolicyResource], config: Config
 ) -> Iterator[tuple[str, str | None]]:
@@ -342,6 +389,16 @@ POLICIES = [
         enforcement=MANDATORY,
         remediation="Push the image to the platform ECR (or an allowed registry) and reference "
         "it by digest; list extra registries in security.imageAdmission.allowedRegistries.",
+    ),
+    stack_rule(
+        name="gpu-platform-k8s-signable-images",
+        description="Every team image the signature policy checks under Deny comes from a "
+        "repository the trusted signer publishes: any other can never carry its signature.",
+        check=_check_signable_images,
+        severity=HIGH,
+        enforcement=MANDATORY,
+        remediation="Release the image through .github/workflows/release.yml (or list the "
+        "signer's repositories in security.imageAdmission.signatures.signedRepositories).",
     ),
     stack_rule(
         name="gpu-platform-k8s-image-admission-enforced",

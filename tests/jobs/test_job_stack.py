@@ -167,6 +167,19 @@ def _with_job(stack: str, **changes: Any) -> list[dict[str, Any]]:
         # issue 15: an EFA job spread across zones, or more EFA devices than a p5 has (32).
         ("pretrain-prod", {"zones": "any"}, "trainingJobs[0].zones", "single (or leave it out)"),
         ("pretrain-prod", {"efaDevices": 33}, "trainingJobs[0].efaDevices", "at most 32"),
+        # issue 16: images prod admission (Deny) would reject, refused before deploy.
+        (
+            "research-prod",
+            {"image": "docker.io/library/python:3.11@sha256:" + "a" * 64},
+            "trainingJobs[0].image",
+            "the trusted-images admission policy denies",
+        ),
+        (
+            "research-prod",
+            {"image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1@sha256:" + "a" * 64},
+            "trainingJobs[0].image",
+            "signature by the platform's release identity",
+        ),
         ("research-dev", {"team": "applied"}, "trainingJobs[0].team", "research (a job stack"),
         # The platform stack's own smoke job holds this name in team-research.
         ("research-dev", {"name": "ddp-smoke"}, "trainingJobs[0].name", "platform stack's own"),

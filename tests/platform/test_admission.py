@@ -165,12 +165,19 @@ def _synth_with_image(
 
 
 def test_synth_flags_an_image_prod_admission_would_reject(
-    make_stack: Callable[[dict[str, Any]], Path],
+    make_stack: Callable[[dict[str, Any]], Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A job whose image admission (Deny) rejects cannot run: a config error naming the image,
+    # before anything is registered (components/analysis/images.py). The policy rule
+    # gpu-platform-k8s-trusted-images is the second line (tests/policies/security_cases.py).
     foreign = "docker.io/someone/trainer:1.0@sha256:" + "c" * 64
-    rc, mandatory, _ = _synth_with_image(make_stack, "prod", foreign)
-    assert rc == synth_cli.EXIT_POLICY
-    assert "gpu-platform-k8s-trusted-images" in mandatory
+    capsys.readouterr()
+    rc, mandatory, project = _synth_with_image(make_stack, "prod", foreign)
+    err = capsys.readouterr().err
+    assert rc == synth_cli.EXIT_CONFIG and mandatory == []
+    assert f'gpu-platform:trainingJobs[0].image: got "{foreign}"' in err
+    assert "trusted-images admission policy denies" in err
+    assert not (project / "build").exists()
 
 
 def test_dev_reports_the_same_image_without_failing(

@@ -400,6 +400,11 @@ def test_report_names_the_attestor_and_the_offline_gap_per_job(prod_jobs: SynthR
     assert "rejected: no digest (`verifyDigest`)" in tagged
     foreign = security_section(_with_image(prod_jobs, "docker.io/x/y@" + DIGEST))
     assert "not checked by Kyverno (outside `matchImageReferences`)" in foreign
+    # An allowed registry, but a repository the release identity never signs.
+    unsignable = security_section(_with_image(prod_jobs, "ghcr.io/gpu-platform/tools@" + DIGEST))
+    assert "**rejected**: the release identity signs only `ghcr.io/gpu-platform/trainer`" in (
+        unsignable
+    )
 
 
 def test_report_shows_the_configured_key(

@@ -11,6 +11,7 @@ import copy
 from typing import Any
 
 from components.analysis import pod_security
+from components.config.security import ImageAdmissionConfig
 from components.platform import admission, fsx_team_dirs
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
@@ -119,6 +120,22 @@ def signature_policy(*actions: str) -> Res:
         "signed",
         {"metadata": {"name": "signed"}, "spec": {"validationActions": list(actions)}},
     )
+
+
+def signing_policy(action: str, repositories: list[str]) -> Res:
+    """The signature policy as the platform renders it for `action`, signed by a signer that
+    publishes `repositories`."""
+    config = ImageAdmissionConfig.model_validate(
+        {"action": action, "signatures": {"signedRepositories": repositories}}
+    )
+    return _r(
+        "kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy",
+        "signed",
+        admission.signed_images_policy(config, [ECR, "ghcr.io/gpu-platform"]),
+    )
+
+
+RELEASED = f"ghcr.io/gpu-platform/trainer:0.2.0{DIGEST}"
 
 
 def runtime(**container_context: Any) -> Res:
@@ -346,6 +363,61 @@ SECURITY_CASES: list[Case] = [
         "dev audits",
         [namespace(), binding("Audit", "Warn"), signature_policy("Audit")],
         DEV,
+        False,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "ECR image the release identity never signs (prod)",
+        [
+            namespace(),
+            signing_policy("Deny", ["ghcr.io/gpu-platform/trainer"]),
+            job(restricted_pod()),
+        ],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "another repository of the allowed GHCR org (prod)",
+        [
+            namespace(),
+            signing_policy("Deny", ["ghcr.io/gpu-platform/trainer"]),
+            job(restricted_pod(image=f"ghcr.io/gpu-platform/tools:1{DIGEST}")),
+        ],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "released trainer image (prod)",
+        [
+            namespace(),
+            signing_policy("Deny", ["ghcr.io/gpu-platform/trainer"]),
+            job(restricted_pod(image=RELEASED)),
+        ],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "dev audits: admission lets it in",
+        [
+            namespace(),
+            signing_policy("Audit", ["ghcr.io/gpu-platform/trainer"]),
+            job(restricted_pod()),
+        ],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "platform namespace is not checked",
+        [
+            namespace(),
+            signing_policy("Deny", ["ghcr.io/gpu-platform/trainer"]),
+            job(restricted_pod(), namespace="gpu-platform-validation"),
+        ],
+        {},
         False,
     ),
     (

@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 import yaml
 
+from components import catalog
 from policies.rules import all_policies
 from synth import __main__ as synth_cli
 from synth import policy as runner
@@ -374,9 +375,15 @@ def _pretrain_job() -> dict[str, Any]:
         (
             "prod relaxes its own digest check and ships a job image by tag",
             # Prod's jobs live in job stacks (jobs/): put team pretrain's back on the platform.
+            # Admission's own digest rule relaxed too, or the analysis refuses the job first
+            # (components/analysis/images.py): the pack is the second line.
             lambda c: c.update(
                 {
                     "gpu-platform:training": {"requireImageDigest": False},
+                    "gpu-platform:security": {
+                        **c["gpu-platform:security"],
+                        "imageAdmission": {"requireDigest": False},
+                    },
                     "gpu-platform:trainingJobs": [
                         {**_pretrain_job(), "image": "ghcr.io/gpu-platform/trainer:0.1.0"}
                     ],
@@ -424,3 +431,38 @@ def test_synth_exits_2_on_an_invalid_pack_config(
     (root / "policies" / "config.prod.json").write_text('{"gpu-platform-nope": {}}')
     assert synth_cli.main(["--stack", "prod", "--project-dir", str(root)]) == 2
     assert "gpu-platform-nope: no such policy" in capsys.readouterr().err
+
+
+def test_image_repository_strips_tag_and_digest_but_not_a_registry_port() -> None:
+    digest = "@sha256:" + "c" * 64
+    assert catalog.image_repository(f"ghcr.io/gpu-platform/trainer:0.1.0{digest}") == (
+        "ghcr.io/gpu-platform/trainer"
+    )
+    assert (
+        catalog.image_repository(f"ghcr.io/gpu-platform/trainer{digest}")
+        == "ghcr.io/gpu-platform/trainer"
+    )
+    assert (
+        catalog.image_repository("registry.local:5000/team/img:1") == "registry.local:5000/team/img"
+    )
+    assert (
+        catalog.image_repository("registry.local:5000/team/img") == "registry.local:5000/team/img"
+    )
+
+
+def test_the_pack_imports_with_only_its_own_requirements() -> None:
+    """`pulumi preview --policy-pack policies` runs the pack in a venv from
+    policies/requirements.txt (pulumi, pulumi-policy): the rules may import components.catalog,
+    never the config model (pydantic) or a resource SDK."""
+    blocked = ["pydantic", "pulumi_aws", "pulumi_eks", "pulumi_kubernetes"]
+    code = (
+        "import sys\n"
+        f"for name in {blocked!r}: sys.modules[name] = None\n"
+        "import policies.rules\n"
+        "print(len(policies.rules.all_policies()))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert int(proc.stdout) == len(all_policies())

@@ -82,6 +82,8 @@ def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
     subject = "https://github.com/gpu-platform/gpu-platform/.github/workflows/release.yml@refs/tags/v0.2.0"
     assert re.match(signatures.keyless_subject_regexp or "", subject)
     assert not re.match(signatures.keyless_subject_regexp or "", subject.replace("release", "ci"))
+    # The repository it pushes is the one synth expects the identity to sign.
+    assert job["env"]["IMAGE"] in signatures.signed_repositories
     # The image it pushes is in a registry the admission policy allows.
     assert any(
         job["env"]["IMAGE"].startswith(prefix)
