@@ -50,28 +50,23 @@ def test_efa_pools_get_their_own_class_and_reserved_pools_keep_theirs() -> None:
 
 
 def test_node_class_spec_selects_the_group_by_id_and_one_subnet() -> None:
+    common: dict[str, Any] = {
+        "cluster_name": "gpu-x",
+        "ami_alias": "al2023@v20251023",
+        "instance_profile": "p",
+        "security_group_id": "sg-1",
+        "disk": _prod_disk(),
+        "tags": {},
+    }
     spec = kpb.ec2nodeclass_spec(
-        cluster_name="gpu-x",
-        ami_alias="al2023@v20251023",
-        instance_profile="p",
-        security_group_id="sg-1",
-        disk=_prod_disk(),
+        **common,
         instance_store_raid0=True,
-        tags={},
         placement_group_id="pg-0123abcd",
         subnet_ids=["subnet-0aa"],
     )
     assert spec["placementGroupSelector"] == {"id": "pg-0123abcd"}
     assert spec["subnetSelectorTerms"] == [{"id": "subnet-0aa"}]
-    plain = kpb.ec2nodeclass_spec(
-        cluster_name="gpu-x",
-        ami_alias="al2023@v20251023",
-        instance_profile="p",
-        security_group_id="sg-1",
-        disk=_prod_disk(),
-        instance_store_raid0=False,
-        tags={},
-    )
+    plain = kpb.ec2nodeclass_spec(**common, instance_store_raid0=False)
     assert "placementGroupSelector" not in plain
     assert plain["subnetSelectorTerms"] == [{"tags": {kpb.DISCOVERY_TAG: "gpu-x"}}]
 
