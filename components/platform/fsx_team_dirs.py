@@ -1,7 +1,11 @@
 """FSx for Lustre team directories: the pure builders of the platform namespace, the claim on the
-file system's root and the one-shot Job per team that creates `/teams/<team>` owned by the
-trainer's UID/GID (why: storage_builders.FSX_TEAMS_DIR; docs/storage.md). The resources are
-made by `Storage._fsx_admin_objects` and `team_volumes.create_team_volumes`."""
+file system's root and the one-shot Job that creates `/teams/<team>` for every team, owned by
+the trainer's UID/GID (why: storage_builders.FSX_TEAMS_DIR; docs/storage.md). The resources are
+made by `team_volumes.create_fsx_admin` and `team_volumes.create_team_dirs_job`.
+
+One Job for all teams, not one per team: a resource per team costs every synth and preview
+(synth.fleet), and the script is idempotent, so a new team re-runs it for all of them in seconds
+(a Job's template is immutable: the Job is replaced, delete first)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from components.platform.storage_builders import (
 FSX_ADMIN_NAMESPACE: Final = "gpu-platform-storage"
 FSX_ROOT_CLAIM: Final = "fsx-root"
 TEAM_DIR_MODE: Final = "0770"
+TEAM_DIRS_JOB: Final = "fsx-team-dirs"
 #: What the directory Job may take (mkdir + chown on one inode); `up` waits for it.
 TEAM_DIR_JOB_DEADLINE_S: Final = 300
 #: customTimeouts of the Job's create/update await: past the Job's own deadline.
@@ -94,33 +99,35 @@ def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any
 
 #: checkov checks the directory Job fails by design, each with its reason (no `=` in a reason).
 TEAM_DIR_CHECKOV_SKIPS: Final = {
-    "CKV_K8S_23": "Root by design for mkdir and chown of one team directory on Lustre; "
+    "CKV_K8S_23": "Root by design for mkdir and chown of the team directories on Lustre; "
     "platform namespace with PSS baseline; docs/security.md exceptions",
-    "CKV_K8S_40": "Root by design for mkdir and chown of one team directory on Lustre; "
+    "CKV_K8S_40": "Root by design for mkdir and chown of the team directories on Lustre; "
     "docs/security.md exceptions",
-    "CKV_K8S_25": "Adds CHOWN only (after dropping ALL): handing the team directory to the "
+    "CKV_K8S_25": "Adds CHOWN only (after dropping ALL): handing the team directories to the "
     "trainer UID needs it; docs/security.md exceptions",
-    "CKV_K8S_37": "Adds CHOWN only (after dropping ALL): handing the team directory to the "
+    "CKV_K8S_37": "Adds CHOWN only (after dropping ALL): handing the team directories to the "
     "trainer UID needs it; docs/security.md exceptions",
 }
 
 
-def team_dir_script(team: str, owner: int = pod_security.RUN_AS_USER) -> str:
-    """Idempotent: create the directory (mode first, while root still owns it: without
+def team_dirs_script(teams: list[str], owner: int = pod_security.RUN_AS_USER) -> str:
+    """Idempotent: create each directory (mode first, while root still owns it: without
     CAP_FOWNER root may not chmod a file it does not own), then hand it to the trainer's
     UID/GID, non-recursively (a re-run must not walk terabytes of checkpoints)."""
-    path = f"/fsx{fsx_team_dir(team)}"
-    return (
-        "set -eu\n"
-        f"mkdir -p /fsx{FSX_TEAMS_DIR}\n"
-        f'[ -d "{path}" ] || mkdir -m {TEAM_DIR_MODE} "{path}"\n'
-        f'chown {owner}:{owner} "{path}"\n'
-        f'stat -c "%n %u:%g %a" "{path}"\n'
-    )
+    lines = ["set -eu", f"mkdir -p /fsx{FSX_TEAMS_DIR}"]
+    for team in sorted(teams):
+        path = f"/fsx{fsx_team_dir(team)}"
+        lines += [
+            f'[ -d "{path}" ] || mkdir -m {TEAM_DIR_MODE} "{path}"',
+            f'chown {owner}:{owner} "{path}"',
+            f'stat -c "%n %u:%g %a" "{path}"',
+        ]
+    return "\n".join(lines) + "\n"
 
 
-def team_dir_job(team: str, image: str) -> dict[str, Any]:
-    """The one-shot Job that creates `/teams/<team>` on Lustre for the trainer's UID.
+def team_dirs_job(teams: list[str], image: str) -> dict[str, Any]:
+    """The one-shot Job that creates `/teams/<team>` on Lustre for the trainer's UID, for every
+    team.
 
     The one pod of the platform that runs as root: uid 0 owns the Lustre root, so mkdir needs no
     capability; chown needs CAP_CHOWN, the only one added (PSS baseline allows it:
@@ -129,21 +136,17 @@ def team_dir_job(team: str, image: str) -> dict[str, Any]:
     On system nodes: no GPU is needed, and the FSx node plugin runs on every node.
     """
     owner = pod_security.RUN_AS_USER
-    labels = {
-        "app.kubernetes.io/name": "fsx-team-dir",
-        "app.kubernetes.io/managed-by": "pulumi",
-        f"{catalog.LABEL_DOMAIN}/for-team": team,
-    }
+    labels = {"app.kubernetes.io/name": TEAM_DIRS_JOB, "app.kubernetes.io/managed-by": "pulumi"}
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": f"fsx-team-dir-{team}",
+            "name": TEAM_DIRS_JOB,
             "namespace": FSX_ADMIN_NAMESPACE,
             "labels": labels,
             # Awaited (pulumi-kubernetes waits for Complete, fails on Failed; the bound is the
-            # Job's customTimeouts, TEAM_DIR_JOB_TIMEOUT): the team's PV is created only once its
-            # directory exists, and a file system the nodes cannot reach fails `up` here instead
+            # Job's customTimeouts, TEAM_DIR_JOB_TIMEOUT): team PVs are created only once their
+            # directories exist, and a file system the nodes cannot reach fails `up` here instead
             # of leaving training pods in ContainerCreating. checkov reads skips here.
             "annotations": pod_security.checkov_skips(TEAM_DIR_CHECKOV_SKIPS),
         },
@@ -167,7 +170,7 @@ def team_dir_job(team: str, image: str) -> dict[str, Any]:
                             "name": "mkdir",
                             "image": image,
                             "imagePullPolicy": "Always",
-                            "command": ["sh", "-c", team_dir_script(team, owner)],
+                            "command": ["sh", "-c", team_dirs_script(teams, owner)],
                             "securityContext": {
                                 "allowPrivilegeEscalation": False,
                                 "privileged": False,

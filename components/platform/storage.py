@@ -49,7 +49,11 @@ from components.platform.storage_builders import (
     log_bucket_policy,
     log_lifecycle_rules,
 )
-from components.platform.team_volumes import create_fsx_admin, create_team_volumes
+from components.platform.team_volumes import (
+    create_fsx_admin,
+    create_team_dirs_job,
+    create_team_volumes,
+)
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -81,6 +85,8 @@ class StorageArgs:
     system_node_group: pulumi.Resource
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
+    #: Team names: each gets a directory on an FSx file system (fsx_team_dirs).
+    teams: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -103,6 +109,7 @@ class StorageArgs:
             k8s_provider=cluster.k8s_provider,
             system_node_group=cluster.system_node_group,
             tags=tags,
+            teams=tuple(team.name for team in cfg.teams),
         )
 
 
@@ -174,6 +181,7 @@ class Storage(pulumi.ComponentResource):
 
         #: The namespace and root claim the team-directory Jobs need (FSx only).
         self._fsx_admin: list[pulumi.Resource] = []
+        self._team_dirs_job: pulumi.Resource | None = None
         if config.rwx.type == "efs":
             self._efs(key, region, account_id, keep)
         else:
@@ -560,7 +568,21 @@ class Storage(pulumi.ComponentResource):
         depends_on: list[pulumi.Resource] | None = None,
     ) -> list[pulumi.CustomResource]:
         """Create a team's checkpoint PVC (and datasets PVC) in its namespace, after the
-        namespace (`depends_on`); children of this component on the cluster's provider."""
+        namespace (`depends_on`); children of this component on the cluster's provider. On FSx
+        the first call also creates the one Job that makes every team's directory, after that
+        first team (whose Team component waits for the Kueue webhook a batch Job must pass)."""
+        opts = pulumi.ResourceOptions(
+            parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
+        )
+        if self.rwx_type == "fsx" and self._team_dirs_job is None:
+            self._team_dirs_job = create_team_dirs_job(
+                self._name,
+                teams=list(self._args.teams),
+                image=self._args.config.fsx_team_dirs_image,
+                opts=pulumi.ResourceOptions.merge(
+                    opts, pulumi.ResourceOptions(depends_on=self._fsx_admin)
+                ),
+            )
         return create_team_volumes(
             f"{self._name}-{team}",
             team=team,
@@ -569,9 +591,6 @@ class Storage(pulumi.ComponentResource):
             checkpoint_size=self._args.config.team_checkpoint_size,
             datasets=datasets,
             lustre=self._lustre,
-            dir_image=self._args.config.fsx_team_dirs_image,
-            fsx_admin=self._fsx_admin,
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
-            ),
+            directories=[self._team_dirs_job] if self._team_dirs_job is not None else [],
+            opts=opts,
         )

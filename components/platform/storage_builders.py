@@ -388,8 +388,9 @@ def team_volume_specs(
     """A team's checkpoint PVC (RWX) and, optionally, its read-mostly datasets PVC.
 
     EFS: dynamic claims on the `efs-rwx` class (an access point each). FSx: static PVs bound
-    by name — checkpoints mount the team's `/teams/<team>` (made by `team_dir_job`; one team
-    cannot see another's checkpoints), datasets the S3-linked path read-only.
+    by name — checkpoints mount the team's `/teams/<team>` (made by
+    `fsx_team_dirs.team_dirs_job`; one team cannot see another's checkpoints), datasets the
+    S3-linked path read-only.
     """
     labels = {f"{catalog.LABEL_DOMAIN}/team": team}
     objects: list[dict[str, Any]] = []

@@ -14,7 +14,7 @@ from components.platform.fsx_team_dirs import (
     FSX_ADMIN_NAMESPACE,
     TEAM_DIR_JOB_TIMEOUT,
     fsx_admin_objects,
-    team_dir_job,
+    team_dirs_job,
 )
 from components.platform.storage_builders import (
     LustreVolume,
@@ -33,36 +33,12 @@ def create_team_volumes(
     datasets: bool,
     lustre: pulumi.Output[LustreVolume] | None,
     opts: pulumi.ResourceOptions,
-    dir_image: str = "",
-    fsx_admin: list[pulumi.Resource] | None = None,
+    directories: list[pulumi.Resource] | None = None,
 ) -> list[pulumi.CustomResource]:
     """Turn `team_volume_specs` into Kubernetes resources (PVs first, then their claims); on
-    FSx the team-directory Job comes before the PVs (`fsx_admin`: its namespace and claim)."""
+    FSx the PVs come after the Job that creates the team directories (`directories`)."""
     if rwx == "fsx" and lustre is None:
         raise ValueError("FSx team volumes need the Lustre file system")
-    directory: list[pulumi.Resource] = []
-    if rwx == "fsx":
-        job = team_dir_job(team, dir_image)
-        directory.append(
-            k8s.batch.v1.Job(
-                f"{name}-{job['metadata']['name']}",
-                metadata=job["metadata"],
-                spec=job["spec"],
-                opts=pulumi.ResourceOptions.merge(
-                    opts,
-                    pulumi.ResourceOptions(
-                        depends_on=list(fsx_admin or []),
-                        # A Job's template is immutable and its name fixed: a new image is a
-                        # new Job (it re-runs, harmlessly: the script is idempotent).
-                        replace_on_changes=["spec.template"],
-                        delete_before_replace=True,
-                        custom_timeouts=pulumi.CustomTimeouts(
-                            create=TEAM_DIR_JOB_TIMEOUT, update=TEAM_DIR_JOB_TIMEOUT
-                        ),
-                    ),
-                ),
-            )
-        )
     placeholder = LustreVolume("fs-0", "", "", "")
     shapes = team_volume_specs(
         team=team,
@@ -95,7 +71,7 @@ def create_team_volumes(
                 spec=spec,
                 # The checkpoint PV mounts /teams/<team>: Lustre refuses a missing directory.
                 opts=pulumi.ResourceOptions.merge(
-                    opts, pulumi.ResourceOptions(depends_on=directory)
+                    opts, pulumi.ResourceOptions(depends_on=list(directories or []))
                 ),
             )
             volumes.append(resource)
@@ -117,7 +93,7 @@ def create_fsx_admin(
     capacity: str,
     opts: pulumi.ResourceOptions,
 ) -> list[pulumi.Resource]:
-    """The platform namespace of the team-directory Jobs, its default-deny policy and its claim
+    """The platform namespace of the team-directory Job, its default-deny policy and its claim
     on the Lustre root (`fsx_team_dirs.fsx_admin_objects`), each after the ones before."""
     shapes = fsx_admin_objects(LustreVolume("fs-0", "", "", ""), capacity)
     created: list[pulumi.Resource] = []
@@ -154,3 +130,29 @@ def create_fsx_admin(
             )
         created.append(resource)
     return created
+
+
+def create_team_dirs_job(
+    name: str, *, teams: list[str], image: str, opts: pulumi.ResourceOptions
+) -> k8s.batch.v1.Job:
+    """The Job that creates every team's directory on the Lustre root
+    (`fsx_team_dirs.team_dirs_job`); `opts` carry its platform namespace and claim, and the
+    Kueue webhook it must pass (the caller's depends_on)."""
+    job = team_dirs_job(teams, image)
+    return k8s.batch.v1.Job(
+        f"{name}-{job['metadata']['name']}",
+        metadata=job["metadata"],
+        spec=job["spec"],
+        opts=pulumi.ResourceOptions.merge(
+            opts,
+            pulumi.ResourceOptions(
+                # A Job's template is immutable and its name fixed: a new team or image is a
+                # new Job (it re-runs, harmlessly: the script is idempotent).
+                replace_on_changes=["spec.template"],
+                delete_before_replace=True,
+                custom_timeouts=pulumi.CustomTimeouts(
+                    create=TEAM_DIR_JOB_TIMEOUT, update=TEAM_DIR_JOB_TIMEOUT
+                ),
+            ),
+        ),
+    )

@@ -84,7 +84,7 @@ RESTRICTED_SCHEMA: Schema = {
             "kyverno",
             "external-secrets",
             # The FSx team-directory Jobs: root + CAP_CHOWN by design, PSS baseline enforced
-            # there (docs/security.md exceptions; fsx_team_dirs.team_dir_job).
+            # there (docs/security.md exceptions; fsx_team_dirs.team_dirs_job).
             "gpu-platform-storage",
         ],
         "description": "Namespaces of the platform's own daemons (device plugins, exporters) "

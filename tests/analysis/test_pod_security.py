@@ -45,7 +45,7 @@ def test_every_rendered_pod_is_restricted(stack: str, request: pytest.FixtureReq
             # The one written-down exception (docs/security.md): the FSx team-directory Jobs,
             # root with CAP_CHOWN in a PSS-baseline platform namespace
             # (tests/platform/test_fsx_team_dirs.py).
-            assert "fsx-team-dir-" in name
+            assert "fsx-team-dirs" in name
             continue
         assert list(restricted_problems(template, complete=True)) == [], name  # type: ignore[arg-type]
 

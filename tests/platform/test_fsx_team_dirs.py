@@ -1,6 +1,6 @@
 """FSx for Lustre checkpoint directories the trainer (UID 10001, no capabilities) can write: a
-platform Job per team creates `/teams/<team>` owned by 10001 in a PSS-baseline platform
-namespace, the team's checkpoint PV mounts that directory and waits for the Job; EFS stacks
+platform Job creates `/teams/<team>` for every team, owned by 10001, in a PSS-baseline platform
+namespace; each team's checkpoint PV mounts its directory and waits for the Job; EFS stacks
 need none of it (access points carry their own POSIX identity)."""
 
 from __future__ import annotations
@@ -45,9 +45,9 @@ IMAGE = "docker.io/library/busybox:1.37.0@sha256:" + "a" * 64
 
 
 def test_the_job_is_root_with_chown_only_and_nothing_else() -> None:
-    job = sb.team_dir_job("nlp", IMAGE)
+    job = sb.team_dirs_job(["nlp", "cv"], IMAGE)
     assert job["metadata"]["namespace"] == sb.FSX_ADMIN_NAMESPACE
-    assert job["metadata"]["name"] == "fsx-team-dir-nlp"
+    assert job["metadata"]["name"] == "fsx-team-dirs"
     # Awaited (no skipAwait; the bound is the resource's customTimeouts, checked below under
     # mocks), past the Job's own deadline; it never retries forever.
     assert "pulumi.com/skipAwait" not in job["metadata"]["annotations"]
@@ -72,24 +72,27 @@ def test_the_job_is_root_with_chown_only_and_nothing_else() -> None:
 
 
 def test_the_script_chmods_before_chown_and_never_recurses() -> None:
-    script = sb.team_dir_script("nlp")
-    assert script.index("mkdir -m 0770") < script.index("chown")
+    script = sb.team_dirs_script(["nlp", "cv"])
+    for team in ("cv", "nlp"):
+        at = script.index(f'mkdir -m 0770 "/fsx/teams/{team}"')
+        assert at < script.index(f'chown 10001:10001 "/fsx/teams/{team}"')
     assert f"chown {pod_security.RUN_AS_USER}:{pod_security.RUN_AS_USER} " in script
-    assert "-R" not in script and "/fsx/teams/nlp" in script
+    assert "-R" not in script
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("sh"), reason="needs root and sh")
 def test_the_script_runs_and_is_idempotent(tmp_path: Path) -> None:
     root = tmp_path / "fsx"
     root.mkdir()
-    script = sb.team_dir_script("nlp").replace("/fsx", str(root))
+    script = sb.team_dirs_script(["nlp", "cv"]).replace("/fsx", str(root))
     for _ in range(2):  # a re-run (new image, refresh) must succeed and change nothing
         out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=True)
         team = root / "teams" / "nlp"
         st = team.stat()
         assert (st.st_uid, st.st_gid) == (pod_security.RUN_AS_USER, pod_security.RUN_AS_USER)
         assert oct(st.st_mode & 0o7777) == "0o770"
-        assert out.stdout.strip().endswith("10001:10001 770")
+        assert out.stdout.strip().endswith("/teams/nlp 10001:10001 770")
+        assert (root / "teams" / "cv").stat().st_uid == pod_security.RUN_AS_USER
         # A root-owned checkpoint file inside stays as it is: no recursive chown.
         (team / "keep").write_text("x")
         os.chown(team / "keep", 0, 0)
@@ -112,27 +115,30 @@ def test_admin_namespace_is_baseline_and_denies_all_traffic() -> None:
     assert pv["persistentVolumeReclaimPolicy"] == "Retain"
 
 
-def test_prod_creates_each_team_dir_before_its_volume(prod: SynthResult) -> None:
-    jobs = {
-        r.inputs["metadata"]["name"]: r
+def test_prod_creates_every_team_dir_before_the_team_volumes(prod: SynthResult) -> None:
+    (job,) = [
+        r
         for r in prod.of_type(JOB)
         if r.inputs["metadata"].get("namespace") == sb.FSX_ADMIN_NAMESPACE
-    }
-    teams = {t["name"] for t in stack_values("prod")["gpu-platform:teams"]}
-    assert set(jobs) == {f"fsx-team-dir-{team}" for team in teams}
+    ]
+    assert job.inputs["metadata"]["name"] == sb.TEAM_DIRS_JOB
+    teams = sorted(t["name"] for t in stack_values("prod")["gpu-platform:teams"])
+    script = job.inputs["spec"]["template"]["spec"]["containers"][0]["command"][2]
+    assert script == sb.team_dirs_script(teams)
     (root_claim,) = [
         r for r in prod.of_type(PVC) if r.inputs["metadata"]["name"] == sb.FSX_ROOT_CLAIM
     ]
     (namespace,) = [
         r for r in prod.of_type(NAMESPACE) if r.inputs["metadata"]["name"] == sb.FSX_ADMIN_NAMESPACE
     ]
+    assert {root_claim.urn, namespace.urn} <= set(job.dependencies)
+    # After a Team component (its LocalQueue waits for Kueue, whose webhook sees batch Jobs).
+    # (The engine expands a component dependency into the component's resources.)
+    assert any("gpu-platform:teams:Team$" in d and "LocalQueue" in d for d in job.dependencies)
+    assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
+    assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
+    assert "@sha256:" in job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
     for team in teams:
-        job = jobs[f"fsx-team-dir-{team}"]
-        assert {root_claim.urn, namespace.urn} <= set(job.dependencies)
-        assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
-        assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
-        image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
-        assert "@sha256:" in image
         (pv,) = [
             r
             for r in prod.of_type(PV)
