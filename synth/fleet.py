@@ -6,7 +6,7 @@ number of teams only. The generated stack is `Pulumi.prod.yaml` without `trainin
 `teams` replaced by N generated tenants; the Karpenter pools' GPU limits grow with N so that
 the nominal quotas stay within what the pools provide (the config model refuses more).
 
-    python -m synth.fleet --teams 100 200 --runs 3 --max-seconds 5 --max-ratio 2.0
+    python -m synth.fleet --teams 100 200 --runs 5 --max-seconds 5 --max-ratio 2.0
 
 synthesizes each size in a fresh `python -m synth` process (imports count the same for every
 size), the sizes interleaved run by run, and reports best-of-N wall-clock and CPU seconds and
