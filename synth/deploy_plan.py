@@ -312,8 +312,12 @@ def _requests(value: object, found: set[str]) -> None:
 
 
 def prerequisite_problems(result: SynthResult) -> list[str]:
-    """Pods requesting an extended resource that no deployed device plugin advertises."""
-    charts = [str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)]
+    """Pods requesting an extended resource that no deployed device plugin advertises. A team
+    job stack's device plugins are the platform stack's (the synth its StackReference read)."""
+    releases = result.of_type(HELM_RELEASE)
+    if result.platform is not None:
+        releases = [*releases, *result.platform.of_type(HELM_RELEASE)]
+    charts = [str(r.inputs.get("chart", "")) for r in releases]
     found: list[str] = []
     for r in result.resources:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:

@@ -406,13 +406,38 @@ REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
 ]
 
 
+#: Sections that describe the platform stack's own resources: a team job stack has none of
+#: them, and its report points at the platform's instead of printing them empty.
+PLATFORM_SECTIONS: frozenset[str] = frozenset(
+    {
+        "Managed node groups",
+        "Queues and quotas",
+        "Karpenter NodePools",
+        "Reserved capacity",
+        "Idle cost",
+        "Alerts",
+        "Storage",
+        "Validation jobs",
+    }
+)
+
+
 def report(result: SynthResult) -> str:
     parts = [f"# gpu-platform — synthesized stack `{result.stack}`\n"]
     parts.append(
         "Generated offline by `python -m synth` from the same `__main__.py` and stack files "
         "`pulumi up` uses.\n"
     )
+    job_stack = result.platform is not None
+    if job_stack:
+        parts.append(
+            "A team job stack: its jobs are judged against the platform stack's config (\"Will "
+            "it run\"); capacity, quotas, costs, alerts and storage are in the platform stack's "
+            f"report ({', '.join(h for h, _ in REPORT_SECTIONS if h in PLATFORM_SECTIONS)}).\n"
+        )
     for heading, render in REPORT_SECTIONS:
+        if job_stack and heading in PLATFORM_SECTIONS:
+            continue
         parts.append(f"## {heading}\n\n{render(result)}\n")
     return "\n".join(parts)
 

@@ -19,7 +19,7 @@ from synth import __main__ as synth_cli
 from synth import policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from synth.jobs import JOBS_ROOT, run_job_stack
-from synth.report import report
+from synth.report import PLATFORM_SECTIONS, report
 from tests.jobs.conftest import JOB_STACKS, job_stack_values
 
 K8S_JOB = "kubernetes:batch/v1:Job"
@@ -298,3 +298,17 @@ def test_pretrain_report_places_the_efa_gang_in_one_zone(pretrain_prod: SynthRes
     assert "32 on `kp-h100-od`" in block
     assert "one zone (required podAffinity on topology.kubernetes.io/zone" in block
     assert "cluster placement group" in block
+
+
+def test_job_stack_report_points_at_the_platform_for_platform_sections(
+    job_stack: tuple[str, SynthResult], dev: SynthResult
+) -> None:
+    _, result = job_stack
+    text = report(result)
+    for heading in PLATFORM_SECTIONS:
+        assert f"## {heading}\n" not in text
+        assert f"## {heading}\n" in report(dev)  # the platform's report keeps them
+    assert "in the platform stack's report" in text
+    assert "## Will it run" in text
+    # The device plugins its pods need are the platform's (no false "stays Pending").
+    assert "advertises it" not in text
