@@ -6,15 +6,13 @@ groups, alarms and queries. docs/security.md explains each control."""
 from __future__ import annotations
 
 import base64
-import fnmatch
 import hashlib
-import json
 from typing import Any
 
 from components import catalog
 from policies.rules.common import Resource
 from policies.rules.kubernetes import WORKLOAD_TYPES, pod_templates
-from policies.rules.security import SIGNED_REPOSITORIES_ANNOTATION as SIGNED_REPOSITORIES
+from policies.rules.security import signature_scope
 from synth.harness import Registration, SynthResult
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
@@ -112,10 +110,8 @@ def _signatures(result: SynthResult) -> str:
     if source is None or not policies:
         return "_no signature verification in this stack_"
     spec = policies[0].inputs["spec"]
-    globs = [str(ref["glob"]) for ref in spec.get("matchImageReferences", []) if "glob" in ref]
+    globs, signed = signature_scope(policies[0].inputs)
     verify_digest = spec.get("validationConfigurations", {}).get("verifyDigest", True)
-    raw = (policies[0].inputs["metadata"].get("annotations") or {}).get(SIGNED_REPOSITORIES)
-    signed = set(json.loads(raw)) if isinstance(raw, str) else set()
     deny = "Deny" in spec.get("validationActions", [])
     teams = {
         str(ns.inputs["metadata"]["name"])
@@ -134,8 +130,7 @@ def _signatures(result: SynthResult) -> str:
                 image = str(container.get("image"))
                 if verify_digest and "@sha256:" not in image:
                     verdict = "rejected: no digest (`verifyDigest`), before any signature check"
-                # Kyverno's globs are gobwas/glob without separators: `*` spans `/`, as here.
-                elif not any(fnmatch.fnmatchcase(image, g) for g in globs):
+                elif not any(g.match(image) for g in globs):
                     verdict = "not checked by Kyverno (outside `matchImageReferences`)"
                 elif signed and catalog.image_repository(image) not in signed:
                     verdict = (

@@ -24,13 +24,22 @@ from components.config import Problem, StackConfig
 
 #: The account's own ECR (`<account>.dkr.ecr.<region>.amazonaws.com`), always allowed. The
 #: account is known only at deploy time: any account here, the exact one in the admission policy.
-ECR_REGISTRY: Final = re.compile(r"^[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com$")
+ECR_HOST: Final = r"[0-9]{12}\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com"
 DIGEST: Final = re.compile(r"@sha256:[a-f0-9]{64}$")
 
 
-def _allowed_registry(image: str, registries: list[str]) -> bool:
-    host = image.split("/", 1)[0]
-    return bool(ECR_REGISTRY.match(host)) or any(image.startswith(f"{r}/") for r in registries)
+def image_pattern(
+    registries: list[str], *, require_digest: bool, extra_hosts: tuple[str, ...] = ()
+) -> str:
+    """An RE2- and Python-compatible pattern for an allowed image reference: one of the
+    registries (or an `extra_hosts` pattern), a repository path, an optional tag and (when
+    required) a sha256 digest. The ValidatingAdmissionPolicy's CEL matches with it
+    (components/platform/admission.py), and `image_problems` below."""
+    # Registry prefixes are [a-z0-9.:/_-] only (config.security.RegistryPrefix): escaping the
+    # dots is all it takes, and the pattern reads the same in RE2 (CEL) and Python.
+    hosts = "|".join([*(r.replace(".", "\\.") for r in registries), *extra_hosts])
+    digest = "@sha256:[a-f0-9]{64}" if require_digest else "(@sha256:[a-f0-9]{64})?"
+    return f"^({hosts})/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?{digest}$"
 
 
 def image_problems(cfg: StackConfig, key: str, image: str) -> list[Problem]:
@@ -40,8 +49,18 @@ def image_problems(cfg: StackConfig, key: str, image: str) -> list[Problem]:
         return []
     registries = list(admission.allowed_registries)
     shown = ", ".join(["<account>.dkr.ecr.<region>.amazonaws.com", *registries])
-    if not _allowed_registry(image, registries):
-        return [(key, image, f"an image from {shown}; the trusted-images admission policy denies")]
+    # The admission policy's own pattern (there its account's ECR; any account's here).
+    if not re.match(
+        image_pattern(registries, require_digest=False, extra_hosts=(ECR_HOST,)), image
+    ):
+        return [
+            (
+                key,
+                image,
+                f"an image from {shown} (<registry>/<lowercase path>[:tag]); the trusted-images "
+                "admission policy denies any other",
+            )
+        ]
     if admission.require_digest and not DIGEST.search(image):
         return [(key, image, "an image pinned by digest (admission denies tag-only references)")]
     signatures = admission.signatures

@@ -49,30 +49,18 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
             # An image the team namespace's admission policies reject is a job that cannot run.
             problems.extend(image_problems(cfg, f"{key}.image", image))
         problems.extend(_efa_problems(cfg, key, job))
-        if job.deepspeed is not None and job.deepspeed.train_batch_size is not None:
-            per_node = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
-            world = job.nodes * per_node
-            want = job.deepspeed.effective_batch(world)
-            if job.deepspeed.train_batch_size != want:
+        world = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+        for mode, batch in (("deepspeed", job.deepspeed), ("fsdp", job.fsdp)):
+            if batch is None or batch.train_batch_size is None:
+                continue
+            want = batch.effective_batch(world)
+            if batch.train_batch_size != want:
                 problems.append(
                     (
-                        f"{key}.deepspeed.trainBatchSize",
-                        job.deepspeed.train_batch_size,
-                        f"micro {job.deepspeed.micro_batch_per_gpu} x accumulation "
-                        f"{job.deepspeed.gradient_accumulation_steps} x world size {world} = "
-                        f"{want} (or leave it out)",
-                    )
-                )
-        if job.fsdp is not None and job.fsdp.train_batch_size is not None:
-            world = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
-            want = job.fsdp.effective_batch(world)
-            if job.fsdp.train_batch_size != want:
-                problems.append(
-                    (
-                        f"{key}.fsdp.trainBatchSize",
-                        job.fsdp.train_batch_size,
-                        f"micro {job.fsdp.micro_batch_per_gpu} x accumulation "
-                        f"{job.fsdp.gradient_accumulation_steps} x world size {world} = "
+                        f"{key}.{mode}.trainBatchSize",
+                        batch.train_batch_size,
+                        f"micro {batch.micro_batch_per_gpu} x accumulation "
+                        f"{batch.gradient_accumulation_steps} x world size {world} = "
                         f"{want} (or leave it out)",
                     )
                 )

@@ -32,6 +32,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
 from components.platform import iam
 
@@ -61,16 +62,6 @@ def ecr_registry(account: AwsAccount) -> str:
 
 def allowed_registries(config: ImageAdmissionConfig, account: AwsAccount) -> list[str]:
     return [ecr_registry(account), *config.allowed_registries]
-
-
-def image_pattern(registries: list[str], *, require_digest: bool) -> str:
-    """An RE2- and Python-compatible pattern for an allowed image reference: one of the
-    registries, a repository path, an optional tag and (when required) a sha256 digest."""
-    # Registry prefixes are [a-z0-9.:/_-] only (config.security.RegistryPrefix): escaping the
-    # dots is all it takes, and the pattern reads the same in RE2 (CEL) and Python.
-    hosts = "|".join(r.replace(".", "\\.") for r in registries)
-    digest = "@sha256:[a-f0-9]{64}" if require_digest else "(@sha256:[a-f0-9]{64})?"
-    return f"^({hosts})/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?{digest}$"
 
 
 def _cel_string(value: str) -> str:

@@ -92,10 +92,6 @@ def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dic
     ]
 
 
-#: The child pulumi-eks's ManagedNodeGroup registers for the EKS node group.
-EKS_NODE_GROUP_TYPE = catalog.EKS_NODE_GROUP_TYPE
-
-
 def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
     """A `transforms` entry that sets `nodeRepairConfig` on the EKS node group a pulumi-eks
     `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it (runs.md item 9), and
@@ -112,7 +108,7 @@ def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
     it stops repairing when more than 20 % of a group of more than five nodes is unhealthy."""
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if args.type_ != EKS_NODE_GROUP_TYPE:
+        if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
             return None
         props = {**args.props, "nodeRepairConfig": {"enabled": enabled}}
         return pulumi.ResourceTransformResult(props=props, opts=args.opts)

@@ -223,11 +223,18 @@ def _check_trusted_images(
                     )
 
 
-def _glob(pattern: str) -> re.Pattern[str]:
-    # Kyverno matches matchImageReferences globs with gobwas/glob and no separators, so `*`
-    # also matches `/` (kyverno/kyverno@v1.19.0: pkg/cel/compiler/image.go); fnmatch's `*`
-    # does the same.
-    return re.compile(fnmatch.translate(pattern))
+def signature_scope(props: Mapping[str, Any]) -> tuple[list[re.Pattern[str]], set[str]]:
+    """Of a Kyverno ImageValidatingPolicy: the images it checks (its `matchImageReferences`
+    globs) and the repositories its trusted signer publishes (our annotation; empty: unknown).
+    Kyverno matches the globs with gobwas/glob and no separators, so `*` also matches `/`
+    (kyverno/kyverno@v1.19.0: pkg/cel/compiler/image.go); fnmatch's `*` does the same."""
+    raw = dig(props, "metadata", "annotations", SIGNED_REPOSITORIES_ANNOTATION)
+    globs = [
+        re.compile(fnmatch.translate(str(ref["glob"])))
+        for ref in as_list(dig(props, "spec", "matchImageReferences"))
+        if is_map(ref) and "glob" in ref
+    ]
+    return globs, set(json.loads(raw)) if isinstance(raw, str) else set()
 
 
 def _check_signable_images(
@@ -237,15 +244,9 @@ def _check_signable_images(
     for policy in (r for r in resources if r.resource_type == IMAGE_POLICY):
         if "Deny" not in as_list(dig(policy.props, "spec", "validationActions")):
             continue  # Audit: admission records it and lets the pod in
-        raw = dig(policy.props, "metadata", "annotations", SIGNED_REPOSITORIES_ANNOTATION)
-        signed = set(json.loads(raw)) if isinstance(raw, str) else set()
+        globs, signed = signature_scope(policy.props)
         if not signed:
             continue
-        globs = [
-            _glob(str(ref["glob"]))
-            for ref in as_list(dig(policy.props, "spec", "matchImageReferences"))
-            if is_map(ref) and "glob" in ref
-        ]
         for r in resources:
             if r.resource_type not in WORKLOAD_TYPES:
                 continue

@@ -11,7 +11,6 @@ from components import catalog
 from components.config import LOG_TYPES, GpuNodeGroup
 from components.platform.cluster import (
     CLUSTER_ADMIN_POLICY,
-    EKS_NODE_GROUP_TYPE,
     eks_gpu_taint,
     gpu_group_labels,
     launch_template_spec,
@@ -304,7 +303,8 @@ def _node_group_child(group: Any) -> dict[str, Any]:
     transforms (the engine runs them at `up`; the mocks never see that child)."""
     return dict(
         group.child_inputs(
-            EKS_NODE_GROUP_TYPE, {"clusterName": "c", "scalingConfig": {"desiredSize": 2}}
+            catalog.EKS_NODE_GROUP_TYPE,
+            {"clusterName": "c", "scalingConfig": {"desiredSize": 2}},
         )
     )
 
