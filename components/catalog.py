@@ -407,6 +407,10 @@ EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
+#: Requests of one NCCL validation pod besides the node's GPUs and EFA devices
+#: (components/platform/validation.py nccl_resources; the validation queue's guarantee).
+NCCL_POD_CPU: Final = 2
+NCCL_POD_MEMORY_GIB: Final = 16
 #: Training pods' metrics endpoint: the container port the workload layer declares
 #: (components/workloads/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
 #: team NetworkPolicies open to Prometheus. Here because platform code may not import workloads;

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from components import catalog
-from components.analysis import efa_placement, storage
+from components.analysis import efa_placement, storage, volcano
 from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.quota import job_quota_problems
@@ -204,7 +204,29 @@ def training_verdict(
         else:
             admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
     else:
-        admission = f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}"
+        gang_requests = {name: amount * job.nodes for name, amount in requests.items()}
+        path = volcano.admission(cfg, team, gang_requests)
+        admission = f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}"
+        team_index = cfg.teams.index(team)
+        for blocker in path.blockers:
+            if volcano.queue_guarantee(team):
+                problems.append(
+                    (
+                        f"{key}.nodes",
+                        job.nodes,
+                        f"a gang within team {team.name}'s Volcano queue guarantee (its "
+                        f"nominal quota, teams[{team_index}].quota): {blocker}",
+                    )
+                )
+            else:
+                problems.append(
+                    (
+                        f"{key}.scheduler",
+                        job.scheduler,
+                        "kueue, or a Volcano queue with a guarantee "
+                        f"(teams[{team_index}].volcano.guarantee: nominal): {blocker}",
+                    )
+                )
     # The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
     # components/platform/teams.py) must hold the whole gang, or its pods are refused.
     total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
@@ -451,7 +473,14 @@ def validation_verdicts(
                 key="validation.nccl",
                 workload=f"{validation.namespace}/nccl-all-reduce",
                 kind="validation Job",
-                admission=f"Volcano PodGroup, minMember {nodes}",
+                admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
+                "lets it through before its nodes exist); queue "
+                + (
+                    f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
+                    "ahead of the team queues' guarantees)"
+                    if volcano.validation_guarantee(cfg)
+                    else "`default` (no queue has a guarantee: it shares all capacity)"
+                ),
                 placement=f"`{pool.name}`",
                 scale_up=f"up to {reach} nodes",
                 gang=f"{nodes} nodes",

@@ -29,11 +29,16 @@ class WaitForPodsReady(Model):
 
 class SchedulingConfig(Model):
     """Kueue (quota and admission), Volcano (the alternative gang scheduler) and Kubeflow
-    Trainer v2 (TrainJob through JobSet). Chart versions match ../shared/schemas/SOURCES.md."""
+    Trainer v2 (TrainJob through JobSet). Chart versions match schemas/SOURCES.md."""
 
     kueue_chart_version: str = "0.19.2"
     volcano_chart_version: str = "1.15.1"
     trainer_chart_version: str = "2.3.0"
+    #: Whether Volcano's scheduler runs its `enqueue` action: a PodGroup gets pods only once
+    #: it fits its queue (no two gangs half-fill a namespace quota). With it, each team queue
+    #: needs a guarantee (`teams[].volcano.guarantee: nominal`) for jobs on pools that scale
+    #: from zero (docs/scheduling.md#volcano-on-capacity-that-scales-from-zero).
+    volcano_enqueue: bool = True
     #: The Kueue cohort every team ClusterQueue joins: unused quota is lent within it.
     cohort: Name = "gpu-platform"
     wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)

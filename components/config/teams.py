@@ -125,9 +125,15 @@ class TeamEgress(Model):
 
 
 class VolcanoQueue(Model):
-    """The team's Volcano Queue: share of the cluster by weight (capability = namespace limits)."""
+    """The team's Volcano Queue: capability = namespace limits; guarantee (and deserved) = the
+    nominal quota, so its PodGroups pass Volcano's enqueue before their GPU nodes exist; what
+    exceeds every queue's guarantee is shared by weight."""
 
     weight: Annotated[int, Field(ge=1, le=1000)] = 1
+    #: nominal = guarantee the team's nominal quota (Σ `quota[]` GPUs, CPU, memory and the
+    #: EFA devices of those GPUs); none = no guarantee (only with `scheduling.volcanoEnqueue:
+    #: false` and no guarantee on any team: components/analysis/volcano.py).
+    guarantee: Literal["nominal", "none"] = "nominal"
 
 
 class TeamDeploy(Model):

@@ -24,6 +24,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import catalog
+from components.analysis import volcano
 from components.analysis.capacity import gpu_capacity
 from components.config import SchedulingConfig, StackConfig
 
@@ -44,6 +45,12 @@ VOLCANO_NAMESPACE: Final = "volcano-system"
 TRAINER_NAMESPACE: Final = "kubeflow-system"
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 VOLCANO_QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
+#: `pulumi up` waits until Volcano's queue controller has opened a queue: Volcano's PodGroup
+#: and Job webhooks refuse objects for a queue whose `status.state` is not Open
+#: (volcano-sh/volcano@v1.15.1 pkg/webhooks/admission/podgroups/validate/validate_podgroup.go
+#: checkQueueState, jobs/validate/admit_job.go), and a new queue has no state until the
+#: controller syncs it. pulumi-kubernetes reads the annotation since v4.18.
+QUEUE_OPEN_AWAIT: Final = {"pulumi.com/waitFor": "jsonpath={.status.state}=Open"}
 #: The job kinds Kueue admits: plain (Indexed) Jobs, TrainJobs and the JobSets they run as.
 KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
 
@@ -86,37 +93,41 @@ WORKLOAD_PRIORITY_CLASSES: Final = (
     ("dev", 10, "Dev and experiments: admitted last, preempted first."),
 )
 
-#: Volcano's scheduler pipeline: enqueue only what can start as a whole (gang), allocate by
-#: priority within proportion-shared queues, pack GPU nodes tightly (binpack) so whole nodes stay
-#: free for the next multi-node job, backfill small pods into the gaps.
-VOLCANO_SCHEDULER_CONF: Final[dict[str, Any]] = {
-    "actions": "enqueue, allocate, backfill",
-    "tiers": [
-        {
-            "plugins": [
-                {"name": "priority"},
-                {"name": "gang", "enablePreemptable": False},
-                {"name": "conformance"},
-            ]
-        },
-        {
-            "plugins": [
-                {"name": "drf", "enablePreemptable": False},
-                {"name": "predicates"},
-                {"name": "proportion"},
-                {"name": "nodeorder"},
-                {
-                    "name": "binpack",
-                    "arguments": {
-                        "binpack.weight": 10,
-                        "binpack.resources": catalog.GPU_RESOURCE,
-                        f"binpack.resources.{catalog.GPU_RESOURCE}": 10,
+
+def volcano_scheduler_conf(enqueue: bool) -> dict[str, Any]:
+    """Volcano's scheduler pipeline: enqueue only what fits its queue (a PodGroup gets pods
+    once it is Inqueue; the team queues' guarantees let it in before its GPU nodes exist:
+    components/analysis/volcano.py), allocate by priority within proportion-shared queues, pack
+    GPU nodes tightly (binpack) so whole nodes stay free for the next multi-node job, backfill
+    small pods into the gaps."""
+    return {
+        "actions": volcano.scheduler_actions(enqueue),
+        "tiers": [
+            {
+                "plugins": [
+                    {"name": "priority"},
+                    {"name": "gang", "enablePreemptable": False},
+                    {"name": "conformance"},
+                ]
+            },
+            {
+                "plugins": [
+                    {"name": "drf", "enablePreemptable": False},
+                    {"name": "predicates"},
+                    {"name": "proportion"},
+                    {"name": "nodeorder"},
+                    {
+                        "name": "binpack",
+                        "arguments": {
+                            "binpack.weight": 10,
+                            "binpack.resources": catalog.GPU_RESOURCE,
+                            f"binpack.resources.{catalog.GPU_RESOURCE}": 10,
+                        },
                     },
-                },
-            ]
-        },
-    ],
-}
+                ]
+            },
+        ],
+    }
 
 
 # --- pure builders ------------------------------------------------------------------------------
@@ -231,12 +242,14 @@ def kueue_values(config: SchedulingConfig) -> dict[str, Any]:
     }
 
 
-def volcano_values() -> dict[str, Any]:
+def volcano_values(config: SchedulingConfig) -> dict[str, Any]:
     """Helm values of the Volcano chart: scheduler pipeline, controllers on system nodes."""
     return {
         "basic": {"image_pull_policy": "IfNotPresent"},
         "custom": {
-            "scheduler_config_override": yaml.safe_dump(VOLCANO_SCHEDULER_CONF, sort_keys=False),
+            "scheduler_config_override": yaml.safe_dump(
+                volcano_scheduler_conf(config.volcano_enqueue), sort_keys=False
+            ),
             "leader_elect_enable": True,
             "default_ns": catalog.system_node_labels(),
         },
@@ -351,7 +364,7 @@ class Scheduling(pulumi.ComponentResource):
             repository_opts={"repo": VOLCANO_REPO},
             version=config.volcano_chart_version,
             namespace=VOLCANO_NAMESPACE,
-            values=volcano_values(),
+            values=volcano_values(config),
             atomic=True,
             timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(VOLCANO_NAMESPACE),

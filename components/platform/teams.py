@@ -21,12 +21,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import pod_security
+from components.analysis import pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import FlavorQuota, TeamConfig
 from components.platform import iam
 from components.platform.scheduling import (
     KUEUE_API,
+    QUEUE_OPEN_AWAIT,
     VOLCANO_QUEUE_API,
     Flavor,
 )
@@ -181,16 +182,21 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
 
 
 def volcano_queue_spec(team: TeamConfig) -> dict[str, Any]:
-    limits = team.limits
-    return {
+    """The team's Volcano Queue: capability = the namespace limits; guarantee = the nominal
+    quota, so the team's PodGroups pass Volcano's enqueue before their GPU nodes exist, and
+    deserved = the guarantee (Volcano's queue webhook requires guarantee <= deserved <=
+    capability). The figures are components/analysis/volcano.py's, which the will-it-run
+    analysis checks jobs against."""
+    spec: dict[str, Any] = {
         "weight": team.volcano.weight,
         "reclaimable": True,
-        "capability": {
-            "cpu": str(limits.cpu),
-            "memory": f"{limits.memory_gib}Gi",
-            catalog.GPU_RESOURCE: str(limits.gpus),
-        },
+        "capability": volcano.quantities(volcano.queue_capability(team)),
     }
+    guarantee = volcano.quantities(volcano.queue_guarantee(team))
+    if guarantee:
+        spec["guarantee"] = {"resource": guarantee}
+        spec["deserved"] = dict(guarantee)
+    return spec
 
 
 def role_rules() -> list[dict[str, Any]]:
@@ -399,10 +405,10 @@ class TeamArgs:
     kueue_release: pulumi.Resource
     volcano_release: pulumi.Resource
     tags: dict[str, str]
+    #: The literal cluster name the trainer role's trust is pinned to.
+    physical_cluster_name: str
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
-    #: The literal cluster name for the trainer role's trust conditions (None: not pinned).
-    physical_cluster_name: str | None = None
     #: Where Prometheus runs, and the release whose CRDs the PodMonitor needs.
     monitoring_namespace: str = "monitoring"
     monitoring_release: pulumi.Resource | None = None
@@ -582,7 +588,7 @@ class Team(pulumi.ComponentResource):
             f"{name}-volcano-queue",
             api_version=VOLCANO_QUEUE_API,
             kind="Queue",
-            metadata={"name": team.name},
+            metadata={"name": team.name, "annotations": dict(QUEUE_OPEN_AWAIT)},
             spec=volcano_queue_spec(team),
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.k8s_provider, depends_on=[args.volcano_release]

@@ -10,16 +10,17 @@ managed node groups without changing the builders.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import placement, pod_security
+from components.analysis import placement, pod_security, volcano
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 from components.config.stack import nccl_instance_type
+from components.platform.scheduling import QUEUE_OPEN_AWAIT
 from components.platform.validation_scripts import (
     METRICS_PORT,
     METRICS_PORT_NAME,
@@ -174,8 +175,12 @@ def nccl_resources(pool: GpuPool) -> dict[str, Any]:
     if pool.efa_devices:
         devices[catalog.EFA_RESOURCE] = str(pool.efa_devices)
     return {
-        "requests": {"cpu": "2", "memory": "16Gi", **devices},
-        "limits": {"memory": "16Gi", **devices},
+        "requests": {
+            "cpu": str(catalog.NCCL_POD_CPU),
+            "memory": f"{catalog.NCCL_POD_MEMORY_GIB}Gi",
+            **devices,
+        },
+        "limits": {"memory": f"{catalog.NCCL_POD_MEMORY_GIB}Gi", **devices},
     }
 
 
@@ -265,14 +270,41 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
 
 #: Volcano gang scheduling for plain pods: the PodGroup a pod belongs to, by annotation.
 VOLCANO_GROUP_ANNOTATION: Final = "scheduling.k8s.io/group-name"
-#: The queue the Volcano chart creates; platform tests don't count against a team's queue.
+#: The queue the Volcano chart creates: the NCCL test's when no queue has a guarantee.
 VOLCANO_DEFAULT_QUEUE: Final = "default"
 
 
-def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]]:
+def validation_queue(guarantee: dict[str, float]) -> dict[str, Any]:
+    """The NCCL test's own Volcano queue: guarantee = capability = what the test's pods
+    request (components/analysis/volcano.py validation_guarantee)."""
+    resources = volcano.quantities(guarantee)
+    return {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {
+            "name": volcano.VALIDATION_QUEUE,
+            "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
+            "annotations": dict(QUEUE_OPEN_AWAIT),
+        },
+        "spec": {
+            "weight": 1,
+            "reclaimable": False,
+            "capability": dict(resources),
+            "guarantee": {"resource": dict(resources)},
+            "deserved": dict(resources),
+        },
+    }
+
+
+def nccl_objects(
+    pool: GpuPool, config: ValidationConfig, queue_guarantee: dict[str, float] | None = None
+) -> list[dict[str, Any]]:
     """ConfigMap (script), headless Service, Volcano PodGroup and Indexed Job of the NCCL
-    all-reduce test. The PodGroup gang-schedules the ranks: all nodes start together or none
-    holds a GPU (a half-started all-reduce would block until its deadline)."""
+    all-reduce test — after its own Volcano queue when the team queues have guarantees. The
+    PodGroup gang-schedules the ranks: all nodes start together or none holds a GPU (a
+    half-started all-reduce would block until its deadline). It has no minResources, so
+    Volcano's enqueue lets it through before its nodes exist; its queue's guarantee makes
+    allocate place it (components/analysis/volcano.py)."""
     nodes = config.nccl.nodes
     name = f"nccl-allreduce-{pool.name}"
     labels = {"app.kubernetes.io/part-of": "gpu-platform", "test": "nccl-all-reduce"}
@@ -283,7 +315,9 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
         f"--rdzv-endpoint={name}-0.{name}:{NCCL_PORT} --rdzv-id={name} "
         "/scripts/allreduce.py"
     )
+    queue = [validation_queue(queue_guarantee)] if queue_guarantee else []
     return [
+        *queue,
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -306,7 +340,10 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": config.namespace, "labels": labels},
-            "spec": {"minMember": nodes, "queue": VOLCANO_DEFAULT_QUEUE},
+            "spec": {
+                "minMember": nodes,
+                "queue": volcano.VALIDATION_QUEUE if queue else VOLCANO_DEFAULT_QUEUE,
+            },
         },
         {
             "apiVersion": "batch/v1",
@@ -374,7 +411,10 @@ def nccl_objects(pool: GpuPool, config: ValidationConfig) -> list[dict[str, Any]
 
 
 def validation_objects(
-    pools: Sequence[GpuPool], nccl_pool: GpuPool | None, config: ValidationConfig
+    pools: Sequence[GpuPool],
+    nccl_pool: GpuPool | None,
+    config: ValidationConfig,
+    queue_guarantee: dict[str, float] | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the validation tests (empty when validation is off)."""
     if not config.enabled:
@@ -383,7 +423,7 @@ def validation_objects(
     if config.smoke_test:
         objects += [smoke_job(pool, config) for pool in pools]
     if config.nccl_test and nccl_pool is not None:
-        objects += nccl_objects(nccl_pool, config)
+        objects += nccl_objects(nccl_pool, config, queue_guarantee)
     if objects:
         objects.append(pod_monitor(config))
     return objects
@@ -407,6 +447,8 @@ class ValidationArgs:
     #: Kueue and Volcano: Kueue's Job webhook (failurePolicy Fail) intercepts every Job outside
     #: kube-system/kueue-system, and the PodGroup kind exists once Volcano's CRDs are in.
     schedulers: tuple[pulumi.Resource, ...] = ()
+    #: The NCCL test queue's guarantee (empty: the test joins Volcano's default queue).
+    queue_guarantee: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -430,6 +472,7 @@ class ValidationArgs:
             gpu_operator=gpu.release,
             monitoring_release=monitoring_release,
             schedulers=schedulers,
+            queue_guarantee=volcano.validation_guarantee(cfg),
         )
 
 
@@ -449,7 +492,7 @@ class Validation(pulumi.ComponentResource):
         super().__init__("gpu-platform:validation:Validation", name, None, opts)
         config = args.config
         k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
-        objects = validation_objects(args.pools, args.nccl_pool, config)
+        objects = validation_objects(args.pools, args.nccl_pool, config, args.queue_guarantee)
         if objects:
             namespace = k8s.core.v1.Namespace(
                 f"{name}-namespace",
@@ -472,19 +515,30 @@ class Validation(pulumi.ComponentResource):
                     + ([args.monitoring_release] if args.monitoring_release else [])
                 ),
             )
+            made: dict[str, pulumi.Resource] = {}
             for obj in objects:
-                resource_name = f"{name}-{obj['kind'].lower()}-{obj['metadata']['name']}"
-                cls: Any = _KINDS.get((obj["apiVersion"], obj["kind"]))
+                kind = obj["kind"]
+                resource_name = f"{name}-{kind.lower()}-{obj['metadata']['name']}"
+                # Queue -> PodGroup -> Job: Volcano's webhook refuses a PodGroup for a queue
+                # that is not Open yet (the Queue is awaited until it is), and the Job's pods
+                # are scheduled as their PodGroup's gang from the first one.
+                before = {"PodGroup": made.get("Queue"), "Job": made.get("PodGroup")}.get(kind)
+                opts = monitored if kind == "PodMonitor" else after
+                if before is not None:
+                    opts = pulumi.ResourceOptions.merge(
+                        opts, pulumi.ResourceOptions(depends_on=[before])
+                    )
+                cls: Any = _KINDS.get((obj["apiVersion"], kind))
                 if cls is None:
-                    k8s.apiextensions.CustomResource(
+                    made[kind] = k8s.apiextensions.CustomResource(
                         resource_name,
                         api_version=obj["apiVersion"],
-                        kind=obj["kind"],
+                        kind=kind,
                         metadata=obj["metadata"],
                         spec=obj["spec"],
-                        opts=monitored if obj["kind"] == "PodMonitor" else after,
+                        opts=opts,
                     )
                     continue
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-                cls(resource_name, **body, opts=after)
+                made[kind] = cls(resource_name, **body, opts=opts)
         self.register_outputs({"objects": len(objects)})

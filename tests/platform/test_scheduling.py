@@ -11,18 +11,20 @@ import yaml
 
 from components import catalog
 from components import config as stack_config
+from components.analysis import volcano as volcano_analysis
 from components.analysis.capacity import gpu_capacity
+from components.analysis.volcano import VALIDATION_QUEUE
 from components.platform.cluster import gpu_group_labels
 from components.platform.karpenter_builders import pool_labels
 from components.platform.scheduling import (
     KUEUE_API,
     PRIORITY_CLASSES,
-    VOLCANO_SCHEDULER_CONF,
     flavors,
     kueue_manager_config,
     kueue_values,
     resource_flavor_spec,
     trainer_values,
+    volcano_scheduler_conf,
     volcano_values,
 )
 from synth.harness import SynthResult
@@ -161,18 +163,25 @@ def test_kueue_config_enables_integrations_and_wait_for_pods_ready() -> None:
 
 
 def test_volcano_scheduler_runs_gang_priority_predicates_and_binpack() -> None:
-    conf = yaml.safe_load(volcano_values()["custom"]["scheduler_config_override"])
-    assert conf == VOLCANO_SCHEDULER_CONF
+    values = volcano_values(stack_config.SchedulingConfig())
+    conf = yaml.safe_load(values["custom"]["scheduler_config_override"])
+    assert conf == volcano_scheduler_conf(True)
     assert [a.strip() for a in conf["actions"].split(",")] == ["enqueue", "allocate", "backfill"]
     plugins = {p["name"] for tier in conf["tiers"] for p in tier["plugins"]}
     assert {"gang", "priority", "predicates", "binpack", "proportion"} <= plugins
+
+
+def test_volcano_enqueue_follows_the_config() -> None:
+    config = stack_config.SchedulingConfig.model_validate({"volcanoEnqueue": False})
+    conf = yaml.safe_load(volcano_values(config)["custom"]["scheduler_config_override"])
+    assert [a.strip() for a in conf["actions"].split(",")] == ["allocate", "backfill"]
 
 
 @pytest.mark.parametrize(
     ("chart", "values"),
     [
         ("kueue", kueue_values(stack_config.SchedulingConfig())),
-        ("volcano", volcano_values()),
+        ("volcano", volcano_values(stack_config.SchedulingConfig())),
         ("kubeflow-trainer", trainer_values()),
     ],
 )
@@ -225,7 +234,9 @@ def test_stack_has_flavors_queues_priorities_and_the_training_operator(
     volcano = {
         q.inputs["metadata"]["name"]: q.inputs["spec"] for q in result.of_type(VOLCANO_QUEUE)
     }
-    assert set(volcano) == teams
+    # The team queues, and the NCCL test's own queue where validation runs one.
+    assert set(volcano) - {VALIDATION_QUEUE} == teams
+    assert (VALIDATION_QUEUE in volcano) == bool(volcano_analysis.validation_guarantee(cfg))
     assert all(spec["weight"] >= 1 and spec["capability"] for spec in volcano.values())
     releases = {r.inputs["name"]: r.inputs for r in result.of_type(RELEASE)}
     assert releases["kueue"]["version"] == "0.19.2"
