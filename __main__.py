@@ -36,8 +36,12 @@ account = AwsAccount.lookup()
 network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 logs = Logging("logging", LoggingArgs.of(cfg, account, tags))  # log groups before the cluster
-cluster = Cluster("cluster", ClusterArgs.of(cfg, network, account, tags, gpu_labels, logging=logs))
-logs.install(cluster)
+log_group = logs.control_plane_log_group
+cluster = Cluster(
+    "cluster",
+    ClusterArgs.of(cfg, network, account, tags, gpu_labels, control_plane_log_group=log_group),
+)
+logs.install(cluster.name)
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))

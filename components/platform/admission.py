@@ -219,6 +219,8 @@ class AdmissionArgs:
     config: ImageAdmissionConfig
     account: AwsAccount
     cluster_name: pulumi.Input[str]
+    #: The literal cluster name Kyverno's role trust is pinned to.
+    physical_cluster_name: str
     k8s_provider: k8s.Provider
     #: Kyverno's webhook pods need nodes before the release can become ready.
     system_nodes: pulumi.Resource
@@ -232,6 +234,7 @@ class AdmissionArgs:
             config=cfg.security.image_admission,
             account=account,
             cluster_name=cluster.name,
+            physical_cluster_name=cluster.physical_name,
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             tags=tags,
@@ -283,7 +286,12 @@ class Admission(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-kyverno",
             assume_role_policy=pulumi.Output.json_dumps(
-                iam.pod_identity_trust_policy(args.account.account_id)
+                iam.pod_identity_trust_policy(
+                    args.account.account_id,
+                    cluster_name=args.physical_cluster_name,
+                    namespace=KYVERNO_NAMESPACE,
+                    service_account=KYVERNO_SERVICE_ACCOUNT,
+                )
             ),
             managed_policy_arns=[
                 f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"

@@ -25,7 +25,6 @@ from components.platform.iam import AwsAccount
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.logging import Logging
     from components.platform.network import Network
 
 
@@ -169,7 +168,7 @@ class ClusterArgs:
         tags: dict[str, str],
         extra_gpu_labels: dict[str, dict[str, str]],
         *,
-        logging: Logging | None = None,
+        control_plane_log_group: aws.cloudwatch.LogGroup | None = None,
     ) -> ClusterArgs:
         """This component's slice of the stack config and the network it runs in."""
         return cls(
@@ -188,7 +187,7 @@ class ClusterArgs:
             placement_node_groups=frozenset(
                 g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
             ),
-            control_plane_log_group=logging.control_plane_log_group if logging else None,
+            control_plane_log_group=control_plane_log_group,
         )
 
 

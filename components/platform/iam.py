@@ -51,11 +51,11 @@ def service_trust_policy(service: str) -> dict[str, Any]:
 
 def pod_identity_trust_policy(
     account_id: str,
-    cluster_arn: str | None = None,
     *,
-    cluster_name: str | None = None,
-    namespace: str | None = None,
-    service_account: str | None = None,
+    cluster_name: str,
+    namespace: str,
+    service_account: str,
+    cluster_arn: str | None = None,
 ) -> dict[str, Any]:
     """Trust for EKS Pod Identity, pinned to this account and, through the session tags EKS
     Pod Identity adds to every AssumeRole, to one cluster, namespace and service account: a
@@ -69,14 +69,18 @@ def pod_identity_trust_policy(
     (pod-id-role.adoc). They are present unless an association sets `disableSessionTags`
     (none here). `aws:SourceAccount` (and `aws:SourceArn` = cluster ARN) on the EKS Auth call:
     UNVERIFIED in AWS documentation (research memo runs.md item 20) - kept from the previous
-    policy, the session tags are the documented pin."""
-    equals: dict[str, Any] = {"aws:SourceAccount": account_id}
-    if cluster_name is not None:
-        equals["aws:RequestTag/eks-cluster-name"] = cluster_name
-    if namespace is not None:
-        equals["aws:RequestTag/kubernetes-namespace"] = namespace
-    if service_account is not None:
-        equals["aws:RequestTag/kubernetes-service-account"] = service_account
+    policy, the session tags are the documented pin.
+
+    The ONE builder of Pod Identity trust: every role `pods.eks.amazonaws.com` may assume is
+    made here, and all three pins are required (tests/platform/test_trust.py checks every such
+    role of the synthesized stacks; the policy pack's gpu-platform-aws-pod-identity-pinned rule
+    refuses one without them)."""
+    equals: dict[str, Any] = {
+        "aws:SourceAccount": account_id,
+        "aws:RequestTag/eks-cluster-name": cluster_name,
+        "aws:RequestTag/kubernetes-namespace": namespace,
+        "aws:RequestTag/kubernetes-service-account": service_account,
+    }
     condition: dict[str, Any] = {"StringEquals": equals}
     if cluster_arn is not None:
         condition["ArnEquals"] = {"aws:SourceArn": cluster_arn}

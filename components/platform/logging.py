@@ -43,7 +43,6 @@ from components.platform import iam
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
-    from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
 
 ADDON: Final = "amazon-cloudwatch-observability"
@@ -51,6 +50,9 @@ ADDON: Final = "amazon-cloudwatch-observability"
 #: amazon-cloudwatch-observability --kubernetes-version 1.33`); chart 4.10.0's values vendored.
 ADDON_VERSION: Final = "v4.10.0-eksbuild.1"
 AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
+#: The add-on's namespace (EKS user guide, amazon-cloudwatch-observability: `eksctl create
+#: iamserviceaccount --name cloudwatch-agent --namespace amazon-cloudwatch`).
+AGENT_NAMESPACE: Final = "amazon-cloudwatch"
 LOG_GROUPS: Final = ("application", "dataplane", "host", "performance")
 METRIC_NAMESPACE: Final = "GPUPlatform/Training"
 #: name -> (log group, filter pattern, what it means).
@@ -214,7 +216,7 @@ class Logging(pulumi.ComponentResource):
                 opts=child,
             )
 
-    def install(self, cluster: Cluster) -> None:
+    def install(self, cluster_name: pulumi.Input[str]) -> None:
         """The add-on (it needs the control plane), log alarms and saved queries."""
         name, args, config = self._name, self._args, self._args.config
         child = pulumi.ResourceOptions(parent=self)
@@ -223,7 +225,14 @@ class Logging(pulumi.ComponentResource):
             return
         role = aws.iam.Role(
             f"{name}-agent",
-            assume_role_policy=json.dumps(iam.pod_identity_trust_policy(args.account.account_id)),
+            assume_role_policy=json.dumps(
+                iam.pod_identity_trust_policy(
+                    args.account.account_id,
+                    cluster_name=args.cluster_name,
+                    namespace=AGENT_NAMESPACE,
+                    service_account=AGENT_SERVICE_ACCOUNT,
+                )
+            ),
             managed_policy_arns=[
                 f"arn:{args.account.partition}:iam::aws:policy/CloudWatchAgentServerPolicy"
             ],
@@ -232,7 +241,7 @@ class Logging(pulumi.ComponentResource):
         )
         aws.eks.Addon(
             f"{name}-addon",
-            cluster_name=cluster.name,
+            cluster_name=cluster_name,
             addon_name=ADDON,
             addon_version=ADDON_VERSION,
             configuration_values=json.dumps(addon_configuration()),

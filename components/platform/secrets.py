@@ -144,6 +144,8 @@ class TeamSecretsArgs:
     teams: list[TeamConfig]
     account: AwsAccount
     cluster_name: pulumi.Input[str]
+    #: The literal cluster name the controller role's trust is pinned to.
+    physical_cluster_name: str
     k8s_provider: k8s.Provider
     system_nodes: pulumi.Resource
     #: team name -> its Team component (the namespace must exist before its store).
@@ -164,6 +166,7 @@ class TeamSecretsArgs:
             teams=list(cfg.teams),
             account=account,
             cluster_name=cluster.name,
+            physical_cluster_name=cluster.physical_name,
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             team_components=team_components,
@@ -189,7 +192,12 @@ class TeamSecrets(pulumi.ComponentResource):
         controller = aws.iam.Role(
             f"{name}-eso-controller",
             assume_role_policy=pulumi.Output.json_dumps(
-                iam.pod_identity_trust_policy(args.account.account_id)
+                iam.pod_identity_trust_policy(
+                    args.account.account_id,
+                    cluster_name=args.physical_cluster_name,
+                    namespace=args.config.namespace,
+                    service_account=ESO_SERVICE_ACCOUNT,
+                )
             ),
             tags=args.tags,
             opts=aws_opts,

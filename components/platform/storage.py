@@ -78,6 +78,8 @@ class StorageArgs:
     private_subnet_ids: list[pulumi.Output[str]]
     #: Physical EKS cluster name (carries the control plane as a dependency).
     cluster_name: pulumi.Input[str]
+    #: The literal cluster name the CSI controller roles' trust is pinned to.
+    physical_cluster_name: str
     #: The nodes' security group: the only source allowed to reach the file system.
     node_security_group_id: pulumi.Input[str]
     k8s_provider: k8s.Provider
@@ -105,6 +107,7 @@ class StorageArgs:
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
             cluster_name=cluster.name,
+            physical_cluster_name=cluster.physical_name,
             node_security_group_id=cluster.node_security_group_id,
             k8s_provider=cluster.k8s_provider,
             system_node_group=cluster.system_node_group,
@@ -325,7 +328,10 @@ class Storage(pulumi.ComponentResource):
             f"{name}-{driver}-csi",
             assume_role_policy=json.dumps(
                 iam.pod_identity_trust_policy(
-                    account_id, namespace=CSI_NAMESPACE, service_account=service_account
+                    account_id,
+                    cluster_name=args.physical_cluster_name,
+                    namespace=CSI_NAMESPACE,
+                    service_account=service_account,
                 )
             ),
             tags=args.tags,

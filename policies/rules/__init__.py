@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, kubernetes, placement, platform, security, tenancy
+from policies.rules import aws, iam, kubernetes, placement, platform, security, tenancy
 
 PACK_NAME = "gpu-platform"
 
@@ -13,6 +13,7 @@ def all_policies() -> list[Policy]:
     """Every rule of the pack, in a stable order (area, then declaration order)."""
     return [
         *aws.POLICIES,
+        *iam.POLICIES,
         *kubernetes.POLICIES,
         *platform.POLICIES,
         *placement.POLICIES,

@@ -3,8 +3,6 @@ KMS, EC2 launch templates and node groups, SQS, EFS, security groups."""
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -134,7 +132,7 @@ def _check_s3_tls(
     )
 
 
-def _public_principal(principal: Any) -> bool:
+def public_principal(principal: Any) -> bool:
     if principal == "*":
         return True
     return is_map(principal) and "*" in as_list(principal.get("AWS"))
@@ -148,109 +146,13 @@ def _check_s3_public(resource: Resource, _config: Config) -> Iterator[str]:
         for statement in statements(json_doc(resource.props.get("policy"))):
             if (
                 statement.get("Effect") == "Allow"
-                and _public_principal(statement.get("Principal"))
+                and public_principal(statement.get("Principal"))
                 and not statement.get("Condition")
             ):
                 yield f"statement {statement.get('Sid', '')!r} allows Principal '*'"
 
 
 # --- IAM ------------------------------------------------------------------------------------------
-
-
-def _policy_documents(resource: Resource) -> Iterator[Mapping[str, Any] | None]:
-    if resource.type in (ROLE_POLICY, IAM_POLICY):
-        yield json_doc(resource.props.get("policy"))
-    elif resource.type == ROLE:
-        for inline in as_list(resource.props.get("inlinePolicies")):
-            if is_map(inline):
-                yield json_doc(inline.get("policy"))
-
-
-def _check_iam_wildcards(resource: Resource, config: Config) -> Iterator[str]:
-    allowed = set(config["allowedServiceWildcards"])
-    for document in _policy_documents(resource):
-        for statement in statements(document):
-            if statement.get("Effect") != "Allow":
-                continue
-            actions = [str(a) for a in as_list(statement.get("Action"))]
-            resources = [str(r) for r in as_list(statement.get("Resource"))]
-            if statement.get("NotAction") is not None:
-                yield "Allow with NotAction grants everything not listed"
-            for action in actions:
-                if action == "*":
-                    yield "Action '*' grants every AWS API"
-                elif action.endswith(":*") and "*" in resources and action not in allowed:
-                    yield f"Action {action!r} on Resource '*' grants the whole service"
-
-
-def _check_iam_admin(resource: Resource, config: Config) -> Iterator[str]:
-    forbidden = {str(name) for name in config["forbiddenManagedPolicies"]}
-    arns = (
-        as_list(resource.props.get("managedPolicyArns"))
-        if resource.type == ROLE
-        else [resource.props.get("policyArn")]
-    )
-    for arn in arns:
-        if isinstance(arn, str) and arn.rsplit("/", 1)[-1] in forbidden:
-            yield f"managed policy {arn} gives administrative rights"
-
-
-#: GitHub Actions' OIDC issuer (team job-stack deploy roles, components/platform/team_deploy.py).
-GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
-
-
-def _github_trust_problems(condition: Mapping[str, Any]) -> Iterator[str]:
-    """GitHub OIDC trusts name exact subjects of one repository (`repo:<owner>/<repo>:...`,
-    no wildcard: any repository on GitHub can mint a token for this issuer) and the STS
-    audience."""
-    equals = dig(condition, "StringEquals") or {}
-    subs = [str(v) for k, v in equals.items() if str(k).endswith(":sub") for v in as_list(v)]
-    if not subs:
-        yield "GitHub OIDC trust has no StringEquals condition on the token's `sub`"
-    for text in subs:
-        if "*" in text or "?" in text or not re.match(r"^repo:[^/:]+/[^/:]+:.+$", text):
-            yield f"GitHub OIDC trust `sub` {text!r} is not one exact repository subject"
-    if dig(equals, f"{GITHUB_OIDC_HOST}:aud") != "sts.amazonaws.com":
-        yield "GitHub OIDC trust has no StringEquals condition on `aud` (sts.amazonaws.com)"
-
-
-def _trust_problems(statement: Mapping[str, Any], config: Config) -> Iterator[str]:
-    principal = statement.get("Principal")
-    if _public_principal(principal):
-        yield "trust policy allows Principal '*'"
-        return
-    if not is_map(principal):
-        return
-    condition = statement.get("Condition") or {}
-    federated = [str(p) for p in as_list(principal.get("Federated"))]
-    if any(p.endswith(f":oidc-provider/{GITHUB_OIDC_HOST}") for p in federated):
-        yield from _github_trust_problems(condition)
-    elif any(":oidc-provider/" in p for p in federated):
-        equals = dig(condition, "StringEquals") or {}
-        subs = [v for k, v in equals.items() if str(k).endswith(":sub")]
-        auds = [v for k, v in equals.items() if str(k).endswith(":aud")]
-        if not subs:
-            yield "IRSA trust has no StringEquals condition on the token's `sub`"
-        for sub in subs:
-            for value in as_list(sub):
-                text = str(value)
-                if "*" in text or not text.startswith("system:serviceaccount:"):
-                    yield f"IRSA trust `sub` {text!r} is not one exact service account"
-                elif not any(fnmatch.fnmatch(text, p) for p in config["allowedServiceAccounts"]):
-                    yield f"IRSA trust `sub` {text!r} is not in allowedServiceAccounts"
-        if not auds:
-            yield "IRSA trust has no StringEquals condition on `aud` (sts.amazonaws.com)"
-    services = [str(s) for s in as_list(principal.get("Service"))]
-    if "pods.eks.amazonaws.com" in services and not dig(
-        condition, "StringEquals", "aws:SourceAccount"
-    ):
-        yield "Pod Identity trust has no aws:SourceAccount condition"
-
-
-def _check_iam_trust(resource: Resource, config: Config) -> Iterator[str]:
-    for statement in statements(json_doc(resource.props.get("assumeRolePolicy"))):
-        if statement.get("Effect") == "Allow":
-            yield from _trust_problems(statement, config)
 
 
 # --- EKS control plane ----------------------------------------------------------------------------
@@ -425,67 +327,6 @@ POLICIES = [
         enforcement=MANDATORY,
         remediation="Use a private ACL (or none) and name principals explicitly in bucket "
         "policies; share data through IAM roles or presigned URLs.",
-    ),
-    resource_rule(
-        name="gpu-platform-iam-no-wildcard-permissions",
-        description="No IAM policy allows Action '*', NotAction, or a service-wide wildcard "
-        "('s3:*') on Resource '*'.",
-        types=(ROLE, ROLE_POLICY, IAM_POLICY),
-        check=_check_iam_wildcards,
-        severity=CRITICAL,
-        enforcement=MANDATORY,
-        remediation="List the actions the workload needs and scope Resource to its own ARNs "
-        "(e.g. the team's bucket and prefix).",
-        config={
-            "allowedServiceWildcards": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [],
-                "description": "Service wildcards ('ec2:Describe*' style excepted) allowed on *.",
-            }
-        },
-    ),
-    resource_rule(
-        name="gpu-platform-iam-no-admin-policies",
-        description="No role (node, controller or workload) carries an administrative managed "
-        "policy.",
-        types=(ROLE, ROLE_POLICY_ATTACHMENT),
-        check=_check_iam_admin,
-        severity=CRITICAL,
-        enforcement=MANDATORY,
-        remediation="Replace the managed policy with a scoped inline policy.",
-        config={
-            "forbiddenManagedPolicies": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": [
-                    "AdministratorAccess",
-                    "PowerUserAccess",
-                    "IAMFullAccess",
-                    "AmazonS3FullAccess",
-                    "AmazonEC2FullAccess",
-                ],
-            }
-        },
-    ),
-    resource_rule(
-        name="gpu-platform-iam-trust-scoped",
-        description="Role trust policies never trust '*'; IRSA trusts name exactly one service "
-        "account and the STS audience; Pod Identity trusts pin the source account.",
-        types=(ROLE,),
-        check=_check_iam_trust,
-        severity=CRITICAL,
-        enforcement=MANDATORY,
-        remediation="Build trust documents with components/platform/iam.py (irsa_trust_policy, "
-        "pod_identity_trust_policy).",
-        config={
-            "allowedServiceAccounts": {
-                "type": "array",
-                "items": {"type": "string"},
-                "default": ["system:serviceaccount:*"],
-                "description": "fnmatch patterns of `sub` values IRSA roles may trust.",
-            }
-        },
     ),
     resource_rule(
         name="gpu-platform-eks-private-endpoint",

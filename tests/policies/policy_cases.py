@@ -729,11 +729,124 @@ CASES: list[Case] = [
             r(
                 "aws:iam/role:Role",
                 "x",
-                {"assumeRolePolicy": json.dumps(iam.pod_identity_trust_policy("123456789012"))},
+                {
+                    "assumeRolePolicy": json.dumps(
+                        iam.pod_identity_trust_policy(
+                            "123456789012",
+                            cluster_name="gpu-dev",
+                            namespace="kube-system",
+                            service_account="x",
+                        )
+                    )
+                },
             )
         ],
         {},
         False,
+    ),
+    (
+        "gpu-platform-iam-pod-identity-pinned",
+        "Pod Identity trust pinned to the account only (any cluster could bind it)",
+        [
+            r(
+                "aws:iam/role:Role",
+                "x",
+                {
+                    "assumeRolePolicy": doc(
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "pods.eks.amazonaws.com"},
+                            "Action": ["sts:AssumeRole", "sts:TagSession"],
+                            "Condition": {"StringEquals": {"aws:SourceAccount": "123456789012"}},
+                        }
+                    )
+                },
+            )
+        ],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-iam-pod-identity-pinned",
+        "Pod Identity trust with a wildcard service account",
+        [
+            r(
+                "aws:iam/role:Role",
+                "x",
+                {
+                    "assumeRolePolicy": doc(
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "pods.eks.amazonaws.com"},
+                            "Action": ["sts:AssumeRole", "sts:TagSession"],
+                            "Condition": {
+                                "StringEquals": {
+                                    "aws:RequestTag/eks-cluster-name": "gpu-dev",
+                                    "aws:RequestTag/kubernetes-namespace": "kube-system",
+                                    "aws:RequestTag/kubernetes-service-account": "*",
+                                }
+                            },
+                        }
+                    )
+                },
+            )
+        ],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-iam-pod-identity-pinned",
+        "Pod Identity trust from the platform's builder",
+        [
+            r(
+                "aws:iam/role:Role",
+                "x",
+                {
+                    "assumeRolePolicy": json.dumps(
+                        iam.pod_identity_trust_policy(
+                            "123456789012",
+                            cluster_name="gpu-dev",
+                            namespace="karpenter",
+                            service_account="karpenter",
+                        )
+                    )
+                },
+            )
+        ],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-iam-trust-scoped",
+        "GitHub OIDC trust with a wildcard subject (StringLike)",
+        [
+            r(
+                "aws:iam/role:Role",
+                "x",
+                {
+                    "assumeRolePolicy": doc(
+                        {
+                            "Effect": "Allow",
+                            "Principal": {
+                                "Federated": "arn:aws:iam::123456789012:oidc-provider/"
+                                "token.actions.githubusercontent.com"
+                            },
+                            "Action": "sts:AssumeRoleWithWebIdentity",
+                            "Condition": {
+                                "StringEquals": {
+                                    "token.actions.githubusercontent.com:aud": "sts.amazonaws.com"
+                                },
+                                "StringLike": {
+                                    "token.actions.githubusercontent.com:sub": "repo:acme/*"
+                                },
+                            },
+                        }
+                    )
+                },
+            )
+        ],
+        {},
+        True,
     ),
     # EKS, both layers
     (

@@ -105,3 +105,80 @@ def test_every_pulumi_run_records_who_deployed() -> None:
                 assert env.get(DEPLOYED_BY_ENV) == "${{ github.actor }}", (path.name, name)
                 assert env.get(DEPLOY_RUN_ENV, "").endswith("/actions/runs/${{ github.run_id }}")
     assert seen >= 4
+
+
+# --- hardening (docs/security.md "Delivery chain") ------------------------------------------
+
+SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
+
+
+def _workflows() -> dict[str, dict[str, Any]]:
+    return {path.name: yaml.safe_load(path.read_text()) for path in sorted(WORKFLOWS.glob("*.yml"))}
+
+
+def test_every_action_is_pinned_to_a_commit_with_its_release_named() -> None:
+    for path in sorted(WORKFLOWS.glob("*.yml")):
+        for line in path.read_text().splitlines():
+            if "uses:" not in line:
+                continue
+            ref = line.split("uses:", 1)[1].split("#", 1)[0].strip()
+            assert SHA_PIN.match(ref), (path.name, line)
+            assert re.search(r"# v\d+\.\d+\.\d+$", line), (path.name, line)
+
+
+def test_no_workflow_grants_write_at_workflow_level() -> None:
+    for name, workflow in _workflows().items():
+        assert workflow["permissions"] == {}, name
+        for job_name, job in workflow["jobs"].items():
+            assert "permissions" in job, (name, job_name)
+
+
+def test_every_checkout_drops_its_credentials() -> None:
+    for name, workflow in _workflows().items():
+        for job in workflow["jobs"].values():
+            for step in job["steps"]:
+                if step.get("uses", "").startswith("actions/checkout@"):
+                    assert step["with"]["persist-credentials"] is False, name
+
+
+def test_no_expression_of_matrix_inputs_or_event_data_in_a_script() -> None:
+    for name, workflow in _workflows().items():
+        for job in workflow["jobs"].values():
+            for step in job["steps"]:
+                script = step.get("run", "")
+                assert "${{" not in script, (name, step.get("name"), script)
+
+
+def test_workflows_lint_clean_with_actionlint_shellcheck_and_zizmor() -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    # The virtualenv's own scripts first: README command 2 runs pytest without activating it.
+    where = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    tools = {
+        name: shutil.which(name, path=where) for name in ("actionlint", "shellcheck", "zizmor")
+    }
+    assert all(tools.values()), tools  # requirements-dev.txt installs all three
+    files = sorted(str(p) for p in WORKFLOWS.glob("*.yml"))
+    lint = subprocess.run(
+        [str(tools["actionlint"]), "-shellcheck", str(tools["shellcheck"]), *files],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    audit = subprocess.run(
+        [
+            str(tools["zizmor"]),
+            "--offline",
+            "--no-progress",
+            str(WORKFLOWS),
+            str(WORKFLOWS.parent / "dependabot.yml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert audit.returncode == 0, audit.stdout + audit.stderr
