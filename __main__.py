@@ -1,6 +1,6 @@
 """gpu-platform composition root: load the stack config, build the platform, export.
 
-Reads top to bottom like ../shared/design/ARCHITECTURE.md. No resource logic and no stack-name
+Reads top to bottom like the picture in docs/architecture.md. No resource logic and no stack-name
 branches here: stack differences live in Pulumi.<stack>.yaml and the config model's defaults;
 each `XxxArgs.of(...)` takes its component's slice of the config.
 """
@@ -9,23 +9,23 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
-from components.analysis.platform_facts import exported, platform_facts
+from components.contract.platform_facts import exported, platform_facts
 from components.platform.admission import Admission, AdmissionArgs
 from components.platform.cluster import Cluster, ClusterArgs
+from components.platform.cluster_logs import Logging, LoggingArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.iam import AwsAccount
 from components.platform.karpenter import Karpenter, KarpenterArgs
-from components.platform.logging import Logging, LoggingArgs
 from components.platform.network import Network, NetworkArgs
 from components.platform.observability import Observability, ObservabilityArgs
 from components.platform.registry import Registry, RegistryArgs
 from components.platform.scheduling import Scheduling, SchedulingArgs
-from components.platform.secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.storage import Storage, StorageArgs
 from components.platform.team_deploy import deploy_identity
+from components.platform.team_secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.teams import Team, TeamArgs
 from components.platform.validation import Validation, ValidationArgs
-from components.workloads.training import TrainingJobs, TrainingJobsArgs
+from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
 cfg = analysis.check(stack_config.load())

@@ -412,18 +412,18 @@ VOLCANO_SCHEDULER: Final = "volcano"
 NCCL_POD_CPU: Final = 2
 NCCL_POD_MEMORY_GIB: Final = 16
 #: Training pods' metrics endpoint: the container port the workload layer declares
-#: (components/workloads/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
+#: (components/training_jobs/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
 #: team NetworkPolicies open to Prometheus. Here because platform code may not import workloads;
 #: tests/platform/test_teams.py keeps the two equal.
 TRAINING_METRICS_PORT: Final = 9401
 TRAINING_METRICS_PORT_NAME: Final = "metrics"
-#: Label every training pod carries (workloads/plan.py JOB_LABEL): what the PodMonitor selects.
+#: Label every training pod carries (training_jobs/plan.py JOB_LABEL): what the PodMonitor selects.
 TRAINING_JOB_LABEL: Final = f"{LABEL_DOMAIN}/training-job"
 #: The service account every team namespace has for its training pods (Pod Identity IAM).
 TRAINER_SERVICE_ACCOUNT: Final = "trainer"
 
 #: Dense BF16 Tensor Core peak per GPU, TFLOP/s: the denominator of MFU (the trainer reads it as
-#: GPU_PEAK_TFLOPS, workloads/trainer/gpt_trainer/perf.py). NVIDIA datasheets give these figures
+#: GPU_PEAK_TFLOPS, images/trainer/gpt_trainer/perf.py). NVIDIA datasheets give these figures
 #: "with sparsity" as twice the dense value; the dense half is used. Transcribed offline from the
 #: datasheets (H100/H200 SXM 989, A100 SXM 312, L40S 362, L4 121, A10 125, B200 2250 per GPU of
 #: HGX B200); planning figures until checked against the current datasheet (no NVIDIA datasheet

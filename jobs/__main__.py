@@ -3,7 +3,7 @@
 Reads `gpu-platform-jobs:` config (platformStack, team, trainingJobs — the platform's job
 schema), reads the platform stack's `jobPlatform` facts and kubeconfig through a StackReference,
 judges every job against the platform's real capacity and quotas (the platform's own rules, and
-the will-it-run hook in components/analysis/platform_facts.py) before registering anything, and
+the will-it-run hook in components/contract/platform_facts.py) before registering anything, and
 creates the jobs in the team's namespace only. docs/training-jobs.md describes the path.
 """
 
@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import pulumi
 
-from components.analysis.platform_facts import job_stack_config
 from components.config.job_stack import load_job_stack
-from components.workloads.job_stack import TeamJobs, TeamJobsArgs, read_platform
+from components.contract.platform_facts import job_stack_config
+from components.training_jobs.job_stack import TeamJobs, TeamJobsArgs, read_platform
 
 jobs = load_job_stack()
 platform = read_platform(jobs)

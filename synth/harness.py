@@ -4,12 +4,13 @@ The mocks replace the engine, never the program: the same `__main__.py`, the sam
 the same config loading run as under `pulumi up`. What the engine would be told — type, name,
 parent, provider, dependencies and wire-format inputs of each resource — is recorded by a
 `MockMonitor` subclass, with deterministic fake ids, ARNs and endpoints so that the same input
-always gives the same output. Facts and pitfalls: ../shared/design/OFFLINE.md.
+always gives the same output. Facts and pitfalls: docs/architecture.md ("Offline synth").
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 import runpy
@@ -496,10 +497,13 @@ def run_program(
 
     if not sdk_stack_traces:
         pulumi_resource._get_stack_trace = stack_trace
-    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+    from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
 
     saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
     os.environ.update(deploy_env or {})
+    config_load = importlib.import_module("components.config.load")
+
+    config_load.forget()
     try:
         program()
     finally:
@@ -509,14 +513,15 @@ def run_program(
             if value is not None:
                 os.environ[name] = value
     from components.config.base import NAMESPACE
-    from components.config.load import namespace_values, parse
 
+    # The platform's validated config, the very object the program judged (the report's "will
+    # it run" reads it and its facts: components/analysis/facts.py); a job stack (jobs/, another
+    # project and namespace) has none of its own.
+    judged = config_load.loaded() if project == NAMESPACE else None
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
-        # The platform's validated config (the report's "will it run" reads it); a job stack
-        # (jobs/, another project and namespace) has none of its own.
-        config=parse(namespace_values(config)) if project == NAMESPACE else None,
+        config=judged,
         outputs=exports,
         secret_outputs=secrets,
     )

@@ -5,7 +5,7 @@ that reference is answered with the outputs of the platform's own synth of the r
 run first in the same process (same code, same stack file: what `pulumi up` of the platform
 exports, with mock ids; ~5 s, deterministic, no credentials and no stale file to keep in step).
 Then the job program runs under the same mocks; its checks (the platform's job rules and the
-will-it-run hook, components/analysis/platform_facts.py) raise `ConfigError` naming
+will-it-run hook, components/contract/platform_facts.py) raise `ConfigError` naming
 `gpu-platform-jobs:trainingJobs[i]...` before anything is registered, and synth exits 2.
 """
 
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from components.analysis.platform_facts import FACTS_OUTPUT, job_stack_config
 from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
+from components.contract.platform_facts import FACTS_OUTPUT, job_stack_config
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
 JOBS_ROOT: Final = PROJECT_ROOT / "jobs"

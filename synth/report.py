@@ -611,52 +611,36 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 
 # --- training jobs ------------------------------------------------------------------------------
 
-#: Launcher objects of training jobs (components/workloads/training.py).
-TRAINING_JOB_TYPES = frozenset(
-    {
-        "kubernetes:batch/v1:Job",
-        "kubernetes:batch.volcano.sh/v1alpha1:Job",
-        "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob",
-    }
-)
 
-
+#: Launcher objects of training jobs (components/training_jobs/training.py).
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
-    """One row per training job, from the plan annotations on its launcher object."""
-    from components.analysis import checkpoint as checkpointing
+    """One row per training job, from the plan the program built its objects from
+    (components/training_jobs/plan.py on the judged config and its facts). The plan annotations
+    on the launcher objects are deployed metadata for operators, never read back here: they
+    are rounded (the checkpoint interval to a second)."""
+    from components.training_jobs.plan import plan_job, planned_waste
 
-    prefix = f"{catalog.LABEL_DOMAIN}/"
+    cfg = result.config
+    if cfg is None:
+        return []
     rows = []
-    for resource in result.resources:
-        if resource.type not in TRAINING_JOB_TYPES:
-            continue
-        metadata = resource.inputs.get("metadata") or {}
-        notes = {
-            key.removeprefix(prefix): value
-            for key, value in (metadata.get("annotations") or {}).items()
-            if key.startswith(prefix)
-        }
-        if "launcher" not in notes:
-            continue
-        nodes = int(notes["nodes"])
-        instance = notes["instance-type"]
-        interval = float(notes["checkpoint-interval-s"])
-        blocking, mtbf = float(notes["checkpoint-blocking-s"]), float(notes["mtbf-s"])
+    for job in cfg.training_jobs:
+        # The account only names the checkpoint bucket, which no column shows.
+        plan = plan_job(cfg, job, account_id="")
+        nodes, instance = job.nodes, plan.resources.instance_type
         rows.append(
             {
-                "job": f"{metadata.get('namespace')}/{metadata.get('name')}",
-                "mode": notes["mode"],
-                "launcher": notes["launcher"],
-                "scheduler": notes["scheduler"],
-                "placement": f"{nodes} x {instance} ({notes['gpu-class']}, {notes['capacity']})",
-                "world_size": int(notes["world-size"]),
-                "effective_batch": notes.get("effective-batch", "-"),
+                "job": f"{plan.namespace}/{plan.name}",
+                "mode": job.mode,
+                "launcher": job.launcher,
+                "scheduler": job.scheduler,
+                "placement": f"{nodes} x {instance} ({job.gpu_class}, {job.capacity})",
+                "world_size": plan.world_size,
+                "effective_batch": plan.effective_batch or "-",
                 "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
                 "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
-                "interval_s": interval,
-                "waste": checkpointing.wasted_fraction(
-                    interval, blocking, mtbf, float(notes["restart-s"])
-                ),
+                "interval_s": plan.interval_s,
+                "waste": planned_waste(plan),
             }
         )
     return sorted(rows, key=lambda row: str(row["job"]))

@@ -20,8 +20,8 @@ exit 1 when any object failed. What is checked, per object:
 - An object whose kind has no schema is an error: unvalidated is not valid.
 
 Not checked: string formats, CEL cost limits, admission webhooks, anything that needs a live
-cluster. `.ci/run` also runs the workplace's validator (`../shared/tools`) as an extra check
-when that folder exists.
+cluster. `.ci/run` may add a second, independent validator as an extra check; the tests never
+depend on it.
 """
 
 from __future__ import annotations

@@ -16,6 +16,8 @@ import pytest
 from synth.harness import PROJECT_ROOT
 
 PACKAGES = ("components", "synth", "policies")
+#: Folders of Python code the project owns (for the naming rules below).
+CODE_ROOTS = (*PACKAGES, "tests", "images", "jobs")
 MAX_LINES = 620
 LONG_REASON = "Why this module is long:"
 
@@ -25,7 +27,8 @@ LAYERS = {
     "components.config": 1,
     "components.analysis": 2,
     "components.platform": 3,
-    "components.workloads": 3,
+    "components.training_jobs": 3,
+    "components.contract": 3,
 }
 #: Third-party modules that create cloud resources: never imported below the platform layer.
 RESOURCE_SDKS = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes")
@@ -166,7 +169,7 @@ def test_each_layer_imports_only_layers_below(
                 upward.append(f"{module} -> {target}")
             # Workloads sit beside the platform: they may name its types, never run its code.
             if (
-                module.startswith("components.workloads")
+                module.startswith("components.training_jobs")
                 and target.startswith("components.platform")
                 and target in runtime
             ):
@@ -196,3 +199,25 @@ def test_no_module_is_long_without_a_reason() -> None:
             if text.count("\n") > MAX_LINES and LONG_REASON not in text[:3000]:
                 long.append(f"{path.relative_to(PROJECT_ROOT)}: {text.count(chr(10))} lines")
     assert not long, long
+
+
+def test_no_module_is_named_after_a_standard_library_module() -> None:
+    """`logging.py` beside `cluster.py` reads as the standard library's to a newcomer (and is
+    one relative import away from shadowing it)."""
+    import sys
+
+    clashes = [
+        str(path.relative_to(PROJECT_ROOT))
+        for root in CODE_ROOTS
+        for path in (PROJECT_ROOT / root).rglob("*.py")
+        if path.stem in sys.stdlib_module_names
+    ]
+    assert not clashes, clashes
+
+
+def test_folder_names_say_what_they_hold() -> None:
+    """Training-job components and the trainer image once were both `workloads/`."""
+    folders = [p for p in PROJECT_ROOT.rglob("*") if p.is_dir() and ".venv" not in p.parts]
+    assert not [p for p in folders if p.name == "workloads"]
+    assert (PROJECT_ROOT / "components" / "training_jobs").is_dir()
+    assert (PROJECT_ROOT / "images" / "trainer" / "Dockerfile").is_file()

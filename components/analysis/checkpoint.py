@@ -1,8 +1,9 @@
 """Checkpoint interval arithmetic (Young/Daly) for job planning and the report.
 
-The platform's own pure copy of the formulas in ../shared/design/TRAINER.md: the Pulumi program
-cannot import the trainer (it lives in the image, not on the program's path).
-tests/workloads/test_training.py checks with hypothesis that both implementations agree.
+The platform's own pure copy of the trainer's checkpoint policy (docs/training-jobs.md,
+"Checkpoints"; the image's gpt_trainer/checkpoint_policy.py): the Pulumi program cannot import
+the trainer (it lives in the image, not on the program's path).
+tests/training_jobs/test_training.py checks with hypothesis that both implementations agree.
 
 delta = time the loop is blocked by one save, M = mean time between *ungraceful* failures
 (graceful spot preemptions checkpoint on SIGTERM and lose no work), R = restart cost.

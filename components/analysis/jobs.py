@@ -4,10 +4,10 @@ capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace.
 from __future__ import annotations
 
 from components import catalog
-from components.analysis.capacity import gpu_capacity, job_instance_types
+from components.analysis.capacity import job_instance_types
+from components.analysis.facts import stack_facts
 from components.analysis.images import image_problems
 from components.analysis.quota import job_quota_problems
-from components.analysis.resources import job_resources
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
@@ -16,7 +16,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
     pool capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
     problems: list[Problem] = []
     teams = {team.name: team for team in cfg.teams}
-    capacity = gpu_capacity(cfg)
+    capacity = stack_facts(cfg).capacity
     classes = sorted({gpu_class for gpu_class, _ in capacity})
     seen: dict[tuple[str, str], int] = {}
     for index, job in enumerate(cfg.training_jobs):
@@ -133,7 +133,7 @@ def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Pr
                 + "); or leave it out for all of them",
             )
         )
-    if job.zones == "any" and job.nodes > 1 and job_resources(cfg, job).efa_devices:
+    if job.zones == "any" and job.nodes > 1 and stack_facts(cfg).resources(job).efa_devices:
         # EFA traffic does not cross availability zones ("EFA limitations",
         # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html): pods spread over zones
         # could not talk over EFA at all.

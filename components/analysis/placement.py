@@ -1,6 +1,6 @@
 """Where a training job's pods may go: the node affinity (GPU class and capacity types, the labels
 managed node groups and Karpenter pools carry), the tolerations, and the single-zone term of
-multi-node EFA jobs. The workload builders (components/workloads/manifests.py) put exactly these
+multi-node EFA jobs. The workload builders (components/training_jobs/manifests.py) put exactly these
 into the pod template; the "will it run" analysis (willrun.py) matches them against the node
 sources. One home, so the two can never disagree.
 

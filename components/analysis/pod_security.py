@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 #: The UID/GID platform images run as: the reference trainer's `USER 10001:10001`
-#: (workloads/trainer/Dockerfile). >= 10000 keeps it clear of host UIDs (CKV_K8S_40).
+#: (images/trainer/Dockerfile). >= 10000 keeps it clear of host UIDs (CKV_K8S_40).
 RUN_AS_USER: Final = 10001
 
 #: The writable scratch a read-only root filesystem leaves: an emptyDir at /tmp, with HOME and

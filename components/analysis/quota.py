@@ -4,8 +4,7 @@ team's quota (nominal + borrowing), namespace limits and the pools' capacity."""
 from __future__ import annotations
 
 from components import catalog
-from components.analysis.capacity import gpu_capacity
-from components.analysis.resources import job_resources
+from components.analysis.facts import stack_facts
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig, gpus_of_class
 
 
@@ -13,7 +12,7 @@ def check_teams(cfg: StackConfig) -> list[Problem]:
     """Cross-section rules of `teams`: unique names and namespaces, known flavors, and the sum of
     nominal GPU quotas per flavor within what the pools provide (`gpu_capacity`)."""
     problems: list[Problem] = []
-    capacity = gpu_capacity(cfg)
+    capacity = stack_facts(cfg).capacity
     classes = sorted({gpu_class for gpu_class, _ in capacity})
     names: dict[str, int] = {}
     namespaces: dict[str, int] = {}
@@ -75,9 +74,9 @@ def job_quota_problems(
     ResourceQuota, and the pools' capacity. A Kueue podset runs on one flavor, so `either`
     needs one flavor that fits the whole job."""
     key = f"trainingJobs[{index}]"
-    capacity = gpu_capacity(cfg)
+    capacity = stack_facts(cfg).capacity
     gpus = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
-    requests = job_resources(cfg, job)
+    requests = stack_facts(cfg).resources(job)
     problems: list[Problem] = []
     pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
     if gpus > max(pools):

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from components import catalog
-from components.analysis.resources import job_resources
+from components.analysis.facts import stack_facts
 from components.config import StackConfig, TrainingJobConfig
 
 #: PLANNING, UNVERIFIED: seconds from NodeClaim creation to a Ready GPU node, per family prefix.
@@ -81,7 +81,7 @@ class StartupEstimate:
 
 def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
     """The estimate for one job on the instance type its pods land on."""
-    instance_type = job_resources(cfg, job).instance_type
+    instance_type = stack_facts(cfg).resources(job).instance_type
     row = catalog.instance(instance_type)
     node_class = cfg.karpenter.gpu_node_class
     parallel = node_class.fast_image_pull and row.vcpu >= 4 and row.memory_gib >= 7

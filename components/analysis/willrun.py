@@ -12,7 +12,12 @@ validation Jobs) the path from `pulumi up` to running pods, derived from the con
 - what `pulumi up` waits for.
 
 A workload that cannot run is a config error naming its key (`trainingJobs[i]`) and the reason.
-Pure: config in, verdicts out.
+Pure: config in, verdicts out; the figures come from facts.py, Volcano's gates from volcano.py.
+
+Why this module is long: it is the whole model of one verdict — one small helper per concern
+of a training job (admission, namespace limits, placement, scale-up and gang, zone, storage,
+memory) and the validation workloads' verdicts, sharing the matching helpers (`matches`,
+`shortfall`, `pod_requests`) that a split would have to import back and forth.
 """
 
 from __future__ import annotations
@@ -22,15 +27,17 @@ from dataclasses import dataclass, field
 
 from components import catalog
 from components.analysis import efa_placement, storage, volcano
-from components.analysis.nodes import NodeSource, node_sources, tolerates
+from components.analysis.facts import stack_facts
+from components.analysis.nodes import NodeSource, tolerates
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.quota import job_quota_problems
-from components.analysis.resources import JobResources, job_resources
+from components.analysis.resources import JobResources
 from components.config import (
     GpuNodeGroup,
     KarpenterPool,
     Problem,
     StackConfig,
+    TeamConfig,
     TrainingJobConfig,
     gpus_of_class,
 )
@@ -154,59 +161,26 @@ def _awaits(job: TrainingJobConfig) -> str:
     return f"{extra}{kind}: a custom resource, created and not awaited"
 
 
-def training_verdict(
-    cfg: StackConfig,
-    index: int,
-    job: TrainingJobConfig,
-    *,
-    sources: Sequence[NodeSource] | None = None,
-    placement: Placement | None = None,
-    covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
-    excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
-    claim_mode: str = storage.CHECKPOINT_ACCESS_MODE,
-) -> Verdict | None:
-    """One job's verdict; None when its team or GPU class is unknown (jobs.py reports that).
-    The keyword arguments default to what the stack builds; tests substitute them."""
-    key = f"trainingJobs[{index}]"
-    team = next((t for t in cfg.teams if t.name == job.team), None)
-    if team is None or gpus_of_class(job.gpu_class) is None:
-        return None
-    all_sources = list(sources if sources is not None else node_sources(cfg))
-    resources = job_resources(cfg, job)
-    requests = pod_requests(job, resources)
-    where = placement or job_placement(job, resources.efa_devices)
-    problems: list[Problem] = []
-    quota_problems = job_quota_problems(cfg, index, job, team) if job.scheduler == "kueue" else []
+Found = tuple[str, list[Problem]]
 
-    # Admission.
-    if job.scheduler == "kueue":
-        flavors = [
-            q.flavor
-            for q in team.quota
-            if q.gpu_class == job.gpu_class and q.capacity_type in job.capacity_types
-        ]
-        admission = (
-            f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
-            f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
-            + ("fits nominal + borrowing" if not quota_problems else "over quota")
-        )
-        blocked = uncovered(requests, covered, excluded)
-        if blocked:
-            problems.append(
-                (
-                    f"{key}.efa" if catalog.EFA_RESOURCE in blocked else key,
-                    job.efa,
-                    f"Kueue would keep the job pending: it requests {', '.join(blocked)}, which "
-                    f"ClusterQueue {team.name} does not cover ({', '.join(covered)}) and the "
-                    "Kueue config does not exclude (resources.excludeResourcePrefixes)",
-                )
-            )
-        else:
-            admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
-    else:
+
+def _admission(
+    cfg: StackConfig,
+    key: str,
+    job: TrainingJobConfig,
+    team: TeamConfig,
+    *,
+    requests: dict[str, float],
+    quota_problems: Sequence[Problem],
+    covered: Sequence[str],
+    excluded: Sequence[str],
+) -> Found:
+    """Kueue (LocalQueue -> ClusterQueue -> flavor, covered resources) or Volcano (enqueue and
+    allocate against the team queue: volcano.py)."""
+    problems: list[Problem] = []
+    if job.scheduler != "kueue":
         gang_requests = {name: amount * job.nodes for name, amount in requests.items()}
         path = volcano.admission(cfg, team, gang_requests)
-        admission = f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}"
         team_index = cfg.teams.index(team)
         for blocker in path.blockers:
             if volcano.queue_guarantee(team):
@@ -227,8 +201,42 @@ def training_verdict(
                         f"(teams[{team_index}].volcano.guarantee: nominal): {blocker}",
                     )
                 )
-    # The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
-    # components/platform/teams.py) must hold the whole gang, or its pods are refused.
+        return (
+            f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}",
+            problems,
+        )
+    flavors = [
+        q.flavor
+        for q in team.quota
+        if q.gpu_class == job.gpu_class and q.capacity_type in job.capacity_types
+    ]
+    admission = (
+        f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
+        f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
+        + ("fits nominal + borrowing" if not quota_problems else "over quota")
+    )
+    blocked = uncovered(requests, covered, excluded)
+    if blocked:
+        problems.append(
+            (
+                f"{key}.efa" if catalog.EFA_RESOURCE in blocked else key,
+                job.efa,
+                f"Kueue would keep the job pending: it requests {', '.join(blocked)}, which "
+                f"ClusterQueue {team.name} does not cover ({', '.join(covered)}) and the "
+                "Kueue config does not exclude (resources.excludeResourcePrefixes)",
+            )
+        )
+    else:
+        admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
+    return admission, problems
+
+
+def _namespace_limits(
+    key: str, job: TrainingJobConfig, team: TeamConfig, requests: dict[str, float]
+) -> list[Problem]:
+    """The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
+    components/platform/teams.py) must hold the whole gang, or its pods are refused."""
+    problems: list[Problem] = []
     total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
     limits = team.limits
     for what, total, cap in (
@@ -245,8 +253,30 @@ def training_verdict(
                     + (" and Volcano queue capability)" if job.scheduler == "volcano" else ")"),
                 )
             )
+    return problems
 
-    # Placement.
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where the job's pods can go: sources matching its affinity and taints, and those whose
+    allocatable holds a pod."""
+
+    candidates: list[NodeSource]
+    fitting: list[NodeSource]
+    text: str
+    problems: list[Problem]
+
+
+def _placement(
+    key: str,
+    job: TrainingJobConfig,
+    resources: JobResources,
+    *,
+    requests: dict[str, float],
+    where: Placement,
+    all_sources: Sequence[NodeSource],
+) -> _Placed:
+    problems: list[Problem] = []
     candidates = [s for s in all_sources if matches(s, where)]
     misses = {s.name: shortfall(s, requests) for s in candidates}
     fitting = [s for s in candidates if misses[s.name] is None]
@@ -277,20 +307,26 @@ def training_verdict(
                 else f"the pod fits no matching node source: {detail}",
             )
         )
-    placement_text = (
+    text = (
         ", ".join(f"`{s.name}` ({s.kind})" for s in fitting)
         or ", ".join(f"`{s.name}` does not fit" for s in candidates)
         or "no source"
     )
     if resources.efa_devices and fitting:
-        placement_text += (
+        text += (
             f"; EFA nodes: {resources.efa_devices} `{catalog.EFA_RESOURCE}` per pod, allocatable "
             + ", ".join(
                 f"{max(a.efa for a in s.allocatable.values())} on `{s.name}`" for s in fitting
             )
         )
+    return _Placed(candidates, fitting, text, problems)
 
-    # Scale-up and gang.
+
+def _scale_and_gang(
+    key: str, job: TrainingJobConfig, fitting: Sequence[NodeSource]
+) -> tuple[str, str, list[Problem]]:
+    """What brings the nodes, and whether the sources hold the whole gang at once."""
+    problems: list[Problem] = []
     scalable = [s for s in fitting if s.max_nodes > 0]
     scale_text = "; ".join(
         f"`{s.name}`: {'Karpenter' if s.scaler == 'karpenter' else 'static'} up to "
@@ -324,12 +360,25 @@ def training_verdict(
                 f"{job.gpu_class} sources reach at most {best} ({scale_text})",
             )
         )
+    return scale_text, gang, problems
+
+
+def _zone(
+    cfg: StackConfig,
+    key: str,
+    job: TrainingJobConfig,
+    *,
+    resources: JobResources,
+    where: Placement,
+    placed: _Placed,
+) -> Found:
+    problems: list[Problem] = []
     zone = "any zone"
     pin = zone_pin_index(cfg, job, resources.efa_devices)
     if pin is not None:
         zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
         if resources.efa_devices:
-            zone += "; " + placement_group_text(cfg, fitting or candidates, pin)
+            zone += "; " + placement_group_text(cfg, placed.fitting or placed.candidates, pin)
     # Checked on the pod template itself (not on the config that should have produced it): a
     # multi-node EFA job whose pods may spread cannot talk over EFA across the zone line.
     if (pin is not None or (resources.efa_devices and job.nodes > 1)) and not where.single_zone:
@@ -341,61 +390,120 @@ def training_verdict(
                 "does not cross zones); the pod template does not confine them",
             )
         )
+    return zone, problems
 
-    # Storage.
-    if job.checkpoint.volume:
-        claim = storage.checkpoint_claim(team.name)
-        rwx = cfg.storage.rwx.type
-        storage_text = (
-            f"PVC `{team.namespace}/{claim}` ({claim_mode}, class "
-            f"`{storage.RWX_STORAGE_CLASS[rwx]}`, {storage.VOLUME_BINDING_MODE} binding: Bound "
-            "during `up`)"
-        )
-        if job.nodes > 1 and claim_mode != "ReadWriteMany":
-            problems.append(
-                (
-                    f"{key}.checkpoint.volume",
-                    True,
-                    f"pods on {job.nodes} nodes share {claim}, which is {claim_mode}: it must "
-                    "be ReadWriteMany",
-                )
+
+def _storage(
+    cfg: StackConfig, key: str, job: TrainingJobConfig, team: TeamConfig, claim_mode: str
+) -> Found:
+    problems: list[Problem] = []
+    if not job.checkpoint.volume:
+        return ("no volume (S3 only)" if job.checkpoint.s3_prefix else "none"), problems
+    claim = storage.checkpoint_claim(team.name)
+    rwx = cfg.storage.rwx.type
+    text = (
+        f"PVC `{team.namespace}/{claim}` ({claim_mode}, class "
+        f"`{storage.RWX_STORAGE_CLASS[rwx]}`, {storage.VOLUME_BINDING_MODE} binding: Bound "
+        "during `up`)"
+    )
+    if job.nodes > 1 and claim_mode != "ReadWriteMany":
+        problems.append(
+            (
+                f"{key}.checkpoint.volume",
+                True,
+                f"pods on {job.nodes} nodes share {claim}, which is {claim_mode}: it must "
+                "be ReadWriteMany",
             )
-    else:
-        storage_text = "no volume (S3 only)" if job.checkpoint.s3_prefix else "none"
+        )
+    return text, problems
 
-    # Memory.
-    memory = ""
+
+def _memory(key: str, job: TrainingJobConfig, resources: JobResources) -> Found:
+    problems: list[Problem] = []
     world = job.nodes * (gpus_of_class(job.gpu_class) or 0)
     states = model_state_gib(job, world)
-    if states is not None and resources.instance_type:
-        row = catalog.instance(resources.instance_type)
-        per_gpu = row.gpu_memory_gib / max(1, row.gpus)
-        memory = f"{states:.1f} GiB model states per rank of {per_gpu:g} GiB ({job.mode})"
-        if states > per_gpu:
-            problems.append(
-                (
-                    f"{key}.modelParameters",
-                    job.model_parameters,
-                    f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
-                    f"GiB per rank, over the {per_gpu:g} GiB of a {row.gpu_model} GPU (before "
-                    "activations); shard (fsdp, ZeRO-3), offload, or add ranks",
-                )
+    if states is None or not resources.instance_type:
+        return "", problems
+    row = catalog.instance(resources.instance_type)
+    per_gpu = row.gpu_memory_gib / max(1, row.gpus)
+    if states > per_gpu:
+        problems.append(
+            (
+                f"{key}.modelParameters",
+                job.model_parameters,
+                f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
+                f"GiB per rank, over the {per_gpu:g} GiB of a {row.gpu_model} GPU (before "
+                "activations); shard (fsdp, ZeRO-3), offload, or add ranks",
             )
+        )
+    return f"{states:.1f} GiB model states per rank of {per_gpu:g} GiB ({job.mode})", problems
 
+
+def training_verdict(
+    cfg: StackConfig,
+    index: int,
+    job: TrainingJobConfig,
+    *,
+    sources: Sequence[NodeSource] | None = None,
+    placement: Placement | None = None,
+    covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
+    excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
+    claim_mode: str = storage.CHECKPOINT_ACCESS_MODE,
+) -> Verdict | None:
+    """One job's verdict; None when its team or GPU class is unknown (jobs.py reports that).
+    The keyword arguments default to what the stack builds; tests substitute them. Each
+    concern is one helper above; the problems come in that order, quota problems first."""
+    key = f"trainingJobs[{index}]"
+    team = next((t for t in cfg.teams if t.name == job.team), None)
+    if team is None or gpus_of_class(job.gpu_class) is None:
+        return None
+    facts = stack_facts(cfg)
+    all_sources = list(sources if sources is not None else facts.sources)
+    resources = facts.resources(job)
+    requests = pod_requests(job, resources)
+    where = placement or job_placement(job, resources.efa_devices)
+    quota_problems = job_quota_problems(cfg, index, job, team) if job.scheduler == "kueue" else []
+
+    admission, admission_problems = _admission(
+        cfg,
+        key,
+        job,
+        team,
+        requests=requests,
+        quota_problems=quota_problems,
+        covered=covered,
+        excluded=excluded,
+    )
+    placed = _placement(
+        key, job, resources, requests=requests, where=where, all_sources=all_sources
+    )
+    scale_text, gang, scale_problems = _scale_and_gang(key, job, placed.fitting)
+    zone, zone_problems = _zone(cfg, key, job, resources=resources, where=where, placed=placed)
+    storage_text, storage_problems = _storage(cfg, key, job, team, claim_mode)
+    memory, memory_problems = _memory(key, job, resources)
     kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
     return Verdict(
         key=key,
         workload=f"{team.namespace}/{job.name}",
         kind=kind,
         admission=admission,
-        placement=placement_text,
+        placement=placed.text,
         scale_up=scale_text or "none",
         gang=gang,
         storage=storage_text,
         awaits=_awaits(job),
         memory=memory,
         zone=zone,
-        problems=(*quota_problems, *problems),
+        problems=(
+            *quota_problems,
+            *admission_problems,
+            *_namespace_limits(key, job, team, requests),
+            *placed.problems,
+            *scale_problems,
+            *zone_problems,
+            *storage_problems,
+            *memory_problems,
+        ),
     )
 
 
@@ -407,7 +515,7 @@ def validation_verdicts(
     validation = cfg.validation
     if not validation.enabled:
         return []
-    by_name = {s.name: s for s in (sources if sources is not None else node_sources(cfg))}
+    by_name = {s.name: s for s in (sources if sources is not None else stack_facts(cfg).sources)}
     awaits = "Job with `pulumi.com/skipAwait`: `up` never waits for it"
     out: list[Verdict] = []
     if validation.smoke_test:
@@ -502,7 +610,7 @@ def validation_verdicts(
 
 def verdicts(cfg: StackConfig) -> list[Verdict]:
     """Every declared workload's verdict: training jobs in config order, then validation."""
-    sources = node_sources(cfg)
+    sources = list(stack_facts(cfg).sources)
     out = [
         verdict
         for index, job in enumerate(cfg.training_jobs)

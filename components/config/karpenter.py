@@ -358,7 +358,7 @@ class KarpenterConfig(Model):
 
     #: Published chart version (oci://public.ecr.aws/karpenter/karpenter and karpenter-crd).
     #: The chart's values.yaml/Chart.yaml at git tag v1.14.1 still read 1.13.0 (the release
-    #: script rewrites them; ../shared/schemas/SOURCES.md): we pin the chart, never an image tag.
+    #: script rewrites them; schemas/SOURCES.md): we pin the chart, never an image tag.
     chart_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "1.14.1"
     #: kube-system: upstream's default since v0.33; API Priority and Fairness gives that
     #: namespace's controllers their own flow (leader election keeps working under load).

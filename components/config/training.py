@@ -24,7 +24,7 @@ ImageRef = Annotated[
     StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
 ]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
-#: The reference trainer (workloads/trainer) as its Dockerfile builds it. No release has been
+#: The reference trainer (images/trainer) as its Dockerfile builds it. No release has been
 #: pushed yet, so this digest identifies no published image: set `training.defaultImage` (or
 #: each job's `image`) to the digest your registry returns after the first push
 #: (`crane digest ghcr.io/<org>/trainer:0.1.0`). docs/training-jobs.md says the same.

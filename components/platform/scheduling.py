@@ -25,7 +25,7 @@ import yaml
 
 from components import catalog
 from components.analysis import volcano
-from components.analysis.capacity import gpu_capacity
+from components.analysis.facts import stack_facts
 from components.config import SchedulingConfig, StackConfig
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ def flavors(cfg: StackConfig) -> list[Flavor]:
     return [
         Flavor(gpu_class, capacity_type, gpus)
         for (gpu_class, capacity_type), gpus in sorted(
-            gpu_capacity(cfg).items(), key=lambda item: (item[0][0], order[item[0][1]])
+            stack_facts(cfg).capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
         )
     ]
 

@@ -31,8 +31,8 @@ from typing import Any, Final
 import pulumi
 import pulumi_aws as aws
 
-from components.analysis.platform_facts import deploy_role_name, preview_role_name
 from components.config import TeamConfig, TeamDeploy
+from components.contract.platform_facts import deploy_role_name, preview_role_name
 
 GITHUB_OIDC_HOST: Final = "token.actions.githubusercontent.com"
 EDIT_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"

@@ -135,7 +135,7 @@ def nccl_threshold(pool: GpuPool, config: ValidationConfig) -> float:
 def nccl_env(pool: GpuPool, config: ValidationConfig) -> list[dict[str, str]]:
     """The NCCL test's environment. On EFA types: libfabric's EFA provider, and GPUDirect RDMA
     where the GPU supports it (catalog.EFA_RDMA_GPU_MODELS) — as the training pods get
-    (components/workloads/manifests.py). No NCCL_SOCKET_IFNAME: NCCL picks the pod's interface
+    (components/training_jobs/manifests.py). No NCCL_SOCKET_IFNAME: NCCL picks the pod's interface
     for bootstrap itself, and a wrong name fails the run."""
     env = {
         "POOL": pool.name,

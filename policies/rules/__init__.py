@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, iam, kubernetes, placement, platform, security, tenancy
+from policies.rules import aws, compute, iam, kubernetes, placement, security, tenancy
 
 PACK_NAME = "gpu-platform"
 
@@ -15,7 +15,7 @@ def all_policies() -> list[Policy]:
         *aws.POLICIES,
         *iam.POLICIES,
         *kubernetes.POLICIES,
-        *platform.POLICIES,
+        *compute.POLICIES,
         *placement.POLICIES,
         *security.POLICIES,
         *tenancy.POLICIES,

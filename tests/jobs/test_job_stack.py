@@ -265,7 +265,7 @@ def test_python_m_synth_project_jobs_exits_2_naming_the_job(
 
 
 def test_team_jobs_refuse_manifests_outside_the_namespace() -> None:
-    from components.workloads.job_stack import namespace_problems
+    from components.training_jobs.job_stack import namespace_problems
 
     inside = {"kind": "Job", "metadata": {"name": "a", "namespace": "team-research"}}
     other = {"kind": "Job", "metadata": {"name": "b", "namespace": "team-applied"}}

@@ -2,7 +2,7 @@
 in jobs/, the repository root not importable, `runpy.run_path(".")` inside
 `pulumi.runtime.run_in_stack` on a running event loop (pulumi/pulumi
 sdk/python/cmd/pulumi-language-python-exec). This is where the sys.path fix of jobs/__main__.py
-and the synchronous StackReference read of components/workloads/job_stack.py must hold."""
+and the synchronous StackReference read of components/training_jobs/job_stack.py must hold."""
 
 from __future__ import annotations
 

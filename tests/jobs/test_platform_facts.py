@@ -1,4 +1,4 @@
-"""The platform's `jobPlatform` facts (components/analysis/platform_facts.py): pure, complete
+"""The platform's `jobPlatform` facts (components/contract/platform_facts.py): pure, complete
 enough for a job stack to judge its jobs exactly as the platform judges its own."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from components.analysis.capacity import gpu_capacity
-from components.analysis.platform_facts import FACTS_VERSION, platform_facts
 from components.config import parse
 from components.config.load import namespace_values
+from components.contract.platform_facts import FACTS_VERSION, platform_facts
 from synth.harness import ACCOUNT_ID, SynthResult, load_stack_config, run_program
 from synth.jobs import run_job_stack
 from tests.conftest import stack_values

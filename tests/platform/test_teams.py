@@ -441,7 +441,7 @@ def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
 
 
 def test_catalog_metrics_port_is_the_workload_layers() -> None:
-    from components.workloads import plan
+    from components.training_jobs import plan
 
     assert catalog.TRAINING_METRICS_PORT == plan.METRICS_PORT
     assert catalog.TRAINING_JOB_LABEL == plan.JOB_LABEL

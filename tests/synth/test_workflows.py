@@ -92,7 +92,7 @@ def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
 
 
 def test_every_pulumi_run_records_who_deployed() -> None:
-    from components.workloads.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+    from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
 
     seen = 0
     for path in sorted(WORKFLOWS.glob("*.yml")):

@@ -1,4 +1,4 @@
-"""Puts ``workloads/trainer`` (the gpt_trainer package) and this directory on sys.path,
+"""Puts ``images/trainer`` (the gpt_trainer package) and this directory on sys.path,
 registers the ``slow`` marker used by the multi-process tests, and gives them private temp dirs.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-TRAINER_ROOT = HERE.parents[1] / "workloads" / "trainer"
+TRAINER_ROOT = HERE.parents[1] / "images" / "trainer"
 
 for path in (TRAINER_ROOT, HERE):
     if str(path) not in sys.path:

@@ -32,12 +32,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.config import StackConfig
-from components.workloads.manifests import (
+from components.training_jobs.manifests import (
     cluster_training_runtime,
     job_manifests,
     rendezvous_endpoint,
 )
-from components.workloads.plan import POD_PRIORITY_CLASS, JobPlan, deploy_provenance, plan_job
+from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan, deploy_provenance, plan_job
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster

@@ -10,7 +10,7 @@ from components import catalog
 from components.platform import alerts
 from synth.harness import PROJECT_ROOT, SynthResult
 
-TRAINER = PROJECT_ROOT / "workloads" / "trainer" / "gpt_trainer"
+TRAINER = PROJECT_ROOT / "images" / "trainer" / "gpt_trainer"
 
 
 def test_every_trainer_metric_the_platform_reads_is_exported_by_the_trainer() -> None:

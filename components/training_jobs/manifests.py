@@ -13,8 +13,8 @@ from typing import Any, Final
 from components import catalog
 from components.analysis import placement, pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
-from components.workloads import secrets
-from components.workloads.plan import (
+from components.training_jobs import job_secrets
+from components.training_jobs.plan import (
     CHECKPOINT_MOUNT,
     DO_NOT_DISRUPT,
     DS_CONFIG_KEY,
@@ -101,7 +101,7 @@ def _flag(key: str, value: Any) -> list[str]:
 
 
 def worker_args(plan: JobPlan) -> list[str]:
-    """The worker and its flags (the reference trainer's CLI contract, workloads/trainer)."""
+    """The worker and its flags (the reference trainer's CLI contract, images/trainer)."""
     job = plan.job
     checkpoint = job.checkpoint
     out = ["-m", job.module] if job.module else [str(job.script)]
@@ -196,7 +196,7 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret_name, "key": s.key}}}
         for s in plan.job.secret_env
     ]
-    return rows + secrets.env_rows(plan)
+    return rows + job_secrets.env_rows(plan)
 
 
 def container_resources(plan: JobPlan) -> dict[str, Any]:
@@ -234,7 +234,7 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         out.append({"name": "checkpoints", "emptyDir": {}})
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "configMap": {"name": plan.ds_config_map}})
-    return out + secrets.volumes(plan)
+    return out + job_secrets.volumes(plan)
 
 
 def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
@@ -245,7 +245,7 @@ def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
     ]
     if plan.job.deepspeed is not None:
         out.append({"name": "ds-config", "mountPath": DS_CONFIG_MOUNT, "readOnly": True})
-    return out + secrets.volume_mounts(plan)
+    return out + job_secrets.volume_mounts(plan)
 
 
 def trainer_container(plan: JobPlan) -> dict[str, Any]:
@@ -598,7 +598,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
 
 def job_manifests(plan: JobPlan) -> list[dict[str, Any]]:
     """Every object of one job, in apply order (ConfigMap and Service before the job)."""
-    out: list[dict[str, Any]] = secrets.external_secrets(plan)
+    out: list[dict[str, Any]] = job_secrets.external_secrets(plan)
     if plan.job.deepspeed is not None:
         out.append(deepspeed_config_map(plan))
     launcher = plan.job.launcher

@@ -21,8 +21,8 @@ drifts, the median over rounds of the ratio of two sides' times in the same roun
 checkpoint cost is also amortised over the interval the trainer itself would choose
 (``--checkpoint-interval-s auto``: Young/Daly from the measured blocking time, 6 h MTBF).
 
-    python workloads/trainer/bench_throughput.py [--model hf:llama-20m] [--rounds 10] [--steps 4]
-    python workloads/trainer/bench_throughput.py --ablate   # what each ingredient costs
+    python images/trainer/bench_throughput.py [--model hf:llama-20m] [--rounds 10] [--steps 4]
+    python images/trainer/bench_throughput.py --ablate   # what each ingredient costs
 
 ``--ablate`` measures what each ingredient of the trainer as it was before this benchmark
 (DDP wrapper at world size 1, clipping, deterministic algorithms, per-step epoch permutation,

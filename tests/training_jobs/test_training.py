@@ -22,8 +22,8 @@ from components import config as stack_config
 from components.analysis import checkpoint as checkpointing
 from components.config import DeepSpeedSettings, StackConfig
 from components.config.job_stack import job_namespace_values, parse_job_stack
-from components.workloads import manifests
-from components.workloads import plan as job_plan
+from components.training_jobs import manifests
+from components.training_jobs import plan as job_plan
 from synth import __main__ as synth_cli
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config
 from synth.jobs import JOBS_ROOT, run_job_stack
@@ -376,7 +376,7 @@ def test_report_lists_each_job(dev: SynthResult) -> None:
 
 
 def test_policy_sees_trainjob_pods(dev: SynthResult) -> None:
-    from policies.rules import platform
+    from policies.rules import compute as platform
     from policies.rules.common import Resource
 
     job = copy.deepcopy(_launcher(dev, TRAIN_JOB, "ddp-trainjob"))
@@ -436,7 +436,7 @@ def test_batch_arithmetic(micro: int, accumulation: int, nodes: int, gpus: int) 
     config = job_plan.ds_config(job, nodes * gpus)
     assert config["train_batch_size"] == micro * accumulation * nodes * gpus
     assert config["train_batch_size"] % (micro * accumulation) == 0
-    from policies.rules.platform import ds_config_problems
+    from policies.rules.compute import ds_config_problems
 
     assert ds_config_problems(config, nodes * gpus) == []
     assert ds_config_problems(
@@ -444,7 +444,7 @@ def test_batch_arithmetic(micro: int, accumulation: int, nodes: int, gpus: int) 
     )
 
 
-_TRAINER = PROJECT_ROOT / "workloads" / "trainer" / "gpt_trainer" / "checkpoint_policy.py"
+_TRAINER = PROJECT_ROOT / "images" / "trainer" / "gpt_trainer" / "checkpoint_policy.py"
 
 
 def _trainer_policy() -> Any:

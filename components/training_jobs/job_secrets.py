@@ -18,7 +18,7 @@ from components.config.security import SECRET_STORE_NAME, SECRETS_PATH_PREFIX
 
 if TYPE_CHECKING:
     from components.config.training import JobSecret
-    from components.workloads.plan import JobPlan
+    from components.training_jobs.plan import JobPlan
 
 ESO_API: Final = "external-secrets.io/v1"
 SECRET_FILES_ROOT: Final = "/var/run/secrets/gpu-platform"

@@ -24,12 +24,12 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.analysis.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.config import ConfigError, StackConfig
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
-from components.workloads.manifests import job_manifests
-from components.workloads.plan import deploy_provenance, plan_job
-from components.workloads.training import TrainingJob, TrainingJobArgs
+from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
+from components.training_jobs.manifests import job_manifests
+from components.training_jobs.plan import deploy_provenance, plan_job
+from components.training_jobs.training import TrainingJob, TrainingJobArgs
 
 
 @dataclass(frozen=True)

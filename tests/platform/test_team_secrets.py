@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components.platform import secrets as platform_secrets
+from components.platform import team_secrets as platform_secrets
 from components.platform.iam import AwsAccount
 from synth import __main__ as synth_cli
 from synth import output

@@ -7,7 +7,7 @@ lockstep. Prints the blocking time as a fraction of training time at the default
 (``--checkpoint-interval-s`` 600 s, i.e. blocked seconds per 600 s of steps), plus the slow-down
 of the steps that overlap the background write and the synchronous-save figure for comparison.
 
-    python workloads/trainer/bench_checkpoint.py [--dir /tmp/bench] [--steps 4]
+    python images/trainer/bench_checkpoint.py [--dir /tmp/bench] [--steps 4]
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.workloads import plan as job_plan
+from components.training_jobs import plan as job_plan
 from synth.harness import SynthResult, run_program
 from synth.jobs import run_job_stack
 

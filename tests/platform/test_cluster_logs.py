@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from components.platform import logging as platform_logging
+from components.platform import cluster_logs as platform_logging
 from components.platform.iam import AwsAccount
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values

@@ -14,7 +14,8 @@ from typing import Any, Final
 from components import catalog
 from components.analysis import checkpoint as checkpointing
 from components.analysis import placement
-from components.analysis.resources import JobResources, job_resources
+from components.analysis.facts import stack_facts
+from components.analysis.resources import JobResources
 from components.config import (
     GraceSeconds,
     StackConfig,
@@ -232,7 +233,7 @@ def plan_job(
         if checkpoint.interval_seconds is not None
         else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
     )
-    resources = job_resources(cfg, job)
+    resources = stack_facts(cfg).resources(job)
     return JobPlan(
         job=job,
         team=team,

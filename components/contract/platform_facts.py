@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from components import analysis, catalog
-from components.analysis.capacity import gpu_capacity
+from components.analysis.facts import stack_facts
 from components.config import ConfigError, Problem, StackConfig, parse
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
@@ -51,7 +51,7 @@ def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
         if pool.is_gpu:
             key = (pool.resolved_gpu_class, pool.capacity_type)
             types.setdefault(key, set()).update(pool.resolved_instance_types)
-    for (gpu_class, capacity_type), gpus in sorted(gpu_capacity(cfg).items()):
+    for (gpu_class, capacity_type), gpus in sorted(stack_facts(cfg).capacity.items()):
         out.setdefault(gpu_class, {})[capacity_type] = {
             "flavor": catalog.gpu_flavor_name(gpu_class, capacity_type),
             "gpus": gpus,

@@ -1,0 +1,82 @@
+"""The stack's derived facts, computed once per validated config and read everywhere else.
+
+`stack_facts(cfg)` builds, once for a given `StackConfig` object, the figures several rules and
+components need: the GPU capacity per flavor, the node sources, and per training job its pods'
+resources. Everyone who needs one of them asks here — the config checks (jobs.py, quota.py),
+the will-it-run analysis, the start-up estimate, the training-job plan, the scheduling
+component and the job stacks' contract — so a synth computes each once, and the preview, the
+rules and what is deployed read the same numbers (the way Kueue's scheduler builds one
+flavor assignment per workload and every consumer reads it).
+
+The facts are keyed by the config object's identity: a validated config is frozen, so the
+object is its own version. A job that is not one of `cfg.training_jobs` (a test's variant) is
+computed on the spot, never cached.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from components import catalog
+from components.analysis import capacity, nodes, resources
+from components.analysis.nodes import NodeSource
+from components.analysis.resources import JobResources
+from components.config import StackConfig, TrainingJobConfig
+
+#: Configs whose facts are kept: a synth has one (a job stack two: the platform's and its own);
+#: tests build many, and an old one is never asked again.
+_KEEP: Final = 16
+
+
+@dataclass
+class StackFacts:
+    """The derived facts of one validated config (built lazily, each at most once)."""
+
+    cfg: StackConfig
+    _capacity: dict[tuple[str, catalog.CapacityType], int] | None = None
+    _sources: tuple[NodeSource, ...] | None = None
+    _resources: dict[int, JobResources] = field(default_factory=dict)
+
+    @property
+    def capacity(self) -> Mapping[tuple[str, catalog.CapacityType], int]:
+        """GPUs each (GPU class, capacity type) flavor can provide (capacity.gpu_capacity)."""
+        if self._capacity is None:
+            self._capacity = capacity.gpu_capacity(self.cfg)
+        return self._capacity
+
+    @property
+    def sources(self) -> tuple[NodeSource, ...]:
+        """Every managed group and Karpenter pool a GPU pod can land on (nodes.node_sources)."""
+        if self._sources is None:
+            self._sources = tuple(nodes.node_sources(self.cfg))
+        return self._sources
+
+    def resources(self, job: TrainingJobConfig) -> JobResources:
+        """CPU, memory, /dev/shm and EFA devices of one pod of `job` (resources.job_resources),
+        once per job of the config."""
+        index = next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
+        if index is None:
+            return resources.job_resources(self.cfg, job)
+        found = self._resources.get(index)
+        if found is None:
+            found = self._resources[index] = resources.job_resources(self.cfg, job)
+        return found
+
+
+_FACTS: OrderedDict[int, StackFacts] = OrderedDict()
+
+
+def stack_facts(cfg: StackConfig) -> StackFacts:
+    """The facts of `cfg`, built on first use and kept with the config they belong to."""
+    facts = _FACTS.get(id(cfg))
+    if facts is None or facts.cfg is not cfg:
+        facts = StackFacts(cfg)
+        _FACTS[id(cfg)] = facts
+        while len(_FACTS) > _KEEP:
+            _FACTS.popitem(last=False)
+    else:
+        _FACTS.move_to_end(id(cfg))
+    return facts

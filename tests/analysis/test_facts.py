@@ -1,0 +1,80 @@
+"""Facts once: during one synth of the dev stack the config is parsed once, the pool capacity and
+the node sources are computed once, and each training job's pod resources once per job — every
+rule, component and the report read components/analysis/facts.py. Counted with a profiler hook
+on the functions' code objects, so a caller that imported a function by name is counted too."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections import Counter
+from collections.abc import Callable
+from types import FrameType
+from typing import Any
+
+from components.analysis import capacity, facts, nodes, resources
+from synth.harness import SynthResult, run_program
+
+#: The module (components.config re-exports its `load` function under the same name).
+load = importlib.import_module("components.config.load")
+
+
+def _count_calls(run: Callable[[], Any], functions: dict[str, Any]) -> tuple[Any, Counter[str]]:
+    codes = {fn.__code__: name for name, fn in functions.items()}
+    counts: Counter[str] = Counter()
+
+    def profile(frame: FrameType, event: str, _arg: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            counts[codes[frame.f_code]] += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        result = run()
+    finally:
+        sys.setprofile(previous)
+    return result, counts
+
+
+COUNTED = {
+    "parse": load.parse,
+    "gpu_capacity": capacity.gpu_capacity,
+    "node_sources": nodes.node_sources,
+    "job_resources": resources.job_resources,
+}
+
+
+def test_one_dev_synth_computes_each_fact_once() -> None:
+    result, counts = _count_calls(lambda: run_program("dev"), COUNTED)
+    assert isinstance(result, SynthResult)
+    jobs = len(result.config.training_jobs)
+    assert jobs >= 3
+    assert counts == Counter(parse=1, gpu_capacity=1, node_sources=1, job_resources=jobs), counts
+
+
+def test_the_report_reads_the_config_the_program_judged() -> None:
+    result = run_program("dev")
+    assert result.config is load.loaded()
+    assert facts.stack_facts(result.config) is facts.stack_facts(result.config)
+
+
+def test_the_counter_sees_repeated_computation(dev: SynthResult) -> None:
+    """The count above can fail: computing a job's resources outside the facts is seen."""
+    cfg = dev.config
+    job = cfg.training_jobs[0]
+
+    def twice() -> None:
+        resources.job_resources(cfg, job)
+        resources.job_resources(cfg, job)
+
+    _, counts = _count_calls(twice, COUNTED)
+    assert counts["job_resources"] == 2
+
+
+def test_a_job_outside_the_config_is_computed_not_cached(dev: SynthResult) -> None:
+    cfg = dev.config
+    job = cfg.training_jobs[0]
+    variant = job.model_copy(update={"nodes": job.nodes + 1})
+    found = facts.stack_facts(cfg)
+    assert found.resources(job) is found.resources(job)
+    assert found.resources(variant) == resources.job_resources(cfg, variant)
