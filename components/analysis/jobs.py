@@ -49,7 +49,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
             # An image the team namespace's admission policies reject is a job that cannot run.
             problems.extend(image_problems(cfg, f"{key}.image", image))
         problems.extend(_efa_problems(cfg, key, job))
-        world = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+        world = job.world_size
         for mode, batch in (("deepspeed", job.deepspeed), ("fsdp", job.fsdp)):
             if batch is None or batch.train_batch_size is None:
                 continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from components import catalog
 from components.analysis.facts import stack_facts
-from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig, gpus_of_class
+from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
 
 def check_teams(cfg: StackConfig) -> list[Problem]:
@@ -75,7 +75,7 @@ def job_quota_problems(
     needs one flavor that fits the whole job."""
     key = f"trainingJobs[{index}]"
     capacity = stack_facts(cfg).capacity
-    gpus = job.nodes * (job.gpus_per_node or gpus_of_class(job.gpu_class) or 0)
+    gpus = job.world_size
     requests = stack_facts(cfg).resources(job)
     problems: list[Problem] = []
     pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]

@@ -76,7 +76,7 @@ class Verdict:
 
 def pod_requests(job: TrainingJobConfig, resources: JobResources) -> dict[str, float]:
     """Per-pod requests the job's manifests carry (manifests.container_resources)."""
-    gpus = job.gpus_per_node or gpus_of_class(job.gpu_class) or 0
+    gpus = job.node_gpus
     out = {"cpu": resources.cpu, "memory": float(resources.memory_gib), catalog.GPU_RESOURCE: gpus}
     if resources.efa_devices:
         out[catalog.EFA_RESOURCE] = resources.efa_devices
@@ -420,7 +420,7 @@ def _storage(
 
 def _memory(key: str, job: TrainingJobConfig, resources: JobResources) -> Found:
     problems: list[Problem] = []
-    world = job.nodes * (gpus_of_class(job.gpu_class) or 0)
+    world = job.world_size
     states = model_state_gib(job, world)
     if states is None or not resources.instance_type:
         return "", problems

@@ -320,6 +320,18 @@ class TrainingJobConfig(Model):
             return ("reserved", "on-demand")
         return (self.capacity,)
 
+    @property
+    def node_gpus(self) -> int:
+        """GPUs of one pod (one node): `gpusPerNode` when given (validated equal to the class's),
+        else the class's; 0 for an unknown class (analysis/jobs.py reports that). The one
+        formula every rule, the plan and the report use."""
+        return self.gpus_per_node or gpus_of_class(self.gpu_class) or 0
+
+    @property
+    def world_size(self) -> int:
+        """Ranks of the run: nodes x GPUs per node (one rank per GPU)."""
+        return self.nodes * self.node_gpus
+
 
 class GraceSeconds:
     """The nested shutdown budget: worker --grace-s < torchrun --shutdown-timeout < pod

@@ -21,7 +21,6 @@ from components.config import (
     StackConfig,
     TeamConfig,
     TrainingJobConfig,
-    gpus_of_class,
     job_grace_seconds,
 )
 
@@ -182,7 +181,7 @@ class JobPlan:
 
     @property
     def world_size(self) -> int:
-        return self.job.nodes * self.gpus_per_node
+        return self.job.world_size
 
     @property
     def run_id(self) -> str:
@@ -226,7 +225,7 @@ def plan_job(
     `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown)."""
     team = next(t for t in cfg.teams if t.name == job.team)
     image = job.image or cfg.training.default_image
-    gpus = job.gpus_per_node or gpus_of_class(job.gpu_class) or 1
+    gpus = job.node_gpus
     checkpoint = job.checkpoint
     interval = (
         float(checkpoint.interval_seconds)
