@@ -29,15 +29,6 @@ if TYPE_CHECKING:
 
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-NODE_MANAGED_POLICIES = (
-    "AmazonEKSWorkerNodePolicy",
-    "AmazonEC2ContainerRegistryPullOnly",
-    # The VPC CNI runs with the node role: pulumi-eks creates the vpc-cni add-on together with
-    # the control plane, before the OIDC provider a scoped IRSA role would need exists.
-    "AmazonEKS_CNI_Policy",
-    # Shell access through SSM Session Manager instead of SSH keys and open ports.
-    "AmazonSSMManagedInstanceCore",
-)
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
 
 
@@ -243,13 +234,7 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
 
-        self.node_role = aws.iam.Role(
-            f"{name}-node",
-            assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
-            managed_policy_arns=[f"{iam.AWS_MANAGED}/{p}" for p in NODE_MANAGED_POLICIES],
-            tags=tags,
-            opts=child,
-        )
+        self.node_role = iam.node_role(f"{name}-node", tags=tags, opts=child)
 
         access_entries = {
             f"admin-{index}": eks.AccessEntryArgs(

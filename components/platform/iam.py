@@ -6,9 +6,11 @@ shape. Documents are plain dicts; components serialize them with `json.dumps`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any, Final
 
+import pulumi
 import pulumi_aws as aws
 
 AWS_MANAGED: Final = "arn:aws:iam::aws:policy"
@@ -33,6 +35,30 @@ class AwsAccount:
 
 
 POD_IDENTITY_PRINCIPAL: Final = "pods.eks.amazonaws.com"
+
+
+#: What every node's role holds, managed group and Karpenter alike (`node_role`).
+NODE_MANAGED_POLICIES: Final = (
+    "AmazonEKSWorkerNodePolicy",
+    "AmazonEC2ContainerRegistryPullOnly",
+    # The VPC CNI runs with the node role: pulumi-eks creates the vpc-cni add-on together with
+    # the control plane, before the OIDC provider a scoped IRSA role would need exists.
+    "AmazonEKS_CNI_Policy",
+    # Shell access through SSM Session Manager instead of SSH keys and open ports.
+    "AmazonSSMManagedInstanceCore",
+)
+
+
+def node_role(name: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions) -> aws.iam.Role:
+    """The IAM role of EC2 nodes (the managed groups' and Karpenter's): EC2 trust and
+    `NODE_MANAGED_POLICIES`. The one builder, so both kinds of node get the same rights."""
+    return aws.iam.Role(
+        name,
+        assume_role_policy=json.dumps(service_trust_policy("ec2.amazonaws.com")),
+        managed_policy_arns=[f"{AWS_MANAGED}/{p}" for p in NODE_MANAGED_POLICIES],
+        tags=tags,
+        opts=opts,
+    )
 
 
 def service_trust_policy(service: str) -> dict[str, Any]:

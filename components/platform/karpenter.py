@@ -26,7 +26,7 @@ from components import catalog
 from components.analysis import efa_placement
 from components.config import KarpenterConfig, KarpenterPool
 from components.platform import iam
-from components.platform.cluster import NODE_MANAGED_POLICIES, Cluster
+from components.platform.cluster import Cluster
 from components.platform.iam import AwsAccount
 from components.platform.karpenter_builders import (
     CONTROLLER_CHART,
@@ -113,13 +113,7 @@ class Karpenter(pulumi.ComponentResource):
         partition = args.aws_account.partition
 
         # --- nodes: role, instance profile, access entry, security-group discovery tag ---
-        self.node_role = aws.iam.Role(
-            f"{name}-node",
-            assume_role_policy=json.dumps(iam.service_trust_policy("ec2.amazonaws.com")),
-            managed_policy_arns=[f"{iam.AWS_MANAGED}/{p}" for p in NODE_MANAGED_POLICIES],
-            tags=tags,
-            opts=child,
-        )
+        self.node_role = iam.node_role(f"{name}-node", tags=tags, opts=child)
         profile_name = f"{cluster_name}-karpenter-node"
         instance_profile = aws.iam.InstanceProfile(
             f"{name}-node",
