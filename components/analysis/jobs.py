@@ -35,35 +35,9 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                     )
                 )
             seen.setdefault(where, index)
-        image = job.image or cfg.training.default_image
-        if cfg.training.require_image_digest and "@sha256:" not in image:
-            problems.append(
-                (
-                    f"{key}.image",
-                    image,
-                    "an image pinned by digest (repo[:tag]@sha256:...); "
-                    "training.requireImageDigest is on",
-                )
-            )
-        else:
-            # An image the team namespace's admission policies reject is a job that cannot run.
-            problems.extend(image_problems(cfg, f"{key}.image", image))
+        problems.extend(_image_problems(cfg, key, job))
         problems.extend(_efa_problems(cfg, key, job))
-        world = job.world_size
-        for mode, batch in (("deepspeed", job.deepspeed), ("fsdp", job.fsdp)):
-            if batch is None or batch.train_batch_size is None:
-                continue
-            want = batch.effective_batch(world)
-            if batch.train_batch_size != want:
-                problems.append(
-                    (
-                        f"{key}.{mode}.trainBatchSize",
-                        batch.train_batch_size,
-                        f"micro {batch.micro_batch_per_gpu} x accumulation "
-                        f"{batch.gradient_accumulation_steps} x world size {world} = "
-                        f"{want} (or leave it out)",
-                    )
-                )
+        problems.extend(_batch_problems(key, job))
         if job.gpu_class not in classes:
             problems.append(
                 (
@@ -95,6 +69,43 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
             continue
         if team is not None:
             problems.extend(job_quota_problems(cfg, index, job, team))
+    return problems
+
+
+def _image_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
+    """A digest where the stack requires one; else what the namespace's admission would reject
+    (an image admission refuses is a job that cannot run)."""
+    image = job.image or cfg.training.default_image
+    if cfg.training.require_image_digest and "@sha256:" not in image:
+        return [
+            (
+                f"{key}.image",
+                image,
+                "an image pinned by digest (repo[:tag]@sha256:...); "
+                "training.requireImageDigest is on",
+            )
+        ]
+    return list(image_problems(cfg, f"{key}.image", image))
+
+
+def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:
+    """DeepSpeed's and FSDP's global batch = micro x accumulation x world size."""
+    problems: list[Problem] = []
+    world = job.world_size
+    for mode, batch in (("deepspeed", job.deepspeed), ("fsdp", job.fsdp)):
+        if batch is None or batch.train_batch_size is None:
+            continue
+        want = batch.effective_batch(world)
+        if batch.train_batch_size != want:
+            problems.append(
+                (
+                    f"{key}.{mode}.trainBatchSize",
+                    batch.train_batch_size,
+                    f"micro {batch.micro_batch_per_gpu} x accumulation "
+                    f"{batch.gradient_accumulation_steps} x world size {world} = "
+                    f"{want} (or leave it out)",
+                )
+            )
     return problems
 
 

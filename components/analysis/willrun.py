@@ -517,33 +517,46 @@ def validation_verdicts(
         return []
     by_name = {s.name: s for s in (sources if sources is not None else stack_facts(cfg).sources)}
     awaits = "Job with `pulumi.com/skipAwait`: `up` never waits for it"
+    out = _smoke_verdicts(cfg, by_name, awaits) if validation.smoke_test else []
+    return out + _nccl_verdicts(cfg, by_name, awaits)
+
+
+def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str) -> list[Verdict]:
+    """One GPU smoke Job per GPU source: the source must be able to hold a node."""
+    validation = cfg.validation
     out: list[Verdict] = []
-    if validation.smoke_test:
-        for source in by_name.values():
-            problems: list[Problem] = []
-            if source.max_nodes < 1:
-                problems.append(
-                    (
-                        "validation.smokeTest",
-                        True,
-                        f"gpu-smoke-{source.name} runs on {source.name} ({source.key}), which "
-                        f"can hold no node ({source.limit_text})",
-                    )
-                )
-            out.append(
-                Verdict(
-                    key="validation.smokeTest",
-                    workload=f"{validation.namespace}/gpu-smoke-{source.name}",
-                    kind="validation Job",
-                    admission="none (no queue label: Kueue leaves it alone)",
-                    placement=f"`{source.name}` ({source.kind})",
-                    scale_up=f"{source.scaler} up to {source.max_nodes} nodes",
-                    gang="1 node",
-                    storage="none",
-                    awaits=awaits,
-                    problems=tuple(problems),
+    for source in by_name.values():
+        problems: list[Problem] = []
+        if source.max_nodes < 1:
+            problems.append(
+                (
+                    "validation.smokeTest",
+                    True,
+                    f"gpu-smoke-{source.name} runs on {source.name} ({source.key}), which "
+                    f"can hold no node ({source.limit_text})",
                 )
             )
+        out.append(
+            Verdict(
+                key="validation.smokeTest",
+                workload=f"{validation.namespace}/gpu-smoke-{source.name}",
+                kind="validation Job",
+                admission="none (no queue label: Kueue leaves it alone)",
+                placement=f"`{source.name}` ({source.kind})",
+                scale_up=f"{source.scaler} up to {source.max_nodes} nodes",
+                gang="1 node",
+                storage="none",
+                awaits=awaits,
+                problems=tuple(problems),
+            )
+        )
+    return out
+
+
+def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str) -> list[Verdict]:
+    """The NCCL all-reduce test: a pool to run on, its gang within the pool, its Volcano queue."""
+    validation = cfg.validation
+    out: list[Verdict] = []
     pool = cfg.nccl_pool() if validation.nccl_test else None
     if validation.nccl_test and pool is None:
         # No GPU pool at all: the NCCL test has nowhere to run (a stack with no GPU capacity).
