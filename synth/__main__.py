@@ -16,7 +16,7 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -25,7 +25,7 @@ EXIT_INTERNAL = 3
 GC_THRESHOLD = 200_000
 
 
-def main(argv: list[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m synth", description="Synthesize a stack offline under Pulumi's mocks."
     )
@@ -42,7 +42,25 @@ def main(argv: list[str] | None = None) -> int:
         default="platform",
         help="platform (this repo's root) or jobs (a team's job stack, jobs/Pulumi.<stack>.yaml)",
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _announce(
+    stack: str, result: Any, out_dir: Path, paths: list[Path], violations: list[Any]
+) -> None:
+    """What was written, and each policy violation (mandatory ones on stderr)."""
+    from synth import policy
+
+    print(f"synthesized {stack}: {len(result.resources)} resources -> {out_dir}")
+    for path in paths:
+        print(f"  {path.name}")
+    for v in violations:
+        stream = sys.stderr if policy.is_mandatory(v) else sys.stdout
+        print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     # A synth allocates ~500k short-lived objects (Outputs, futures) on top of the SDKs' large
     # heap; with the default thresholds the cyclic GC rescans that heap hundreds of times. A
     # short-lived run can collect rarely, as mypy does (its build sets the same thresholds);
@@ -94,12 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERNAL
     mandatory = [v for v in violations if policy.is_mandatory(v)]
     try:
-        print(f"synthesized {args.stack}: {len(result.resources)} resources -> {out_dir}")
-        for path in paths:
-            print(f"  {path.name}")
-        for v in violations:
-            stream = sys.stderr if policy.is_mandatory(v) else sys.stdout
-            print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
+        _announce(args.stack, result, out_dir, paths, violations)
         if mandatory:
             print(f"{len(mandatory)} mandatory policy violation(s)", file=sys.stderr)
     except BrokenPipeError:
