@@ -502,7 +502,6 @@ def run_program(
     saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
     os.environ.update(deploy_env or {})
     config_load = importlib.import_module("components.config.load")
-
     config_load.forget()
     try:
         program()
@@ -514,14 +513,12 @@ def run_program(
                 os.environ[name] = value
     from components.config.base import NAMESPACE
 
-    # The platform's validated config, the very object the program judged (the report's "will
-    # it run" reads it and its facts: components/analysis/facts.py); a job stack (jobs/, another
-    # project and namespace) has none of its own.
-    judged = config_load.loaded() if project == NAMESPACE else None
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
-        config=judged,
+        # The very config object the program judged (the report's "will it run" reads it and
+        # its facts); a job stack (jobs/, another project and namespace) has none of its own.
+        config=config_load.loaded() if project == NAMESPACE else None,
         outputs=exports,
         secret_outputs=secrets,
     )

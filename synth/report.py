@@ -453,8 +453,8 @@ def _deletion_guard(bucket: Registration) -> str:
     return "none (forceDestroy)" if bucket.inputs.get("forceDestroy") else "none"
 
 
-def _storage(result: SynthResult) -> str:
-    """Buckets with their protections, the RWX file system, throughput and monthly cost."""
+def _bucket_table(result: SynthResult) -> str:
+    """One row per bucket: encryption, versioning, public blocks, policy, lifecycle, logs."""
 
     def for_bucket(token: str, bucket: str) -> list[Registration]:
         return [r for r in result.of_type(token) if r.inputs.get("bucket") == bucket]
@@ -497,44 +497,30 @@ def _storage(result: SynthResult) -> str:
                 _deletion_guard(bucket),
             ]
         )
-    parts = [
-        _table(
-            [
-                "bucket",
-                "encryption",
-                "versioning",
-                "public blocks",
-                "policy",
-                "lifecycle",
-                "access log",
-                "deletion guard",
-            ],
-            rows,
-        )
-    ]
-    s3 = catalog.S3_USD_PER_GB_MONTH
-    keys = len(result.of_type("aws:kms/key:Key"))
-    cost_rows = [
+    return _table(
         [
-            "S3 STANDARD",
-            "per GB stored",
-            f"{s3['STANDARD']:.4f}/GB",
-            f"{s3['STANDARD'] * 1024:,.2f} per TiB",
+            "bucket",
+            "encryption",
+            "versioning",
+            "public blocks",
+            "policy",
+            "lifecycle",
+            "access log",
+            "deletion guard",
         ],
-        [
-            "S3 STANDARD_IA (old checkpoints)",
-            "per GB stored",
-            f"{s3['STANDARD_IA']:.4f}/GB",
-            f"{s3['STANDARD_IA'] * 1024:,.2f} per TiB",
-        ],
-        [
-            "KMS customer keys (all areas)",
-            f"{keys} keys",
-            f"{catalog.KMS_KEY_USD_PER_MONTH:.2f}/key",
-            f"{keys * catalog.KMS_KEY_USD_PER_MONTH:,.2f}",
-        ],
-    ]
-    fixed = keys * catalog.KMS_KEY_USD_PER_MONTH
+        rows,
+    )
+
+
+#: A cost row: item, basis, USD/month unit, USD/month.
+CostRow = list[str]
+
+
+def _fsx(result: SynthResult) -> tuple[list[str], list[CostRow], float]:
+    """FSx for Lustre file systems: a line each, cost rows, fixed monthly cost."""
+    parts: list[str] = []
+    cost_rows: list[CostRow] = []
+    fixed = 0.0
     for fs in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):
         inputs = fs.inputs
         capacity = int(inputs["storageCapacity"])
@@ -557,6 +543,14 @@ def _storage(result: SynthResult) -> str:
             ]
         )
         fixed += capacity * price
+    return parts, cost_rows, fixed
+
+
+def _efs(result: SynthResult) -> tuple[list[str], list[CostRow], float]:
+    """EFS file systems: a line each, cost rows, fixed monthly cost (provisioned throughput)."""
+    parts: list[str] = []
+    cost_rows: list[CostRow] = []
+    fixed = 0.0
     for fs in result.of_type("aws:efs/fileSystem:FileSystem"):
         inputs = fs.inputs
         targets = [
@@ -592,6 +586,39 @@ def _storage(result: SynthResult) -> str:
                 ]
             )
             fixed += mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH
+    return parts, cost_rows, fixed
+
+
+def _storage(result: SynthResult) -> str:
+    """Buckets with their protections, the RWX file system, throughput and monthly cost."""
+    parts = [_bucket_table(result)]
+    s3 = catalog.S3_USD_PER_GB_MONTH
+    keys = len(result.of_type("aws:kms/key:Key"))
+    cost_rows = [
+        [
+            "S3 STANDARD",
+            "per GB stored",
+            f"{s3['STANDARD']:.4f}/GB",
+            f"{s3['STANDARD'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "S3 STANDARD_IA (old checkpoints)",
+            "per GB stored",
+            f"{s3['STANDARD_IA']:.4f}/GB",
+            f"{s3['STANDARD_IA'] * 1024:,.2f} per TiB",
+        ],
+        [
+            "KMS customer keys (all areas)",
+            f"{keys} keys",
+            f"{catalog.KMS_KEY_USD_PER_MONTH:.2f}/key",
+            f"{keys * catalog.KMS_KEY_USD_PER_MONTH:,.2f}",
+        ],
+    ]
+    fixed = keys * catalog.KMS_KEY_USD_PER_MONTH
+    for part, rows, cost in (_fsx(result), _efs(result)):
+        parts += part
+        cost_rows += rows
+        fixed += cost
     classes = [
         r.inputs["metadata"]["name"]
         for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
