@@ -467,14 +467,8 @@ class Team(pulumi.ComponentResource):
         in_ns = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[self.namespace]
         )
-
-        # The SDK types objects as TypedDicts; the builders return plain dicts of the same shape.
-        def meta(object_name: str) -> Any:
-            return {
-                "name": object_name,
-                "namespace": ns,
-                "labels": {f"{catalog.LABEL_DOMAIN}/team": team.name},
-            }
+        self._team: TeamConfig = team
+        meta = self._meta
 
         k8s.core.v1.ResourceQuota(
             f"{name}-quota",
@@ -489,6 +483,34 @@ class Team(pulumi.ComponentResource):
             opts=in_ns,
         )
 
+        self._identity(name, args, in_ns)
+        self._access(name, args, in_ns)
+        self._queues(name, args)
+
+        self.register_outputs(
+            {
+                "namespace": ns,
+                "trainerRoleArn": self.trainer_role.arn,
+                "kueueLocalQueue": team.name,
+                "kueueQueueLabel": KUEUE_QUEUE_LABEL,
+                "volcanoQueue": team.name,
+                "volcanoScheduler": VOLCANO_SCHEDULER,
+            }
+        )
+
+    def _meta(self, object_name: str) -> Any:
+        """Metadata of a namespaced team object. The SDK types objects as TypedDicts; the
+        builders return plain dicts of the same shape."""
+        return {
+            "name": object_name,
+            "namespace": self._team.namespace,
+            "labels": {f"{catalog.LABEL_DOMAIN}/team": self._team.name},
+        }
+
+    def _identity(self, name: str, args: TeamArgs, in_ns: pulumi.ResourceOptions) -> None:
+        """The `trainer` role (S3 prefixes of the team only), its service account and Pod Identity
+        association."""
+        team, ns, meta = self._team, self._team.namespace, self._meta
         self.trainer_role = aws.iam.Role(
             f"{name}-trainer",
             description=f"Training pods of team {team.name}: its S3 prefixes only",
@@ -527,6 +549,10 @@ class Team(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self),
         )
 
+    def _access(self, name: str, args: TeamArgs, in_ns: pulumi.ResourceOptions) -> None:
+        """Who may do what in the namespace: RBAC for the team group, NetworkPolicies, and the
+        PodMonitor Prometheus scrapes the trainers through."""
+        team, meta = self._team, self._meta
         role = k8s.rbac.v1.Role(
             f"{name}-members",
             metadata=meta("team-member"),
@@ -561,6 +587,9 @@ class Team(pulumi.ComponentResource):
                 ),
             )
 
+    def _queues(self, name: str, args: TeamArgs) -> None:
+        """Kueue ClusterQueue and LocalQueue, and the Volcano Queue (awaited until Open)."""
+        team, meta = self._team, self._meta
         kueue_opts = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[args.kueue_release]
         )
@@ -593,15 +622,4 @@ class Team(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self, provider=args.k8s_provider, depends_on=[args.volcano_release]
             ),
-        )
-
-        self.register_outputs(
-            {
-                "namespace": ns,
-                "trainerRoleArn": self.trainer_role.arn,
-                "kueueLocalQueue": team.name,
-                "kueueQueueLabel": KUEUE_QUEUE_LABEL,
-                "volcanoQueue": team.name,
-                "volcanoScheduler": VOLCANO_SCHEDULER,
-            }
         )
