@@ -381,6 +381,19 @@ class Scheduling(pulumi.ComponentResource):
             opts=release_opts(TRAINER_NAMESPACE),
         )
 
+        self._kueue_objects(name, args)
+        self.register_outputs(
+            {
+                "flavors": [flavor.name for flavor in self.flavors],
+                "cohort": self.cohort,
+                "kueueRelease": self.kueue.name,
+            }
+        )
+
+    def _kueue_objects(self, name: str, args: SchedulingArgs) -> None:
+        """The cluster-wide Kueue objects, once its webhooks answer: a ResourceFlavor per GPU
+        class and capacity type, the cohort, the WorkloadPriorityClasses."""
+        config = args.config.scheduling
         kueue_objects = pulumi.ResourceOptions(
             parent=self, provider=args.k8s_provider, depends_on=[self.kueue]
         )
@@ -416,11 +429,3 @@ class Scheduling(pulumi.ComponentResource):
                 },
                 opts=kueue_objects,
             )
-
-        self.register_outputs(
-            {
-                "flavors": [flavor.name for flavor in self.flavors],
-                "cohort": self.cohort,
-                "kueueRelease": self.kueue.name,
-            }
-        )
