@@ -203,11 +203,37 @@ class Network(pulumi.ComponentResource):
                         opts=pulumi.ResourceOptions(parent=vpc, depends_on=[igw]),
                     )
                 )
-        private_route_tables = []
-        for plan, subnet in zip(plans, private_subnets, strict=True):
-            zone = zones[plan.az_index]
-            # Per-AZ NAT keeps each AZ's egress independent; `single` routes all via AZ 0.
-            nat = nat_gateways[plan.az_index if config.nat_gateways == "perAz" else 0]
+        zone_names = [zones[plan.az_index] for plan in plans]
+        private_route_tables = self._private_routes(
+            name,
+            args,
+            vpc,
+            zones=zone_names,
+            private_subnets=private_subnets,
+            nat_gateways=nat_gateways,
+        )
+        self._s3_endpoint(name, args, vpc, [*private_route_tables, public_rt])
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = [s.id for s in private_subnets]
+        self.public_subnet_ids = [s.id for s in public_subnets]
+
+    def _private_routes(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        *,
+        zones: list[str],
+        private_subnets: list[aws.ec2.Subnet],
+        nat_gateways: list[aws.ec2.NatGateway],
+    ) -> list[aws.ec2.RouteTable]:
+        """A route table per private subnet, default route through its zone's NAT gateway
+        (per-AZ NAT keeps each AZ's egress independent; `single` routes all via AZ 0)."""
+        config, tags = args.config, args.tags
+        vpc_child = pulumi.ResourceOptions(parent=vpc)
+        route_tables = []
+        for index, (zone, subnet) in enumerate(zip(zones, private_subnets, strict=True)):
+            nat = nat_gateways[index if config.nat_gateways == "perAz" else 0]
             route_table = aws.ec2.RouteTable(
                 f"{name}-private-{zone}",
                 vpc_id=vpc.id,
@@ -221,19 +247,24 @@ class Network(pulumi.ComponentResource):
                 route_table_id=route_table.id,
                 opts=vpc_child,
             )
-            private_route_tables.append(route_table)
-        # Datasets and checkpoints move through S3: a gateway endpoint keeps that traffic off NAT
-        # (no per-GB charge) and inside the AWS network.
-        region = args.aws_account.region
+            route_tables.append(route_table)
+        return route_tables
+
+    def _s3_endpoint(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        route_tables: list[aws.ec2.RouteTable],
+    ) -> None:
+        """Datasets and checkpoints move through S3: a gateway endpoint keeps that traffic off
+        NAT (no per-GB charge) and inside the AWS network."""
         aws.ec2.VpcEndpoint(
             f"{name}-s3",
             vpc_id=vpc.id,
-            service_name=f"com.amazonaws.{region}.s3",
+            service_name=f"com.amazonaws.{args.aws_account.region}.s3",
             vpc_endpoint_type="Gateway",
-            route_table_ids=[rt.id for rt in [*private_route_tables, public_rt]],
-            tags={**tags, "Name": f"{args.cluster_name}-s3"},
-            opts=vpc_child,
+            route_table_ids=[rt.id for rt in route_tables],
+            tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
+            opts=pulumi.ResourceOptions(parent=vpc),
         )
-        self.vpc_id = vpc.id
-        self.private_subnet_ids = [s.id for s in private_subnets]
-        self.public_subnet_ids = [s.id for s in public_subnets]
