@@ -434,8 +434,11 @@ class Storage(pulumi.ComponentResource):
         self.storage_class_name = EFS_STORAGE_CLASS
         self._lustre: pulumi.Output[LustreVolume] | None = None
 
-    def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
-        name, args, rwx = self._name, self._args, self._args.config.rwx
+    def _lustre_security_group(self) -> aws.ec2.SecurityGroup:
+        """The file system's security group and the Lustre ports (LUSTRE_PORTS) between it and
+        the nodes: clients reach the servers, the servers reach each other and call clients
+        back."""
+        name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self)
         group = self._security_group("lustre")
         nodes = args.node_security_group_id
@@ -474,6 +477,12 @@ class Storage(pulumi.ComponentResource):
                 description=f"Lustre {ports} from the file system",
                 opts=child,
             )
+        return group
+
+    def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
+        name, args, rwx = self._name, self._args, self._args.config.rwx
+        child = pulumi.ResourceOptions(parent=self)
+        group = self._lustre_security_group()
         file_system = aws.fsx.LustreFileSystem(
             f"{name}-lustre",
             deployment_type=rwx.fsx_deployment_type,
