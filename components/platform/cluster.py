@@ -217,82 +217,9 @@ class Cluster(pulumi.ComponentResource):
         self.physical_name = config.name
         addons = config.resolved_addons
         tags = args.tags
-        account_id = args.aws_account.account_id
-
-        secrets_key = aws.kms.Key(
-            f"{name}-secrets",
-            description=f"EKS secrets envelope encryption for {config.name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=config.kms_deletion_window_days,
-            tags=tags,
-            opts=child,
-        )
-        aws.kms.Alias(
-            f"{name}-secrets",
-            name=f"alias/eks/{config.name}-secrets",
-            target_key_id=secrets_key.key_id,
-            opts=child,
-        )
 
         self.node_role = iam.node_role(f"{name}-node", tags=tags, opts=child)
-
-        access_entries = {
-            f"admin-{index}": eks.AccessEntryArgs(
-                principal_arn=arn,
-                access_policies={
-                    "cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=CLUSTER_ADMIN_POLICY,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    )
-                },
-            )
-            for index, arn in enumerate(config.admin_role_arns)
-        }
-        # The control plane waits for its log group twice over: `depends_on` on the component
-        # (the engine hands it to pulumi-eks's Construct), and the name input, which carries
-        # the group as a dependency into the aws.eks.Cluster pulumi-eks creates from `args.name`
-        # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/cluster/cluster.ts#L687-690). Same literal
-        # value, so an existing cluster sees no diff (no replacement).
-        log_group = args.control_plane_log_group
-        cluster_name: pulumi.Input[str] = (
-            log_group.name.apply(lambda _: config.name) if log_group is not None else config.name
-        )
-        cluster = eks.Cluster(
-            f"{name}-eks",
-            name=cluster_name,
-            version=config.kubernetes_version,
-            vpc_id=args.vpc_id,
-            private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids or None,
-            node_associate_public_ip_address=False,
-            endpoint_private_access=True,
-            endpoint_public_access=config.endpoint_public_access,
-            public_access_cidrs=config.public_access_cidrs or None,
-            enabled_cluster_log_types=list(config.log_types),
-            encryption_config_key_arn=secrets_key.arn,
-            authentication_mode=eks.AuthenticationMode.API,
-            access_entries=access_entries,
-            create_oidc_provider=True,
-            skip_default_node_group=True,
-            deletion_protection=config.deletion_protection,
-            vpc_cni_options=eks.VpcCniOptionsArgs(
-                addon_version=addons.vpc_cni,
-                # NetworkPolicy objects are only enforced when the VPC CNI's agent is on.
-                enable_network_policy=True,
-            ),
-            # Off here, created below after the system node group: pulumi-eks creates its
-            # CoreDNS add-on with no dependency on any node group, so with only managed groups
-            # it waits 20 min for nodes and fails DEGRADED
-            # (https://github.com/pulumi/pulumi-eks/issues/1819; nodejs/eks/cluster/cluster.ts
-            # #L1175-1245 at v4.3.0). No configurationValues here: they would re-enable it.
-            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
-            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
-            tags=tags,
-            cluster_tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[log_group] if log_group is not None else []
-            ),
-        )
+        cluster = self._control_plane(name, args, child)
         # The literal name, carrying the control plane as a dependency for whoever uses it.
         self.name = cluster.kubeconfig_json.apply(lambda _: config.name)
         self.kubeconfig = pulumi.Output.secret(cluster.kubeconfig_json)
@@ -343,6 +270,104 @@ class Cluster(pulumi.ComponentResource):
             taints=[],
             auto_repair=args.node_groups.system.auto_repair,
         )
+        self._gpu_node_groups(name, cluster, args, child)
+
+        self._node_addons(name, args, pod_identity_agent, child)
+
+        self._kubernetes(name, cluster, child)
+
+        self.register_outputs(
+            {
+                "name": self.name,
+                "oidcProviderArn": self.oidc_provider_arn,
+                "nodeRoleArn": self.node_role.arn,
+            }
+        )
+
+    def _control_plane(
+        self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions
+    ) -> eks.Cluster:
+        """The secrets key and the EKS control plane (pulumi-eks): API authentication with
+        access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group."""
+        config, tags, addons = args.config, args.tags, args.config.resolved_addons
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"EKS secrets envelope encryption for {config.name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=config.kms_deletion_window_days,
+            tags=tags,
+            opts=child,
+        )
+        aws.kms.Alias(
+            f"{name}-secrets",
+            name=f"alias/eks/{config.name}-secrets",
+            target_key_id=secrets_key.key_id,
+            opts=child,
+        )
+
+        access_entries = {
+            f"admin-{index}": eks.AccessEntryArgs(
+                principal_arn=arn,
+                access_policies={
+                    "cluster-admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=CLUSTER_ADMIN_POLICY,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            for index, arn in enumerate(config.admin_role_arns)
+        }
+        # The control plane waits for its log group twice over: `depends_on` on the component
+        # (the engine hands it to pulumi-eks's Construct), and the name input, which carries
+        # the group as a dependency into the aws.eks.Cluster pulumi-eks creates from `args.name`
+        # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/cluster/cluster.ts#L687-690). Same literal
+        # value, so an existing cluster sees no diff (no replacement).
+        log_group = args.control_plane_log_group
+        cluster_name: pulumi.Input[str] = (
+            log_group.name.apply(lambda _: config.name) if log_group is not None else config.name
+        )
+        return eks.Cluster(
+            f"{name}-eks",
+            name=cluster_name,
+            version=config.kubernetes_version,
+            vpc_id=args.vpc_id,
+            private_subnet_ids=args.private_subnet_ids,
+            public_subnet_ids=args.public_subnet_ids or None,
+            node_associate_public_ip_address=False,
+            endpoint_private_access=True,
+            endpoint_public_access=config.endpoint_public_access,
+            public_access_cidrs=config.public_access_cidrs or None,
+            enabled_cluster_log_types=list(config.log_types),
+            encryption_config_key_arn=secrets_key.arn,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            create_oidc_provider=True,
+            skip_default_node_group=True,
+            deletion_protection=config.deletion_protection,
+            vpc_cni_options=eks.VpcCniOptionsArgs(
+                addon_version=addons.vpc_cni,
+                # NetworkPolicy objects are only enforced when the VPC CNI's agent is on.
+                enable_network_policy=True,
+            ),
+            # Off here, created below after the system node group: pulumi-eks creates its
+            # CoreDNS add-on with no dependency on any node group, so with only managed groups
+            # it waits 20 min for nodes and fails DEGRADED
+            # (https://github.com/pulumi/pulumi-eks/issues/1819; nodejs/eks/cluster/cluster.ts
+            # #L1175-1245 at v4.3.0). No configurationValues here: they would re-enable it.
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
+            tags=tags,
+            cluster_tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[log_group] if log_group is not None else []
+            ),
+        )
+
+    def _gpu_node_groups(
+        self, name: str, cluster: eks.Cluster, args: ClusterArgs, child: pulumi.ResourceOptions
+    ) -> None:
+        """The EFA cluster placement group and the managed GPU node groups."""
+        tags = args.tags
         # One cluster placement group for EFA capacity (Karpenter's gpu-efa class and EFA
         # managed groups). Karpenter creates none and selects it by id; it lives in one AZ, so
         # its capacity gets that AZ's private subnet only (efa_placement.py has the sources).
@@ -377,6 +402,17 @@ class Cluster(pulumi.ComponentResource):
             for group in args.node_groups.gpu
         }
 
+    def _node_addons(
+        self,
+        name: str,
+        args: ClusterArgs,
+        pod_identity_agent: aws.eks.Addon,
+        child: pulumi.ResourceOptions,
+    ) -> None:
+        """What needs nodes: CoreDNS, the node monitoring agent, the EBS CSI driver (with its
+        Pod Identity role), and the spot service-linked role."""
+        config, tags, addons = args.config, args.tags, args.config.resolved_addons
+        account_id = args.aws_account.account_id
         # CoreDNS needs nodes: the EKS add-on adopts (OVERWRITE) the self-managed CoreDNS that
         # EKS bootstraps and goes ACTIVE once the system nodes run it (runs.md Q4 workaround).
         self.coredns = aws.eks.Addon(
@@ -431,6 +467,8 @@ class Cluster(pulumi.ComponentResource):
             ),
         )
 
+    def _kubernetes(self, name: str, cluster: eks.Cluster, child: pulumi.ResourceOptions) -> None:
+        """The explicit Kubernetes provider and the default gp3 StorageClass."""
         self.k8s_provider = k8s.Provider(
             f"{name}-k8s",
             kubeconfig=cluster.kubeconfig_json,
@@ -450,14 +488,6 @@ class Cluster(pulumi.ComponentResource):
             # Bind where the pod lands, so the volume is created in the pod's AZ.
             volume_binding_mode="WaitForFirstConsumer",
             opts=pulumi.ResourceOptions(parent=self, provider=self.k8s_provider),
-        )
-
-        self.register_outputs(
-            {
-                "name": self.name,
-                "oidcProviderArn": self.oidc_provider_arn,
-                "nodeRoleArn": self.node_role.arn,
-            }
         )
 
     def _node_group(
