@@ -135,40 +135,7 @@ class Karpenter(pulumi.ComponentResource):
 
         # --- interruption handling: queue, four rules, queue policy ---
         queue_name = f"{cluster_name}-karpenter"
-        self.interruption_queue = aws.sqs.Queue(
-            f"{name}-interruption",
-            name=queue_name,
-            message_retention_seconds=INTERRUPTION_RETENTION_S,
-            sqs_managed_sse_enabled=True,
-            tags=tags,
-            opts=child,
-        )
-        rules: list[aws.cloudwatch.EventRule] = []
-        for key, pattern in INTERRUPTION_EVENTS.items():
-            rule = aws.cloudwatch.EventRule(
-                f"{name}-{key}",
-                name=f"{cluster_name}-karpenter-{key}",
-                description=f"Karpenter interruption handling: {pattern['detail-type'][0]}",
-                event_pattern=json.dumps(pattern),
-                tags=tags,
-                opts=child,
-            )
-            aws.cloudwatch.EventTarget(
-                f"{name}-{key}",
-                rule=rule.name,
-                target_id="karpenter-interruption-queue",
-                arn=self.interruption_queue.arn,
-                opts=child,
-            )
-            rules.append(rule)
-        queue_policy = aws.sqs.QueuePolicy(
-            f"{name}-interruption",
-            queue_url=self.interruption_queue.url,
-            policy=pulumi.Output.all(self.interruption_queue.arn, *[r.arn for r in rules]).apply(
-                lambda arns: json.dumps(interruption_queue_policy(arns[0], list(arns[1:])))
-            ),
-            opts=child,
-        )
+        queue_policy = self._interruption_queue(name, args, queue_name, child)
 
         # --- controller identity: Pod Identity role scoped to this cluster and region ---
         self.controller_role = aws.iam.Role(
@@ -260,13 +227,84 @@ class Karpenter(pulumi.ComponentResource):
         )
 
         # --- EC2NodeClasses and NodePools: deleted before the controller on destroy ---
-        def class_of(pool: KarpenterPool) -> str:
-            return pool_node_class(pool, in_placement_group=pool.name in args.placement_pools)
+        k8s_nodes = pulumi.ResourceOptions.merge(
+            k8s_child,
+            pulumi.ResourceOptions(
+                depends_on=[self.controller_release, instance_profile, access_entry]
+            ),
+        )
+        self._node_classes(name, args, profile_name, k8s_nodes)
+        self._node_pools(name, args, k8s_child)
+
+        self.register_outputs(
+            {
+                "nodeRoleArn": self.node_role.arn,
+                "controllerRoleArn": self.controller_role.arn,
+                "interruptionQueueUrl": self.interruption_queue.url,
+                "nodePools": sorted(self.node_pools),
+            }
+        )
+
+    def _interruption_queue(
+        self, name: str, args: KarpenterArgs, queue_name: str, child: pulumi.ResourceOptions
+    ) -> aws.sqs.QueuePolicy:
+        """The SQS queue Karpenter reads spot interruptions, rebalance recommendations, state
+        changes and scheduled health events from, the EventBridge rules that feed it and the
+        queue policy that lets them."""
+        tags, cluster_name = args.tags, args.cluster_name
+        self.interruption_queue = aws.sqs.Queue(
+            f"{name}-interruption",
+            name=queue_name,
+            message_retention_seconds=INTERRUPTION_RETENTION_S,
+            sqs_managed_sse_enabled=True,
+            tags=tags,
+            opts=child,
+        )
+        rules: list[aws.cloudwatch.EventRule] = []
+        for key, pattern in INTERRUPTION_EVENTS.items():
+            rule = aws.cloudwatch.EventRule(
+                f"{name}-{key}",
+                name=f"{cluster_name}-karpenter-{key}",
+                description=f"Karpenter interruption handling: {pattern['detail-type'][0]}",
+                event_pattern=json.dumps(pattern),
+                tags=tags,
+                opts=child,
+            )
+            aws.cloudwatch.EventTarget(
+                f"{name}-{key}",
+                rule=rule.name,
+                target_id="karpenter-interruption-queue",
+                arn=self.interruption_queue.arn,
+                opts=child,
+            )
+            rules.append(rule)
+        queue_policy = aws.sqs.QueuePolicy(
+            f"{name}-interruption",
+            queue_url=self.interruption_queue.url,
+            policy=pulumi.Output.all(self.interruption_queue.arn, *[r.arn for r in rules]).apply(
+                lambda arns: json.dumps(interruption_queue_policy(arns[0], list(arns[1:])))
+            ),
+            opts=child,
+        )
+
+        return queue_policy
+
+    def _class_of(self, args: KarpenterArgs, pool: KarpenterPool) -> str:
+        return pool_node_class(pool, in_placement_group=pool.name in args.placement_pools)
+
+    def _node_classes(
+        self, name: str, args: KarpenterArgs, profile_name: str, k8s_nodes: pulumi.ResourceOptions
+    ) -> None:
+        """One EC2NodeClass per kind of node the pools need (GPU, GPU in the EFA placement
+        group, GPU on reservations, CPU), after the controller, its instance profile and access
+        entry."""
+        config, cluster, tags = args.config, args.cluster, args.tags
+        cluster_name = args.cluster_name
 
         classes = {
             class_name: (
                 config.cpu_node_class if class_name == CPU_NODE_CLASS else config.gpu_node_class,
-                [p for p in config.pools if class_of(p) == class_name],
+                [p for p in config.pools if self._class_of(args, p) == class_name],
             )
             for class_name in (
                 GPU_NODE_CLASS,
@@ -312,20 +350,16 @@ class Karpenter(pulumi.ComponentResource):
                 kind="EC2NodeClass",
                 metadata={"name": class_name},
                 spec=spec,
-                opts=pulumi.ResourceOptions.merge(
-                    k8s_child,
-                    pulumi.ResourceOptions(
-                        depends_on=[
-                            self.controller_release,
-                            instance_profile,
-                            access_entry,
-                        ]
-                    ),
-                ),
+                opts=k8s_nodes,
             )
+
+    def _node_pools(
+        self, name: str, args: KarpenterArgs, k8s_child: pulumi.ResourceOptions
+    ) -> None:
+        """One NodePool per configured pool, after its EC2NodeClass."""
         self.node_pools = {}
-        for pool in config.pools:
-            node_class = class_of(pool)
+        for pool in args.config.pools:
+            node_class = self._class_of(args, pool)
             self.node_pools[pool.name] = k8s.apiextensions.CustomResource(
                 f"{name}-pool-{pool.name}",
                 api_version=NODEPOOL_API_VERSION,
@@ -339,12 +373,3 @@ class Karpenter(pulumi.ComponentResource):
                     ),
                 ),
             )
-
-        self.register_outputs(
-            {
-                "nodeRoleArn": self.node_role.arn,
-                "controllerRoleArn": self.controller_role.arn,
-                "interruptionQueueUrl": self.interruption_queue.url,
-                "nodePools": sorted(self.node_pools),
-            }
-        )
