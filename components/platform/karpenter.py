@@ -106,11 +106,8 @@ class Karpenter(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        config, cluster, tags = args.config, args.cluster, args.tags
+        cluster, tags = args.cluster, args.tags
         cluster_name = args.cluster_name
-        account_id = args.aws_account.account_id
-        region = args.aws_account.region
-        partition = args.aws_account.partition
 
         # --- nodes: role, instance profile, access entry, security-group discovery tag ---
         self.node_role = iam.node_role(f"{name}-node", tags=tags, opts=child)
@@ -138,6 +135,43 @@ class Karpenter(pulumi.ComponentResource):
         queue_policy = self._interruption_queue(name, args, queue_name, child)
 
         # --- controller identity: Pod Identity role scoped to this cluster and region ---
+        role_policy, pod_identity = self._controller_identity(name, args, child)
+
+        # --- Helm: CRDs first (Helm never upgrades a chart's crds/), then the controller ---
+        k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.k8s_provider)
+        self._releases(
+            name, args, queue_name, k8s_child, after=[pod_identity, role_policy, queue_policy]
+        )
+
+        # --- EC2NodeClasses and NodePools: deleted before the controller on destroy ---
+        k8s_nodes = pulumi.ResourceOptions.merge(
+            k8s_child,
+            pulumi.ResourceOptions(
+                depends_on=[self.controller_release, instance_profile, access_entry]
+            ),
+        )
+        self._node_classes(name, args, profile_name, k8s_nodes)
+        self._node_pools(name, args, k8s_child)
+
+        self.register_outputs(
+            {
+                "nodeRoleArn": self.node_role.arn,
+                "controllerRoleArn": self.controller_role.arn,
+                "interruptionQueueUrl": self.interruption_queue.url,
+                "nodePools": sorted(self.node_pools),
+            }
+        )
+
+    def _controller_identity(
+        self, name: str, args: KarpenterArgs, child: pulumi.ResourceOptions
+    ) -> tuple[aws.iam.RolePolicy, aws.eks.PodIdentityAssociation]:
+        """The controller's role (trust pinned to this cluster's Karpenter service account),
+        its least-privilege policy and the Pod Identity association."""
+        config, cluster, tags = args.config, args.cluster, args.tags
+        cluster_name = args.cluster_name
+        account_id = args.aws_account.account_id
+        region = args.aws_account.region
+        partition = args.aws_account.partition
         self.controller_role = aws.iam.Role(
             f"{name}-controller",
             assume_role_policy=json.dumps(
@@ -180,9 +214,21 @@ class Karpenter(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
+        return role_policy, pod_identity
 
-        # --- Helm: CRDs first (Helm never upgrades a chart's crds/), then the controller ---
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.k8s_provider)
+    def _releases(
+        self,
+        name: str,
+        args: KarpenterArgs,
+        queue_name: str,
+        k8s_child: pulumi.ResourceOptions,
+        *,
+        after: list[pulumi.Resource],
+    ) -> None:
+        """The CRD chart, then the controller chart once its identity, permissions and queue
+        exist (`after`) and the system nodes it is pinned to run."""
+        config, cluster = args.config, args.cluster
+        cluster_name, region = args.cluster_name, args.aws_account.region
         self.crd_release = k8s.helm.v3.Release(
             f"{name}-crd",
             name="karpenter-crd",
@@ -215,34 +261,9 @@ class Karpenter(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(
                 k8s_child,
                 pulumi.ResourceOptions(
-                    depends_on=[
-                        self.crd_release,
-                        pod_identity,
-                        role_policy,
-                        queue_policy,
-                        cluster.system_node_group,
-                    ]
+                    depends_on=[self.crd_release, *after, cluster.system_node_group]
                 ),
             ),
-        )
-
-        # --- EC2NodeClasses and NodePools: deleted before the controller on destroy ---
-        k8s_nodes = pulumi.ResourceOptions.merge(
-            k8s_child,
-            pulumi.ResourceOptions(
-                depends_on=[self.controller_release, instance_profile, access_entry]
-            ),
-        )
-        self._node_classes(name, args, profile_name, k8s_nodes)
-        self._node_pools(name, args, k8s_child)
-
-        self.register_outputs(
-            {
-                "nodeRoleArn": self.node_role.arn,
-                "controllerRoleArn": self.controller_role.arn,
-                "interruptionQueueUrl": self.interruption_queue.url,
-                "nodePools": sorted(self.node_pools),
-            }
         )
 
     def _interruption_queue(
