@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -152,6 +153,38 @@ class Network(pulumi.ComponentResource):
             opts=vpc_child,
         )
         plans = plan_subnets(config.vpc_cidr, config.az_count)
+        public_subnets, private_subnets, nat_gateways = self._subnets(
+            name, args, vpc, zones=zones, plans=plans, public_rt=public_rt, igw=igw
+        )
+        zone_names = [zones[plan.az_index] for plan in plans]
+        private_route_tables = self._private_routes(
+            name,
+            args,
+            vpc,
+            zones=zone_names,
+            private_subnets=private_subnets,
+            nat_gateways=nat_gateways,
+        )
+        self._s3_endpoint(name, args, vpc, [*private_route_tables, public_rt])
+        self.vpc_id = vpc.id
+        self.private_subnet_ids = [s.id for s in private_subnets]
+        self.public_subnet_ids = [s.id for s in public_subnets]
+
+    def _subnets(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        *,
+        zones: Sequence[str],
+        plans: list[SubnetPlan],
+        public_rt: aws.ec2.RouteTable,
+        igw: aws.ec2.InternetGateway,
+    ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.Subnet], list[aws.ec2.NatGateway]]:
+        """A public and a private subnet per zone (discovery-tagged), and the NAT gateways: one
+        per zone, or one in the first zone (`natGateways: single`)."""
+        config, tags = args.config, args.tags
+        vpc_child = pulumi.ResourceOptions(parent=vpc)
         public_subnets: list[aws.ec2.Subnet] = []
         private_subnets: list[aws.ec2.Subnet] = []
         nat_gateways: list[aws.ec2.NatGateway] = []
@@ -203,19 +236,7 @@ class Network(pulumi.ComponentResource):
                         opts=pulumi.ResourceOptions(parent=vpc, depends_on=[igw]),
                     )
                 )
-        zone_names = [zones[plan.az_index] for plan in plans]
-        private_route_tables = self._private_routes(
-            name,
-            args,
-            vpc,
-            zones=zone_names,
-            private_subnets=private_subnets,
-            nat_gateways=nat_gateways,
-        )
-        self._s3_endpoint(name, args, vpc, [*private_route_tables, public_rt])
-        self.vpc_id = vpc.id
-        self.private_subnet_ids = [s.id for s in private_subnets]
-        self.public_subnet_ids = [s.id for s in public_subnets]
+        return public_subnets, private_subnets, nat_gateways
 
     def _private_routes(
         self,
