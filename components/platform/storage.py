@@ -479,9 +479,32 @@ class Storage(pulumi.ComponentResource):
             )
         return group
 
-    def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
+    def _datasets_link(self, file_system: aws.fsx.LustreFileSystem) -> None:
+        """The datasets bucket linked into the file system (lazy import on first read; export
+        only when configured)."""
         name, args, rwx = self._name, self._args, self._args.config.rwx
         child = pulumi.ResourceOptions(parent=self)
+        datasets = self.buckets["datasets"]
+        s3_policy: dict[str, Any] = {
+            "auto_import_policy": {"events": rwx.fsx_import_events},
+        }
+        if rwx.fsx_export_events:
+            s3_policy["auto_export_policy"] = {"events": rwx.fsx_export_events}
+        aws.fsx.DataRepositoryAssociation(
+            f"{name}-lustre-datasets",
+            file_system_id=file_system.id,
+            file_system_path=rwx.fsx_datasets_path,
+            data_repository_path=datasets.bucket.apply(lambda bucket: f"s3://{bucket}"),
+            batch_import_meta_data_on_create=True,
+            # Unlinking must never delete what the file system holds.
+            delete_data_in_filesystem=False,
+            s3=cast(Any, s3_policy),
+            tags=args.tags,
+            opts=child,
+        )
+
+    def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
+        name, args, rwx = self._name, self._args, self._args.config.rwx
         group = self._lustre_security_group()
         file_system = aws.fsx.LustreFileSystem(
             f"{name}-lustre",
@@ -501,24 +524,7 @@ class Storage(pulumi.ComponentResource):
             tags={**args.tags, "Name": f"{args.bucket_prefix}-rwx"},
             opts=keep,
         )
-        datasets = self.buckets["datasets"]
-        s3_policy: dict[str, Any] = {
-            "auto_import_policy": {"events": rwx.fsx_import_events},
-        }
-        if rwx.fsx_export_events:
-            s3_policy["auto_export_policy"] = {"events": rwx.fsx_export_events}
-        aws.fsx.DataRepositoryAssociation(
-            f"{name}-lustre-datasets",
-            file_system_id=file_system.id,
-            file_system_path=rwx.fsx_datasets_path,
-            data_repository_path=datasets.bucket.apply(lambda bucket: f"s3://{bucket}"),
-            batch_import_meta_data_on_create=True,
-            # Unlinking must never delete what the file system holds.
-            delete_data_in_filesystem=False,
-            s3=cast(Any, s3_policy),
-            tags=args.tags,
-            opts=child,
-        )
+        self._datasets_link(file_system)
         association = self._csi_role(
             "fsx",
             FSX_CONTROLLER_SA,
