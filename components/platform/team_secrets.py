@@ -202,23 +202,7 @@ class TeamSecrets(pulumi.ComponentResource):
             tags=args.tags,
             opts=aws_opts,
         )
-        team_roles = {}
-        for team in args.teams:
-            role = aws.iam.Role(
-                f"{name}-{team.name}",
-                assume_role_policy=controller.arn.apply(
-                    lambda arn: json.dumps(team_trust_policy(arn))
-                ),
-                tags=args.tags,
-                opts=aws_opts,
-            )
-            aws.iam.RolePolicy(
-                f"{name}-{team.name}-read",
-                role=role.id,
-                policy=pulumi.Output.json_dumps(team_read_policy(args.account, team.name)),
-                opts=aws_opts,
-            )
-            team_roles[team.name] = role
+        team_roles = self._team_roles(name, args, controller)
         aws.iam.RolePolicy(
             f"{name}-eso-controller-assume",
             role=controller.id,
@@ -269,3 +253,27 @@ class TeamSecrets(pulumi.ComponentResource):
                 ),
             )
         self.register_outputs({"stores": sorted(self.stores)})
+
+    def _team_roles(
+        self, name: str, args: TeamSecretsArgs, controller: aws.iam.Role
+    ) -> dict[str, aws.iam.Role]:
+        """Per team a role only the ESO controller may assume, reading that team's secrets."""
+        aws_opts = pulumi.ResourceOptions(parent=self)
+        team_roles: dict[str, aws.iam.Role] = {}
+        for team in args.teams:
+            role = aws.iam.Role(
+                f"{name}-{team.name}",
+                assume_role_policy=controller.arn.apply(
+                    lambda arn: json.dumps(team_trust_policy(arn))
+                ),
+                tags=args.tags,
+                opts=aws_opts,
+            )
+            aws.iam.RolePolicy(
+                f"{name}-{team.name}-read",
+                role=role.id,
+                policy=pulumi.Output.json_dumps(team_read_policy(args.account, team.name)),
+                opts=aws_opts,
+            )
+            team_roles[team.name] = role
+        return team_roles
