@@ -236,6 +236,7 @@ class GpuStack(pulumi.ComponentResource):
 
     namespace: str
     release: k8s.helm.v3.Release
+    efa_release: k8s.helm.v3.Release | None
 
     def __init__(
         self, name: str, args: GpuStackArgs, opts: pulumi.ResourceOptions | None = None
@@ -303,24 +304,30 @@ class GpuStack(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=[args.monitoring_release, self.release]),
             ),
         )
-        self.efa_release: k8s.helm.v3.Release | None = None
-        if args.efa_instance_types:
-            # A DaemonSet with no matching node is ready at once: Helm's --wait does not block
-            # on GPU nodes that Karpenter has not launched yet.
-            self.efa_release = k8s.helm.v3.Release(
-                f"{name}-efa-device-plugin",
-                name=EFA_CHART,
-                chart=EFA_CHART,
-                version=EFA_CHART_VERSION,
-                repository_opts={"repo": EFA_REPOSITORY},
-                namespace=EFA_NAMESPACE,
-                values=efa_device_plugin_values(args.efa_instance_types),
-                # Explicit (tests/synth/test_awaits.py): a DaemonSet on EFA types only; with no
-                # EFA node yet Helm has nothing to wait for, so the default suffices.
-                timeout=300,
-                atomic=True,
-                opts=pulumi.ResourceOptions.merge(
-                    k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
-                ),
-            )
+        self.efa_release = self._efa_device_plugin(name, args, k8s_opts)
         self.register_outputs({"namespace": self.namespace})
+
+    def _efa_device_plugin(
+        self, name: str, args: GpuStackArgs, k8s_opts: pulumi.ResourceOptions
+    ) -> k8s.helm.v3.Release | None:
+        """The EFA device plugin, on the EFA instance types the pools launch (none without)."""
+        if not args.efa_instance_types:
+            return None
+        # A DaemonSet with no matching node is ready at once: Helm's --wait does not block
+        # on GPU nodes that Karpenter has not launched yet.
+        return k8s.helm.v3.Release(
+            f"{name}-efa-device-plugin",
+            name=EFA_CHART,
+            chart=EFA_CHART,
+            version=EFA_CHART_VERSION,
+            repository_opts={"repo": EFA_REPOSITORY},
+            namespace=EFA_NAMESPACE,
+            values=efa_device_plugin_values(args.efa_instance_types),
+            # Explicit (tests/synth/test_awaits.py): a DaemonSet on EFA types only; with no
+            # EFA node yet Helm has nothing to wait for, so the default suffices.
+            timeout=300,
+            atomic=True,
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
+            ),
+        )
