@@ -143,11 +143,6 @@ class Registry(pulumi.ComponentResource):
         encryption = [
             aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS", kms_key=key.arn)
         ]
-        template_encryption = [
-            aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
-                encryption_type="KMS", kms_key=key.arn
-            )
-        ]
         lifecycle = json.dumps(lifecycle_policy(config))
         for role in config.repositories:
             repository = aws.ecr.Repository(
@@ -168,25 +163,7 @@ class Registry(pulumi.ComponentResource):
                 opts=child,
             )
             self.repository_urls[role] = repository.repository_url
-        for cache in config.pull_through_caches:
-            prefix = cache_prefix(args.cluster_name, cache.prefix)
-            template = aws.ecr.RepositoryCreationTemplate(
-                f"{name}-cache-{cache.prefix}-template",
-                prefix=prefix,
-                applied_fors=["PULL_THROUGH_CACHE"],
-                image_tag_mutability="MUTABLE",
-                encryption_configurations=template_encryption,
-                lifecycle_policy=lifecycle,
-                resource_tags=args.tags,
-                opts=child,
-            )
-            aws.ecr.PullThroughCacheRule(
-                f"{name}-cache-{cache.prefix}",
-                ecr_repository_prefix=prefix,
-                upstream_registry_url=cache.upstream,
-                credential_arn=cache.credential_arn,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[template]),
-            )
+        self._pull_through_caches(name, args, key, lifecycle)
         for index, node_role in enumerate(args.node_roles):
             aws.iam.RolePolicy(
                 f"{name}-node-pull-through-{index}",
@@ -207,3 +184,34 @@ class Registry(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"repositories": sorted(self.repository_urls)})
+
+    def _pull_through_caches(
+        self, name: str, args: RegistryArgs, key: aws.kms.Key, lifecycle: str
+    ) -> None:
+        """Per upstream registry a pull-through cache rule and the creation template its
+        repositories get (KMS, lifecycle, tags)."""
+        child = pulumi.ResourceOptions(parent=self)
+        template_encryption = [
+            aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
+                encryption_type="KMS", kms_key=key.arn
+            )
+        ]
+        for cache in args.config.pull_through_caches:
+            prefix = cache_prefix(args.cluster_name, cache.prefix)
+            template = aws.ecr.RepositoryCreationTemplate(
+                f"{name}-cache-{cache.prefix}-template",
+                prefix=prefix,
+                applied_fors=["PULL_THROUGH_CACHE"],
+                image_tag_mutability="MUTABLE",
+                encryption_configurations=template_encryption,
+                lifecycle_policy=lifecycle,
+                resource_tags=args.tags,
+                opts=child,
+            )
+            aws.ecr.PullThroughCacheRule(
+                f"{name}-cache-{cache.prefix}",
+                ecr_repository_prefix=prefix,
+                upstream_registry_url=cache.upstream,
+                credential_arn=cache.credential_arn,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[template]),
+            )
