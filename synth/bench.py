@@ -47,7 +47,7 @@ def sdk_modules(stack: str, out: Path) -> list[str]:
     return modules
 
 
-def _time(cmd: list[str]) -> tuple[float, float]:
+def time_command(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds user+system) of one run of `cmd`."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
@@ -81,12 +81,12 @@ def measure(stack: str, runs: int) -> dict[str, float]:
         # separates what that saves on imports from what it saves on the program's own work.
         tuned_cmd = [sys.executable, "-c", f"import gc; gc.disable()\n{imports_py}"]
         synth_cmd = [sys.executable, "-m", "synth", "--stack", stack, "--out", str(out)]
-        _time(import_cmd)  # warm the OS file cache for both
+        time_command(import_cmd)  # warm the OS file cache for both
         synth, imports, tuned = [], [], []
         for _ in range(runs):
-            synth.append(_time(synth_cmd))
-            imports.append(_time(import_cmd))
-            tuned.append(_time(tuned_cmd))
+            synth.append(time_command(synth_cmd))
+            imports.append(time_command(import_cmd))
+            tuned.append(time_command(tuned_cmd))
     # Best of N, as timeit advises: interference only ever adds time, so the minimum is the
     # best estimate of each side's own cost. CPU time (user + system) is the gated figure: on
     # a shared VM wall time swings by a third between identical runs; wall is reported too.

@@ -182,6 +182,18 @@ def _synth_once(project: Path, out: Path) -> tuple[int, float, float]:
     return int(match.group(1)), wall, cpu
 
 
+def import_seconds(runs: int) -> float:
+    """Best-of-`runs` CPU seconds of importing the provider SDK modules a prod synth imports
+    (synth/bench.py's baseline): this machine's speed, the unit of `--max-import-multiple`."""
+    from synth.bench import sdk_modules, time_command
+
+    with tempfile.TemporaryDirectory(prefix="fleet-imports-") as tmp:
+        modules = sdk_modules("prod", Path(tmp))
+    cmd = [sys.executable, "-c", "\n".join(f"import {m}" for m in modules)]
+    time_command(cmd)  # warm the OS file cache
+    return min(time_command(cmd)[1] for _ in range(runs))
+
+
 def measure(sizes: Sequence[int], runs: int) -> list[Timing]:
     """Best-of-`runs` timings per size; sizes interleaved so that load swings hit all alike."""
     from synth.bench import compile_project
@@ -227,6 +239,13 @@ def main(argv: list[str] | None = None) -> int:
         "--max-ratio", type=float, help="exit 1 if largest/smallest best time is above"
     )
     parser.add_argument(
+        "--max-import-multiple",
+        type=float,
+        help="exit 1 if the smallest size's best CPU time is above this many times the CPU "
+        "time of importing the provider SDKs on the same machine (a bound that travels between "
+        "machines of different speed; --max-seconds does not)",
+    )
+    parser.add_argument(
         "--clock",
         choices=("cpu", "wall"),
         default="cpu",
@@ -266,6 +285,16 @@ def main(argv: list[str] | None = None) -> int:
         ratio = cpu_ratio if args.clock == "cpu" else wall_ratio
         if args.max_ratio is not None and ratio > args.max_ratio:
             print(f"{args.clock} ratio {ratio:.2f} above {args.max_ratio}", file=sys.stderr)
+            failed = True
+    if args.max_import_multiple is not None:
+        imports = import_seconds(args.runs)
+        multiple = smallest.cpu_s / imports
+        print(
+            f"{smallest.teams} teams: {multiple:.2f} x the SDK imports' {imports:.2f} s CPU "
+            f"(bound {args.max_import_multiple})"
+        )
+        if multiple > args.max_import_multiple:
+            print(f"{multiple:.2f} x imports above {args.max_import_multiple}", file=sys.stderr)
             failed = True
     seconds = smallest.cpu_s if args.clock == "cpu" else smallest.wall_s
     if args.max_seconds is not None and seconds > args.max_seconds:

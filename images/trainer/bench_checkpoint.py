@@ -30,13 +30,62 @@ from gpt_trainer.train import rng_state
 DEFAULT_INTERVAL_S = 600.0  # train.py's --checkpoint-interval-s default
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dir", type=Path, default=None, help="checkpoint root (default: tmp)")
     parser.add_argument("--steps", type=int, default=4, help="timed steps without a save")
     parser.add_argument("--micro-batch", type=int, default=8)
     parser.add_argument("--interval-s", type=float, default=DEFAULT_INTERVAL_S)
-    args = parser.parse_args()
+    return parser
+
+
+def _summary(report: dict[str, float]) -> str:
+    """One line for the log: what a save blocks, async and sync, at the planned interval."""
+    size, interval = report["checkpoint_bytes"], report["interval_s"]
+    blocked_s, sync_s = report["async_blocking_s"], report["sync_save_s"]
+    interference_s = report["overlap_slowdown_s"]
+    return (
+        f"checkpoint of {size / 1e6:.0f} MB blocks {blocked_s:.3f} s (async) / {sync_s:.2f} s "
+        f"(sync); step {report['step_s_median']:.2f} s; at one save per {interval:.0f} s "
+        f"(~{report['steps_per_interval']:.0f} steps): {100 * blocked_s / interval:.3f} % blocked "
+        f"async, {100 * (blocked_s + interference_s) / interval:.3f} % incl. overlap, "
+        f"{100 * sync_s / interval:.3f} % sync (target < 2 %)"
+    )
+
+
+def _report(
+    parameters: int,
+    *,
+    size: int,
+    step_s: float,
+    timings: tuple[float, float, float, float],
+    overlapping: int,
+    interval_s: float,
+) -> dict[str, float]:
+    """The measured figures and the fractions of a checkpoint interval they cost. `timings`:
+    async blocking, async total, overlap slowdown, sync save (seconds)."""
+    blocked_s, async_total_s, interference_s, sync_s = timings
+    return {
+        "parameters": parameters,
+        "checkpoint_bytes": size,
+        "threads": torch.get_num_threads(),
+        "step_s_median": step_s,
+        "async_blocking_s": blocked_s,
+        "async_total_s": async_total_s,
+        "steps_overlapping_write": overlapping,
+        "overlap_slowdown_s": interference_s,
+        "sync_save_s": sync_s,
+        "interval_s": interval_s,
+        "steps_per_interval": interval_s / step_s,
+        "blocking_fraction_async": blocked_s / interval_s,
+        "cost_fraction_async_incl_overlap": (blocked_s + interference_s) / interval_s,
+        "blocking_fraction_sync": sync_s / interval_s,
+        "blocking_vs_one_step_async": blocked_s / step_s,
+    }
+
+
+def main() -> None:
+    args = _parser().parse_args()
     root = args.dir or Path(tempfile.mkdtemp(prefix="bench-ckpt-"))
     root.mkdir(parents=True, exist_ok=True)
 
@@ -97,32 +146,16 @@ def main() -> None:
     ckpt.commit(root, tmp, batch_no, ckpt.read_rank_indices(tmp, 1), {"world_size": 1})
     sync_s = time.perf_counter() - started
 
-    steps_per_interval = args.interval_s / step_s
-    report = {
-        "parameters": count_parameters(model),
-        "checkpoint_bytes": size,
-        "threads": torch.get_num_threads(),
-        "step_s_median": step_s,
-        "async_blocking_s": blocked_s,
-        "async_total_s": async_total_s,
-        "steps_overlapping_write": len(overlapped),
-        "overlap_slowdown_s": interference_s,
-        "sync_save_s": sync_s,
-        "interval_s": args.interval_s,
-        "steps_per_interval": steps_per_interval,
-        "blocking_fraction_async": blocked_s / args.interval_s,
-        "cost_fraction_async_incl_overlap": (blocked_s + interference_s) / args.interval_s,
-        "blocking_fraction_sync": sync_s / args.interval_s,
-        "blocking_vs_one_step_async": blocked_s / step_s,
-    }
-    print(json.dumps(report, indent=2))
-    print(
-        f"checkpoint of {size / 1e6:.0f} MB blocks {blocked_s:.3f} s (async) / {sync_s:.2f} s "
-        f"(sync); step {step_s:.2f} s; at one save per {args.interval_s:.0f} s "
-        f"(~{steps_per_interval:.0f} steps): {100 * blocked_s / args.interval_s:.3f} % blocked "
-        f"async, {100 * (blocked_s + interference_s) / args.interval_s:.3f} % incl. overlap, "
-        f"{100 * sync_s / args.interval_s:.3f} % sync (target < 2 %)"
+    report = _report(
+        count_parameters(model),
+        size=size,
+        step_s=step_s,
+        timings=(blocked_s, async_total_s, interference_s, sync_s),
+        overlapping=len(overlapped),
+        interval_s=args.interval_s,
     )
+    print(json.dumps(report, indent=2))
+    print(_summary(report))
     if args.dir is None:
         shutil.rmtree(root, ignore_errors=True)
 

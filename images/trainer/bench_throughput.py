@@ -206,26 +206,13 @@ def timed_rounds(
     return per_step
 
 
-def run_benchmark(args: argparse.Namespace, data: Path, work: Path) -> dict[str, Any]:
+def _timed_sides(
+    args: argparse.Namespace, trainer: Any, *, bare: BareLoop, recipe: BareLoop, own: BareLoop
+) -> dict[str, list[float]]:
+    """Seconds per step of each side, round by round (`timed_rounds`): the bare loop twice
+    (A/A control), on its own model instance, the recipe loop, and the trainer, whose rounds
+    alternate with and without a checkpoint save."""
     steps = args.steps
-    # One checkpoint every other trainer round: rounds with a save and rounds without one give
-    # the cost of a save and the cost of the per-step machinery separately, from one trainer.
-    trainer = build_trainer(args.model, data, work, args.micro_batch, 2 * steps)
-    # The bare loops drive the trainer's own model, optimizer and dataset: the same memory, so
-    # the comparison is of the loops alone. (Two instances of one model can differ in speed
-    # by their memory placement; the "bare, own instance" side shows by how much.)
-    shared = (trainer.module, trainer.optimizer, trainer.scheduler, trainer.dataset)
-    bare = BareLoop(*shared, args.micro_batch, recipe=False)
-    recipe = BareLoop(*shared, args.micro_batch, recipe=True)
-    own = BareLoop.own(args.model, data, args.micro_batch, seed=1234)
-    # Warm up all three; the trainer stops one step short of its first save, so even trainer
-    # rounds start with a save (and contain exactly one), odd rounds have none.
-    for _ in range(2 * steps - 1):
-        trainer.iteration()
-    for _ in range(2):
-        bare.step()
-        recipe.step()
-        own.step()
     trainer_rounds = [0]
 
     def trainer_round() -> None:
@@ -265,6 +252,15 @@ def run_benchmark(args: argparse.Namespace, data: Path, work: Path) -> dict[str,
             "trainer": deterministic(True),
         },
     )
+    return per_step
+
+
+def _analyse(
+    args: argparse.Namespace, trainer: Any, work: Path, per_step: dict[str, list[float]]
+) -> dict[str, Any]:
+    """The report: best-of-N and paired (same round) ratios, the cost of a checkpoint save,
+    the Young/Daly interval it implies, and the A/A noise."""
+    steps = args.steps
     # Second estimator: each round's trainer time over the same round's bare time (adjacent in
     # time, so slow drift of the machine's speed cancels), median over rounds.
     paired = [t / b for t, b in zip(per_step["trainer"], per_step["bare"], strict=True)]
@@ -327,6 +323,31 @@ def run_benchmark(args: argparse.Namespace, data: Path, work: Path) -> dict[str,
         "paired_median_own_instance_vs_bare": statistics.median(paired_own),
         "all_step_s": per_step,
     }
+    return report
+
+
+def run_benchmark(args: argparse.Namespace, data: Path, work: Path) -> dict[str, Any]:
+    steps = args.steps
+    # One checkpoint every other trainer round: rounds with a save and rounds without one give
+    # the cost of a save and the cost of the per-step machinery separately, from one trainer.
+    trainer = build_trainer(args.model, data, work, args.micro_batch, 2 * steps)
+    # The bare loops drive the trainer's own model, optimizer and dataset: the same memory, so
+    # the comparison is of the loops alone. (Two instances of one model can differ in speed
+    # by their memory placement; the "bare, own instance" side shows by how much.)
+    shared = (trainer.module, trainer.optimizer, trainer.scheduler, trainer.dataset)
+    bare = BareLoop(*shared, args.micro_batch, recipe=False)
+    recipe = BareLoop(*shared, args.micro_batch, recipe=True)
+    own = BareLoop.own(args.model, data, args.micro_batch, seed=1234)
+    # Warm up all three; the trainer stops one step short of its first save, so even trainer
+    # rounds start with a save (and contain exactly one), odd rounds have none.
+    for _ in range(2 * steps - 1):
+        trainer.iteration()
+    for _ in range(2):
+        bare.step()
+        recipe.step()
+        own.step()
+    per_step = _timed_sides(args, trainer, bare=bare, recipe=recipe, own=own)
+    report = _analyse(args, trainer, work, per_step)
     trainer.close()
     return report
 

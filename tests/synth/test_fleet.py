@@ -161,3 +161,19 @@ def test_synth_work_grows_linearly_with_teams(tmp_path: Path) -> None:
         first, second = counts[1] - counts[0], counts[2] - counts[1]
         assert first > 0, phase
         assert second <= 1.05 * first, f"{phase}: {counts} grows faster than the fleet"
+
+
+@pytest.mark.parametrize(("imports_s", "expected"), [(2.0, 1), (4.0, 0)])
+def test_the_fleet_gate_is_relative_to_the_machines_sdk_imports(
+    imports_s: float, expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """100 teams at 10 s CPU: 5x imports of 2 s fails a 3.75x bound, 2.5x imports of 4 s passes
+    (what the CI gate computes, without running the synths)."""
+    timings = [
+        fleet.Timing(teams=100, resources=2813, wall_s=10.0, cpu_s=10.0),
+        fleet.Timing(teams=200, resources=5415, wall_s=17.0, cpu_s=17.0),
+    ]
+    monkeypatch.setattr(fleet, "measure", lambda sizes, runs: timings)
+    monkeypatch.setattr(fleet, "import_seconds", lambda runs: imports_s)
+    argv = ["--teams", "100", "200", "--max-import-multiple", "3.75", "--max-ratio", "2.0"]
+    assert fleet.main(argv) == expected

@@ -395,6 +395,21 @@ class Trainer:
         )
         self.built = built
         self.seq_len = built.seq_len
+        self._build_data(index, built)
+        self._build_model(built)
+        # bf16 autocast for DDP/DeepSpeed on GPU; FSDP2 casts through its MixedPrecisionPolicy.
+        self._autocast = self.bf16 and args.mode != "fsdp"
+        self.flops_per_token = built.flops_per_token(self.seq_len)
+        self.peak_flops = peak_flops_from_env(args.peak_tflops)
+        # Distinct dropout streams per rank; a resume overwrites this with the saved state.
+        torch.manual_seed(args.seed * 1000 + self.rank + 1)
+        np.random.seed(args.seed + self.rank)
+        random.seed(args.seed + self.rank)
+
+    def _build_data(self, index: Any, built: models.BuiltModel) -> None:
+        """The dataset (factory, token shards or synthetic), the DeepSpeed config's batch, and
+        this rank's batch loader."""
+        args = self.args
         self.dataset: TokenDataset
         if args.dataset_factory:
             self.dataset = models.load_callable(args.dataset_factory)(
@@ -434,6 +449,10 @@ class Trainer:
         )
         self.per_epoch = self.loader.per_epoch
 
+    def _build_model(self, built: models.BuiltModel) -> None:
+        """Activation checkpointing / compile, the parallel wrapper (FSDP2, DDP or DeepSpeed),
+        the optimizer after sharding and the warmup + cosine schedule."""
+        args = self.args
         from . import parallel
 
         if args.activation_checkpointing:
@@ -474,14 +493,6 @@ class Trainer:
             )
             self.optimizer = optimizer
             self.scheduler = scheduler
-        # bf16 autocast for DDP/DeepSpeed on GPU; FSDP2 casts through its MixedPrecisionPolicy.
-        self._autocast = self.bf16 and args.mode != "fsdp"
-        self.flops_per_token = built.flops_per_token(self.seq_len)
-        self.peak_flops = peak_flops_from_env(args.peak_tflops)
-        # Distinct dropout streams per rank; a resume overwrites this with the saved state.
-        torch.manual_seed(args.seed * 1000 + self.rank + 1)
-        np.random.seed(args.seed + self.rank)
-        random.seed(args.seed + self.rank)
 
     @property
     def sharding(self) -> str:
