@@ -4,9 +4,8 @@ A Team owns its namespace (pod-security `restricted` enforced), the ResourceQuot
 whatever Kueue admits, a LimitRange so containers without requests still get a fair CPU share,
 the `trainer` ServiceAccount with an IAM role (EKS Pod Identity) limited to the team's S3
 prefixes, a Role + RoleBinding for the team's group (edit-like on jobs, never cluster-wide),
-NetworkPolicies (deny ingress from outside, allow the namespace, DNS and configured HTTPS), its
-Kueue ClusterQueue in the shared cohort with a LocalQueue, and its Volcano Queue.
-"""
+NetworkPolicies (deny ingress from outside, allow the namespace, DNS and HTTPS), its Kueue
+ClusterQueue in the shared cohort with a LocalQueue, and its Volcano Queue."""
 
 from __future__ import annotations
 
@@ -182,11 +181,8 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
 
 
 def volcano_queue_spec(team: TeamConfig) -> dict[str, Any]:
-    """The team's Volcano Queue: capability = the namespace limits; guarantee = the nominal
-    quota, so the team's PodGroups pass Volcano's enqueue before their GPU nodes exist, and
-    deserved = the guarantee (Volcano's queue webhook requires guarantee <= deserved <=
-    capability). The figures are components/analysis/volcano.py's, which the will-it-run
-    analysis checks jobs against."""
+    """The team's Volcano Queue; its figures are components/analysis/volcano.py's (capability,
+    and guarantee = deserved = the nominal quota: docs/scheduling.md)."""
     spec: dict[str, Any] = {
         "weight": team.volcano.weight,
         "reclaimable": True,
@@ -499,8 +495,7 @@ class Team(pulumi.ComponentResource):
         )
 
     def _meta(self, object_name: str) -> Any:
-        """Metadata of a namespaced team object. The SDK types objects as TypedDicts; the
-        builders return plain dicts of the same shape."""
+        """Metadata of a namespaced team object (a plain dict where the SDK types TypedDicts)."""
         return {
             "name": object_name,
             "namespace": self._team.namespace,
