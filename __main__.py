@@ -11,6 +11,7 @@ from components import analysis
 from components import config as stack_config
 from components.contract.platform_facts import exported, platform_facts
 from components.platform.admission import Admission, AdmissionArgs
+from components.platform.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.platform.cluster import Cluster, ClusterArgs
 from components.platform.cluster_logs import Logging, LoggingArgs
 from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
@@ -47,7 +48,23 @@ registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account
 storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
 observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
 gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
-scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster))
+# GPU node groups are resized by the cluster-autoscaler; Kueue starts after its
+# ProvisioningRequest CRD (components/platform/scheduling.py).
+autoscaler = None
+if cfg.autoscaler_deployed:
+    autoscaler = ClusterAutoscaler(
+        "autoscaler",
+        ClusterAutoscalerArgs.of(
+            cfg,
+            cluster_name=cluster.name,
+            aws_account=account,
+            k8s_provider=cluster.k8s_provider,
+            after=[cluster.system_node_group, observability.release],
+            tags=tags,
+        ),
+    )
+kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
+scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster, kueue_after))
 admission = Admission("admission", AdmissionArgs.of(cfg, cluster, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
 platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster, "tags": tags}
@@ -65,7 +82,10 @@ schedulers = (scheduling.kueue, scheduling.volcano)
 Validation("validation", ValidationArgs.of(cfg, cluster, gpu, observability.release, schedulers))
 
 # Workload layer.
-TrainingJobs("training", TrainingJobsArgs.of(cfg, cluster, scheduling, account, team_resources))
+TrainingJobs(
+    "training",
+    TrainingJobsArgs.of(cfg, cluster, scheduling, account, team_resources, autoscaler=autoscaler),
+)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)

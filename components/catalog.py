@@ -21,6 +21,18 @@ LABEL_GPU_CLASS: Final = f"{LABEL_DOMAIN}/gpu-class"
 LABEL_CAPACITY_TYPE: Final = f"{LABEL_DOMAIN}/capacity-type"
 LABEL_WORKLOAD_TYPE: Final = f"{LABEL_DOMAIN}/workload-type"
 LABEL_NODE_POOL: Final = f"{LABEL_DOMAIN}/node-pool"
+#: What brings a node up: `node-group` (an EKS managed node group, resized by the
+#: cluster-autoscaler) or `karpenter` (a Karpenter NodePool). Every node source sets it and every
+#: Kueue ResourceFlavor selects on it, so a pending pod is answered by one provisioner only: a pod
+#: both could serve gets a node from each (docs/node-groups.md#one-provisioner-per-pod).
+LABEL_PROVISIONER: Final = f"{LABEL_DOMAIN}/provisioner"
+Provisioner = Literal["node-group", "karpenter"]
+#: The cluster-autoscaler AWS provider's GPU label: a node that carries it but has not yet
+#: advertised `nvidia.com/gpu` counts as a GPU node still starting, so the autoscaler does not
+#: scale up a second time while the device plugin starts (kubernetes/autoscaler@
+#: cluster-autoscaler-1.33.6 cloudprovider/aws/README.md "Special note on GPU instances";
+#: aws_cloud_provider.go#L38 `GPULabel = "k8s.amazonaws.com/accelerator"`).
+CA_GPU_LABEL: Final = "k8s.amazonaws.com/accelerator"
 
 #: The taint every GPU node carries: only pods that tolerate it (GPU workloads and the GPU
 #: operator's daemons) may land on expensive capacity.
@@ -28,6 +40,8 @@ GPU_TAINT_KEY: Final = "nvidia.com/gpu"
 GPU_TAINT_VALUE: Final = "true"
 GPU_TAINT_EFFECT: Final = "NoSchedule"
 GPU_RESOURCE: Final = "nvidia.com/gpu"
+#: The taint of spot managed-group nodes: only pods that accept interruption land there.
+SPOT_TAINT_KEY: Final = f"{LABEL_DOMAIN}/spot"
 
 #: `reserved`: an EC2 On-Demand Capacity Reservation or a Capacity Block, launched by Karpenter
 #: as its own capacity type (aws/karpenter-provider-aws@v1.14.1:
@@ -41,22 +55,34 @@ WorkloadType = Literal["system", "training", "general"]
 CAPACITY_ORDER: Final[dict[CapacityType, int]] = {"reserved": 0, "spot": 1, "on-demand": 2}
 
 #: EKS managed node groups spell capacity types differently from Karpenter and Kubernetes labels.
-#: Reserved capacity is Karpenter's only (docs/karpenter.md#capacity-model).
-EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+#: A group's `reserved` capacity is a Capacity Block (`CAPACITY_BLOCK`, awsdocs
+#: amazon-eks-user-guide nodes/capacity-blocks-mng.adoc).
+EKS_CAPACITY_TYPE: Final[dict[CapacityType, str]] = {
+    "on-demand": "ON_DEMAND",
+    "spot": "SPOT",
+    "reserved": "CAPACITY_BLOCK",
+}
 #: The resource a pulumi-eks ManagedNodeGroup registers for the EKS node group (its child).
 EKS_NODE_GROUP_TYPE: Final = "aws:eks/nodeGroup:NodeGroup"
 
 
 def gpu_node_labels(
-    *, gpu_class: str, gpu_model: str, capacity_type: CapacityType, workload_type: WorkloadType
+    *,
+    gpu_class: str,
+    gpu_model: str,
+    capacity_type: CapacityType,
+    workload_type: WorkloadType,
+    provisioner: Provisioner,
 ) -> dict[str, str]:
-    """Labels of a GPU node, identical for managed node groups and Karpenter NodePools."""
+    """Labels of a GPU node: the same keys for managed node groups and Karpenter NodePools, the
+    provisioner label telling them apart."""
     return {
         LABEL_GPU_VENDOR: "nvidia",
         LABEL_GPU_MODEL: gpu_model,
         LABEL_GPU_CLASS: gpu_class,
         LABEL_CAPACITY_TYPE: capacity_type,
         LABEL_WORKLOAD_TYPE: workload_type,
+        LABEL_PROVISIONER: provisioner,
     }
 
 
@@ -73,6 +99,17 @@ def gpu_taint() -> dict[str, str]:
 def gpu_toleration() -> dict[str, str]:
     """The toleration matching `gpu_taint()`; every GPU workload and GPU daemon carries it."""
     return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}
+
+
+def spot_taint() -> dict[str, str]:
+    """The taint of spot managed-group nodes (Kubernetes spelling)."""
+    return {"key": SPOT_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
+
+
+def spot_toleration() -> dict[str, str]:
+    """The toleration of `spot_taint()`: pods that may run on spot (spot-safe training jobs,
+    the node-group spot flavors' admitted pods, GPU daemons)."""
+    return {"key": SPOT_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
 
 
 # --- Instance types -----------------------------------------------------------------------------
@@ -198,6 +235,18 @@ def price_per_hour(name: str, capacity_type: CapacityType) -> float:
     return row.spot_usd_per_hour if capacity_type == "spot" else row.on_demand_usd_per_hour
 
 
+#: PLANNING, UNVERIFIED: seconds from a provisioner's launch call (Karpenter's NodeClaim, the
+#: autoscaler's SetDesiredCapacity) to a Ready GPU node, per family prefix (EC2 start, AL2023
+#: boot, nodeadm, GPU driver + device plugins; p-family: 8 GPUs, EFA, NVMe RAID build).
+NODE_LAUNCH_SECONDS: Final[dict[str, int]] = {"p": 420, "g": 240}
+DEFAULT_NODE_LAUNCH_SECONDS: Final = 300
+
+
+def node_launch_seconds(name: str) -> int:
+    """Planning seconds from launch to a Ready GPU node of instance type `name`."""
+    return NODE_LAUNCH_SECONDS.get(name[0], DEFAULT_NODE_LAUNCH_SECONDS)
+
+
 def efa_instance_types() -> list[str]:
     """Catalog types with at least one EFA device: where the EFA device plugin runs."""
     return sorted(name for name, row in INSTANCE_TYPES.items() if row.efa_devices > 0)
@@ -239,10 +288,17 @@ EKS_AMI_RELEASES: Final[frozenset[str]] = frozenset(
 # --- Queueing vocabulary -------------------------------------------------------------------------
 
 
-def gpu_flavor_labels(*, gpu_class: str, capacity_type: CapacityType) -> dict[str, str]:
-    """The node labels a Kueue ResourceFlavor selects by: the GPU-class and capacity-type keys of
-    `gpu_node_labels`, so one flavor matches a managed node group and a Karpenter pool alike."""
-    return {LABEL_GPU_CLASS: gpu_class, LABEL_CAPACITY_TYPE: capacity_type}
+def gpu_flavor_labels(
+    *, gpu_class: str, capacity_type: CapacityType, provisioner: Provisioner
+) -> dict[str, str]:
+    """The node labels a Kueue ResourceFlavor selects by: the GPU-class, capacity-type and
+    provisioner keys of `gpu_node_labels`. A flavor selects managed node groups or Karpenter
+    NodePools, never both (StackConfig refuses a GPU class and capacity type served by both)."""
+    return {
+        LABEL_GPU_CLASS: gpu_class,
+        LABEL_CAPACITY_TYPE: capacity_type,
+        LABEL_PROVISIONER: provisioner,
+    }
 
 
 def gpu_flavor_name(gpu_class: str, capacity_type: CapacityType) -> str:
@@ -384,7 +440,11 @@ def gpu_node_selector() -> dict[str, str]:
 
 def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType) -> dict[str, str]:
     """Labels of a general-purpose CPU node launched by Karpenter (same keys as GPU nodes)."""
-    return {LABEL_CAPACITY_TYPE: capacity_type, LABEL_WORKLOAD_TYPE: workload_type}
+    return {
+        LABEL_CAPACITY_TYPE: capacity_type,
+        LABEL_WORKLOAD_TYPE: workload_type,
+        LABEL_PROVISIONER: "karpenter",
+    }
 
 
 #: Kueue's queue-name label: a job carrying it is suspended until its LocalQueue admits it.

@@ -45,11 +45,12 @@ PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
 #: HTTPS egress of every team, as in Pulumi.prod.yaml: the VPC and S3's us-east-1 ranges.
 _EGRESS = ["10.0.0.0/16", "52.216.0.0/15", "54.231.0.0/16", "3.5.0.0/19"]
 #: Quota shapes teams cycle through: (GPU class, capacity type, GPUs, CPU cores, memory GiB).
-#: Only flavors that Karpenter pools provide, so that capacity can grow with the fleet.
+#: Only flavors that Karpenter pools provide, so that capacity can grow with the fleet (prod's
+#: node groups - H100 on-demand, L40S spot - keep their fixed maxSize).
 _QUOTA_SHAPES: tuple[tuple[tuple[str, str, int, int, int], ...], ...] = (
     (("l4-x1", "spot", 4, 32, 128),),
     (("l4-x1", "spot", 2, 16, 64), ("l40s-x1", "on-demand", 1, 8, 32)),
-    (("l40s-x1", "spot", 4, 32, 128), ("l4-x1", "on-demand", 1, 8, 32)),
+    (("l4-x1", "spot", 4, 32, 128), ("l4-x1", "on-demand", 1, 8, 32)),
 )
 
 

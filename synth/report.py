@@ -31,20 +31,28 @@ def _resources_by_type(result: SynthResult) -> str:
     return _table(["type", "count"], rows) + f"\n\n{len(result.resources)} resources in all."
 
 
+def _group_capacity(inputs: dict[str, Any]) -> catalog.CapacityType:
+    """A group's capacity type as its labels and queues name it (a Capacity Block: reserved)."""
+    eks = str(inputs.get("capacityType"))
+    if eks == "SPOT":
+        return "spot"
+    return "reserved" if eks == "CAPACITY_BLOCK" else "on-demand"
+
+
 def _node_groups(result: SynthResult) -> str:
     rows = []
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         inputs = group.inputs
         types = list(inputs.get("instanceTypes", []))
         scaling = inputs.get("scalingConfig", {})
-        capacity: catalog.CapacityType = (
-            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
-        )
+        capacity = _group_capacity(inputs)
         gpus = catalog.instance(types[0]).gpus if types else 0
         max_size = int(scaling.get("maxSize", 0))
+        desired = int(scaling.get("desiredSize", 0))
         # nodeRepairConfig reaches the group's EKS node group through a transform.
         repair = group.child_inputs(catalog.EKS_NODE_GROUP_TYPE, {}).get("nodeRepairConfig", {})
         worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
+        idle = desired * catalog.price_per_hour(types[0], capacity) if types else 0.0
         rows.append(
             [
                 inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name),
@@ -54,6 +62,9 @@ def _node_groups(result: SynthResult) -> str:
                 f"{scaling.get('minSize', 0)}/{max_size}",
                 gpus,
                 gpus * max_size,
+                # Pulumi leaves desiredSize to the cluster-autoscaler on the groups it resizes.
+                "cluster-autoscaler" if inputs.get("ignoreScalingChanges") else "fixed",
+                f"{idle:,.2f}",
                 f"{worst * max_size:,.2f}",
                 "on" if repair.get("enabled") else "off",
             ]
@@ -67,11 +78,14 @@ def _node_groups(result: SynthResult) -> str:
             "min/max",
             "GPUs/node",
             "max GPUs",
+            "scaled by",
+            "idle $/h",
             "max $/h",
             "auto repair",
         ],
         rows,
     ) + (
+        "\n\nidle $/h: the nodes the group holds with no job (desiredSize, first type)."
         "\n\nmax $/h: every node at the group's maximum on its dearest instance type "
         "(prices: components/catalog.py). auto repair: EKS replaces or reboots nodes the node "
         "monitoring agent reports unhealthy (docs/runbooks.md#node-repair)."
@@ -247,9 +261,7 @@ def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
         desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
         if not types or desired == 0:
             continue
-        capacity: catalog.CapacityType = (
-            "spot" if inputs.get("capacityType") == "SPOT" else "on-demand"
-        )
+        capacity = _group_capacity(inputs)
         pool = inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name)
         # EKS fills on-demand groups in the order the types are listed.
         items.append(

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import catalog
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
 #: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
@@ -35,30 +36,113 @@ def prod() -> SynthResult:
     return run_program("prod")
 
 
-#: Static GPU managed groups (minSize >= 1: nothing scales managed groups) for tests of the
-#: managed-group path; the stacks themselves take all GPU capacity from Karpenter.
+#: GPU managed groups that hold a node from the start (minSize 1) and that the cluster-autoscaler
+#: may grow, for tests of the managed-group path (`node_group_overrides` puts them into prod).
 STATIC_GPU_GROUPS: list[dict[str, Any]] = [
     {
         "name": "h100-od",
         "capacityType": "on-demand",
         "instanceTypes": ["p5.48xlarge"],
+        "minSize": 1,
+        "desiredSize": 1,
         "maxSize": 2,
     },
     {
         "name": "l4-spot",
         "capacityType": "spot",
         "instanceTypes": ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"],
+        "minSize": 1,
+        "desiredSize": 1,
+        "maxSize": 16,
+    },
+    {
+        "name": "l4-od",
+        "capacityType": "on-demand",
+        "instanceTypes": ["g6.4xlarge"],
+        "minSize": 1,
+        "desiredSize": 1,
         "maxSize": 4,
     },
-    {"name": "l4-od", "capacityType": "on-demand", "instanceTypes": ["g6.4xlarge"], "maxSize": 2},
 ]
+
+
+def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
+    """Prod's config with `groups` as its GPU node groups: the Karpenter GPU pools serving the
+    same (GPU class, capacity type) removed (one provisioner per flavor) and the NCCL test on
+    the first group."""
+    values = stack_values("prod")
+    served = set()
+    for group in groups:
+        capacity = (
+            "reserved" if group["capacityType"] == "capacity-block" else group["capacityType"]
+        )
+        types = group["instanceTypes"]
+        row = catalog.instance(types[0])
+        served.add((f"{row.gpu_model}-x{row.gpus}", capacity))
+    karpenter = values["gpu-platform:karpenter"]
+    pools = [
+        pool
+        for pool in karpenter["pools"]
+        if (pool.get("gpuClass"), pool.get("capacityType", "on-demand")) not in served
+    ]
+    validation = values["gpu-platform:validation"]
+    return {
+        "gpu-platform:nodeGroups": {**values["gpu-platform:nodeGroups"], "gpu": groups},
+        "gpu-platform:karpenter": {**karpenter, "pools": pools},
+        "gpu-platform:validation": {
+            **validation,
+            "nccl": {**validation["nccl"], "pool": groups[0]["name"]},
+        },
+    }
+
+
+def karpenter_gpu_overrides() -> dict[str, Any]:
+    """Prod with every GPU node from Karpenter: its node groups' capacity as the NodePools it
+    was before the groups (kp-h100-od in the EFA placement group, kp-l40s-spot), so tests of
+    Karpenter-only behaviour (the gpu-efa node class) keep a stack that has it."""
+    values = stack_values("prod")
+    karpenter = values["gpu-platform:karpenter"]
+    pools = list(karpenter["pools"])
+    pools.insert(
+        1,
+        {
+            "name": "kp-h100-od",
+            "gpuClass": "h100-x8",
+            "capacityType": "on-demand",
+            "limits": {"gpus": 16},
+        },
+    )
+    pools.insert(
+        4,
+        {
+            "name": "kp-l40s-spot",
+            "gpuClass": "l40s-x1",
+            "capacityType": "spot",
+            "limits": {"gpus": 16},
+        },
+    )
+    validation = values["gpu-platform:validation"]
+    return {
+        "gpu-platform:nodeGroups": {**values["gpu-platform:nodeGroups"], "gpu": []},
+        "gpu-platform:karpenter": {**karpenter, "pools": pools},
+        "gpu-platform:validation": {
+            **validation,
+            "nccl": {**validation["nccl"], "pool": "kp-h100-od"},
+        },
+    }
+
+
+@pytest.fixture(scope="session")
+def prod_karpenter() -> SynthResult:
+    """Prod with all GPU capacity in Karpenter NodePools (karpenter_gpu_overrides)."""
+    return run_program("prod", overrides=karpenter_gpu_overrides())
 
 
 @pytest.fixture(scope="session")
 def prod_static() -> SynthResult:
-    """Prod with the static GPU managed groups of STATIC_GPU_GROUPS added."""
-    groups = {**stack_values("prod")["gpu-platform:nodeGroups"], "gpu": STATIC_GPU_GROUPS}
-    return run_program("prod", overrides={"gpu-platform:nodeGroups": groups})
+    """Prod with the GPU managed groups of STATIC_GPU_GROUPS instead of its own (each holding a
+    node from the start; the cluster-autoscaler may grow them)."""
+    return run_program("prod", overrides=node_group_overrides(STATIC_GPU_GROUPS))
 
 
 def stack_values(stack: str) -> dict[str, Any]:

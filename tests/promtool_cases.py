@@ -253,6 +253,23 @@ CASES: dict[str, tuple[Case, Case]] = {
             [],
         ),
     ),
+    "ClusterAutoscalerScaleUpFailing": (
+        # Spot capacity gone: the autoscaler's increase fails (counter by reason).
+        Case(
+            {'cluster_autoscaler_failed_scale_ups_total{reason="cloudProviderError"}': "0 0 1x20"},
+            "10m",
+            [{"reason": "cloudProviderError"}],
+        ),
+        # Scale-ups that succeed leave the counter flat: silent.
+        Case(
+            {
+                'cluster_autoscaler_failed_scale_ups_total{reason="timeout"}': "3x30",
+                "cluster_autoscaler_unschedulable_pods_count": "2x30",
+            },
+            "20m",
+            [],
+        ),
+    ),
     "NcclValidationFailed": (
         # A failed result served for 3 min, then the pod exits: still firing 2 h later. And a
         # Job that failed before serving anything (crash, NCCL error, deadline) fires too.

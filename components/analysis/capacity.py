@@ -14,13 +14,14 @@ from components.config import StackConfig, TrainingJobConfig
 def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int]:
     """GPUs each (GPU class, capacity type) flavor can provide at most: the one capacity figure
     Kueue quotas are checked against (Kueue itself is capacity-blind). Managed GPU node groups
-    are static (nothing scales them: docs/karpenter.md#capacity-model), so they count
-    `desiredSize` x GPUs per node; Karpenter GPU NodePools count their `limits.gpus`, reserved
-    pools at most what their reservations hold (the config model refuses more)."""
+    count the nodes they can hold (`StackConfig.group_max_nodes`: maxSize when the
+    cluster-autoscaler resizes them, else desiredSize) x GPUs per node; Karpenter GPU NodePools
+    count their `limits.gpus`, reserved pools at most what their reservations hold (the config
+    model refuses more)."""
     capacity: dict[tuple[str, catalog.CapacityType], int] = {}
     for group in cfg.node_groups.gpu:
-        key: tuple[str, catalog.CapacityType] = (group.gpu_class, group.capacity_type)
-        capacity[key] = capacity.get(key, 0) + group.desired_size * group.gpus_per_node
+        key: tuple[str, catalog.CapacityType] = (group.gpu_class, group.flavor_capacity_type)
+        capacity[key] = capacity.get(key, 0) + cfg.group_max_nodes(group) * group.gpus_per_node
     for pool in cfg.karpenter.pools:
         if pool.is_gpu and pool.limits.gpus:
             gpus = pool.limits.gpus
@@ -29,6 +30,33 @@ def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int
             key = (pool.resolved_gpu_class, pool.capacity_type)
             capacity[key] = capacity.get(key, 0) + gpus
     return capacity
+
+
+def flavor_provisioners(
+    cfg: StackConfig,
+) -> dict[tuple[str, catalog.CapacityType], catalog.Provisioner]:
+    """Which provisioner serves each (GPU class, capacity type) flavor: managed node groups or
+    Karpenter NodePools, never both (StackConfig refuses a flavor served by both)."""
+    out: dict[tuple[str, catalog.CapacityType], catalog.Provisioner] = {}
+    for group in cfg.node_groups.gpu:
+        out[(group.gpu_class, group.flavor_capacity_type)] = "node-group"
+    for pool in cfg.karpenter.pools:
+        if pool.is_gpu:
+            out.setdefault((pool.resolved_gpu_class, pool.capacity_type), "karpenter")
+    return out
+
+
+def provisioning_checked(cfg: StackConfig) -> frozenset[tuple[str, catalog.CapacityType]]:
+    """Flavors whose workloads wait for Kueue's ProvisioningRequest admission check: those of
+    managed groups the cluster-autoscaler resizes (docs/node-groups.md#gangs-wait-for-nodes)."""
+    scaler = cfg.cluster_autoscaler
+    if not (cfg.autoscaler_deployed and scaler.provisioning_requests):
+        return frozenset()
+    return frozenset(
+        (group.gpu_class, group.flavor_capacity_type)
+        for group in cfg.node_groups.gpu
+        if group.resizable
+    )
 
 
 @dataclass(frozen=True)
@@ -74,7 +102,7 @@ def job_instance_types(cfg: StackConfig, job: TrainingJobConfig) -> list[str]:
     """Instance types the pools can launch for a job's GPU class and capacity types."""
     found: set[str] = set()
     for group in cfg.node_groups.gpu:
-        if group.gpu_class == job.gpu_class and group.capacity_type in job.capacity_types:
+        if group.gpu_class == job.gpu_class and group.flavor_capacity_type in job.capacity_types:
             found.update(group.instance_types)
     for pool in cfg.karpenter.pools:
         if (

@@ -37,6 +37,8 @@ class StackFacts:
 
     cfg: StackConfig
     _capacity: dict[tuple[str, catalog.CapacityType], int] | None = None
+    _provisioners: dict[tuple[str, catalog.CapacityType], catalog.Provisioner] | None = None
+    _checked: frozenset[tuple[str, catalog.CapacityType]] | None = None
     _sources: tuple[NodeSource, ...] | None = None
     _resources: dict[int, JobResources] = field(default_factory=dict)
 
@@ -46,6 +48,29 @@ class StackFacts:
         if self._capacity is None:
             self._capacity = capacity.gpu_capacity(self.cfg)
         return self._capacity
+
+    @property
+    def provisioners(self) -> Mapping[tuple[str, catalog.CapacityType], catalog.Provisioner]:
+        """The one provisioner of each flavor (capacity.flavor_provisioners)."""
+        if self._provisioners is None:
+            self._provisioners = capacity.flavor_provisioners(self.cfg)
+        return self._provisioners
+
+    def job_provisioners(self, job: TrainingJobConfig) -> set[catalog.Provisioner]:
+        """The provisioners of the flavors `job` may be placed on (its GPU class and capacity
+        types)."""
+        return {
+            self.provisioners[(job.gpu_class, c)]
+            for c in job.capacity_types
+            if (job.gpu_class, c) in self.provisioners
+        }
+
+    @property
+    def provisioning_checked(self) -> frozenset[tuple[str, catalog.CapacityType]]:
+        """Flavors behind Kueue's ProvisioningRequest check (capacity.provisioning_checked)."""
+        if self._checked is None:
+            self._checked = capacity.provisioning_checked(self.cfg)
+        return self._checked
 
     @property
     def sources(self) -> tuple[NodeSource, ...]:

@@ -4,11 +4,17 @@ type (incl. `nvidia.com/gpu` and `vpc.amazonaws.com/efa`) — and what brings it
 which limit. The "will it run" analysis (willrun.py) places workloads on these.
 
 Facts behind the figures:
-- Managed node groups do not scale themselves; this platform runs no cluster autoscaler and
-  Karpenter never scales managed groups (it launches through CreateFleet only; runs.md Q10,
-  aws/karpenter-provider-aws@v1.14.1 website/content/en/docs/faq.md#L49). A managed group
-  therefore holds exactly `desiredSize` nodes (cluster.py ignores later scaling changes): a GPU
-  group with desiredSize 0 provides nothing.
+- Managed node groups do not scale themselves, and Karpenter never scales them (it launches
+  through CreateFleet only; aws/karpenter-provider-aws@v1.14.1 website/content/en/docs/faq.md#L49).
+  The cluster-autoscaler does, between the group's min and max, when `clusterAutoscaler` is
+  enabled: then a group reaches `maxSize` nodes; without it a group holds exactly `desiredSize`
+  (StackConfig refuses a resizable group with no autoscaler).
+- The autoscaler sizes a group's would-be node from the FIRST instance type of the group
+  (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cloudprovider/aws/README.md: "only the first
+  instance type found will be used"; aws_manager.go getAsgTemplate), and from the group's EKS
+  labels, taints and `k8s.io/cluster-autoscaler/node-template/resources/*` tags read through
+  eks:DescribeNodegroup (aws_manager.go#L302-331): a pod that does not fit the first type never
+  triggers a scale-up, so an autoscaled group offers pods the first type's allocatable only.
 - Karpenter launches a NodePool's nodes on demand up to `spec.limits` (`nvidia.com/gpu`), so a
   pool provides `limits.gpus // GPUs per node` nodes.
 - EFA: Karpenter attaches EFA interfaces when pending pods request `vpc.amazonaws.com/efa`
@@ -25,14 +31,16 @@ Facts behind the figures:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from components import catalog
 from components.analysis import efa_placement
 from components.analysis.resources import default_cpu, default_memory_gib
-from components.config import StackConfig
+from components.config import GpuNodeGroup, StackConfig
 
 SourceKind = Literal["managed", "karpenter"]
+#: What brings a source's nodes: Karpenter, the cluster-autoscaler, or nothing (a fixed size).
+Scaler = Literal["karpenter", "autoscaler", "static"]
 
 
 @dataclass(frozen=True)
@@ -61,18 +69,72 @@ class NodeSource:
     #: Number of private subnets (availability zones) the source's nodes may land in.
     zones: int
     allocatable: dict[str, Allocatable]
-    #: "karpenter" (launches on demand up to the limit) or "static" (a fixed size).
-    scaler: Literal["karpenter", "static"]
-    #: Most nodes the source can hold: Karpenter limit / GPUs per node, or the static size.
+    #: "karpenter" (launches on demand up to the limit), "autoscaler" (the cluster-autoscaler
+    #: resizes the group up to maxSize) or "static" (a fixed size).
+    scaler: Scaler
+    #: Most nodes the source can hold: Karpenter limit / GPUs per node, the group's maxSize
+    #: (autoscaled) or its desiredSize (static).
     max_nodes: int
-    #: Karpenter's `limits.gpus`, or the managed group's desiredSize (for the report).
+    #: Karpenter's `limits.gpus`, or the managed group's sizes (for the report).
     limit_text: str
     #: The EC2 cluster placement group its nodes launch into ("" for none; efa_placement.py).
     placement_group: str = ""
+    #: Seconds from a pending pod to a Ready GPU node (0: no node is launched for it).
+    scale_up_seconds: int = 0
 
     @property
     def gpus_per_node(self) -> int:
         return catalog.instance(self.instance_types[0]).gpus
+
+    @property
+    def provisioner(self) -> catalog.Provisioner:
+        return "node-group" if self.kind == "managed" else "karpenter"
+
+    @property
+    def path(self) -> str:
+        """What brings a node for a pending pod, in words (the report's scale-up column)."""
+        if self.scaler == "karpenter":
+            return f"Karpenter NodePool `{self.name}` launches nodes, ≈ {self.scale_up_seconds} s"
+        if self.scaler == "autoscaler":
+            return (
+                f"cluster-autoscaler resizes node group `{self.name}`, ≈ {self.scale_up_seconds} s"
+            )
+        return f"fixed node group `{self.name}` (no scale-up)"
+
+
+#: Before a launch: Karpenter batches pending pods for up to 10 s (BATCH_MAX_DURATION default,
+#: aws/karpenter-provider-aws@v1.14.1 website/content/en/docs/reference/settings.md); the
+#: cluster-autoscaler looks for unschedulable pods every 10 s (`--scan-interval` default,
+#: kubernetes/autoscaler@cluster-autoscaler-1.33.6 config/const.go#L55). Then the node launch
+#: of catalog.node_launch_seconds.
+KARPENTER_BATCH_SECONDS: Final = 10
+AUTOSCALER_SCAN_SECONDS: Final = 10
+
+
+def managed_gpu_labels(group: GpuNodeGroup) -> dict[str, str]:
+    """Node labels of a managed GPU group: the platform's GPU labels (provisioner `node-group`),
+    the node-pool name, the autoscaler's GPU label, then the group's own."""
+    return {
+        **catalog.gpu_node_labels(
+            gpu_class=group.gpu_class,
+            gpu_model=group.gpu_model,
+            capacity_type=group.flavor_capacity_type,
+            workload_type=group.workload_type,
+            provisioner="node-group",
+        ),
+        catalog.LABEL_NODE_POOL: group.name,
+        catalog.CA_GPU_LABEL: f"nvidia-{group.gpu_model}",
+        **group.labels,
+    }
+
+
+def managed_gpu_taints(group: GpuNodeGroup) -> tuple[dict[str, str], ...]:
+    """Taints of a managed GPU group: the GPU taint, the spot taint on spot groups, its own."""
+    taints = [catalog.gpu_taint()]
+    if group.capacity_type == "spot":
+        taints.append(catalog.spot_taint())
+    taints += [{"key": t.key, "value": t.value, "effect": t.effect} for t in group.taints]
+    return tuple(taints)
 
 
 def allocatable(name: str, *, efa: bool) -> Allocatable:
@@ -91,30 +153,37 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
     pg_name = efa_placement.group_name(cfg)
     sources: list[NodeSource] = []
     for index, group in enumerate(cfg.node_groups.gpu):
-        labels = catalog.gpu_node_labels(
-            gpu_class=group.gpu_class,
-            gpu_model=group.gpu_model,
-            capacity_type=group.capacity_type,
-            workload_type=group.workload_type,
-        )
         grouped = efa_placement.node_group_in_group(cfg, group)
+        autoscaled = group.resizable and cfg.autoscaler_deployed
+        # The autoscaler simulates the first type only (module docstring); static groups'
+        # nodes already exist, of any of their types: a pod must fit the smallest.
+        types = group.instance_types[:1] if autoscaled else group.instance_types
         sources.append(
             NodeSource(
                 name=group.name,
                 kind="managed",
                 key=f"nodeGroups.gpu[{index}]",
                 gpu_class=group.gpu_class,
-                capacity_type=group.capacity_type,
+                capacity_type=group.flavor_capacity_type,
                 instance_types=tuple(group.instance_types),
-                labels={**labels, catalog.LABEL_NODE_POOL: group.name},
-                taints=(catalog.gpu_taint(),),
-                # A placement group's capacity gets one private subnet (one AZ).
-                zones=1 if grouped else zones,
-                allocatable={t: allocatable(t, efa=True) for t in group.instance_types},
-                scaler="static",
-                max_nodes=group.desired_size,
-                limit_text=f"desiredSize {group.desired_size}, no autoscaler",
+                labels=managed_gpu_labels(group),
+                taints=managed_gpu_taints(group),
+                # A placement group's or a reservation's capacity gets one private subnet.
+                zones=1 if grouped or group.capacity_reservation_id else zones,
+                allocatable={t: allocatable(t, efa=True) for t in types},
+                scaler="autoscaler" if autoscaled else "static",
+                max_nodes=cfg.group_max_nodes(group),
+                limit_text=(
+                    f"minSize {group.min_size} / maxSize {group.max_size}, cluster-autoscaler"
+                    if autoscaled
+                    else f"desiredSize {group.desired_size}, fixed"
+                ),
                 placement_group=pg_name if grouped else "",
+                scale_up_seconds=(
+                    AUTOSCALER_SCAN_SECONDS + catalog.node_launch_seconds(types[0])
+                    if autoscaled
+                    else 0
+                ),
             )
         )
     for index, pool in enumerate(cfg.karpenter.pools):
@@ -125,6 +194,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
             gpu_model=pool.gpu_model,
             capacity_type=pool.capacity_type,
             workload_type=pool.workload_type,
+            provisioner="karpenter",
         )
         types = pool.resolved_instance_types
         grouped = efa_placement.pool_in_group(cfg, pool)
@@ -144,6 +214,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 max_nodes=(pool.limits.gpus or 0) // max(1, pool.gpus_per_node),
                 limit_text=f"limits.gpus {pool.limits.gpus}",
                 placement_group=pg_name if grouped else "",
+                scale_up_seconds=KARPENTER_BATCH_SECONDS + catalog.node_launch_seconds(types[0]),
             )
         )
     return sources

@@ -103,9 +103,13 @@ def single_zone_affinity(selector: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def tolerations() -> list[dict[str, str]]:
-    """Training pods tolerate the GPU taint and nothing else."""
-    return [catalog.gpu_toleration()]
+def tolerations(job: TrainingJobConfig) -> list[dict[str, str]]:
+    """Training pods tolerate the GPU taint, and the spot taint of spot managed groups when the
+    job may run on spot (it is then spot-safe: checkpoints and the interruption handler)."""
+    out = [catalog.gpu_toleration()]
+    if "spot" in job.capacity_types:
+        out.append(catalog.spot_toleration())
+    return out
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def placement_of(affinity: dict[str, Any], pod_tolerations: list[dict[str, str]]
 
 def job_placement(job: TrainingJobConfig, efa_devices: int) -> Placement:
     """The placement the job's manifests carry."""
-    return placement_of(pod_affinity(job, efa_devices), tolerations())
+    return placement_of(pod_affinity(job, efa_devices), tolerations(job))
 
 
 def zone_pin_index(cfg: StackConfig, job: TrainingJobConfig, efa_devices: int) -> int | None:

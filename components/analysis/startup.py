@@ -29,9 +29,6 @@ from components import catalog
 from components.analysis.facts import stack_facts
 from components.config import StackConfig, TrainingJobConfig
 
-#: PLANNING, UNVERIFIED: seconds from NodeClaim creation to a Ready GPU node, per family prefix.
-NODE_LAUNCH_SECONDS: Final[dict[str, int]] = {"p": 420, "g": 240}
-DEFAULT_NODE_LAUNCH_SECONDS: Final = 300
 #: PLANNING, UNVERIFIED: registry pull throughput (MiB/s) without / with SOCI parallel pull.
 PULL_MIBPS: Final = 150
 PARALLEL_PULL_MIBPS: Final = 400
@@ -95,7 +92,7 @@ def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
     image_gib = job.image_size_gib or cfg.training.image_size_gib
     return StartupEstimate(
         instance_type=instance_type,
-        node_launch_s=NODE_LAUNCH_SECONDS.get(instance_type[0], DEFAULT_NODE_LAUNCH_SECONDS),
+        node_launch_s=catalog.node_launch_seconds(instance_type),
         image_gib=image_gib,
         pull_mibps=min(registry, store_mibps),
         image_store=store,

@@ -228,7 +228,29 @@ def _admission(
         )
     else:
         admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
+    checked = stack_facts(cfg).provisioning_checked
+    if any((job.gpu_class, c) in checked for c in job.capacity_types):
+        admission += "; " + provisioning_path(cfg, job)
     return admission, problems
+
+
+def provisioning_path(cfg: StackConfig, job: TrainingJobConfig) -> str:
+    """What Kueue's ProvisioningRequest check does for a job on an autoscaled node-group flavor
+    (components/platform/scheduling.py has the sources)."""
+    scaler = cfg.cluster_autoscaler
+    return (
+        "on a node-group flavor the admission check `node-group-provisioning` holds the "
+        "workload: Kueue creates a ProvisioningRequest (best-effort-atomic-scale-up) for its "
+        f"{job.nodes} pods, the cluster-autoscaler raises the group and marks it Provisioned, "
+        "then Kueue admits. On AWS the increase is not atomic (the AWS provider does not "
+        "implement AtomicIncreaseSize at 1.33.6) and Provisioned means the desired size was "
+        "raised, not that every node joined. If EC2 delivers only part of the gang, the "
+        f"missing nodes count as a failed scale-up after {scaler.max_node_provision_time} and "
+        "the group backs off; the pods that got nodes wait at rendezvous, Kueue's "
+        f"waitForPodsReady ({cfg.scheduling.wait_for_pods_ready.timeout}) evicts and requeues "
+        "the workload, and the nodes it leaves empty are removed after "
+        f"{scaler.scale_down_unneeded_time}"
+    )
 
 
 def _namespace_limits(
@@ -278,6 +300,21 @@ def _placement(
 ) -> _Placed:
     problems: list[Problem] = []
     candidates = [s for s in all_sources if matches(s, where)]
+    kinds = {s.provisioner for s in candidates}
+    if job.scheduler != "kueue" and len(kinds) > 1:
+        # Kueue pods carry their flavor's provisioner label; these carry only the affinity.
+        problems.append(
+            (
+                f"{key}.capacity",
+                job.capacity,
+                "capacity one provisioner serves: the pods match managed node groups ("
+                + ", ".join(s.name for s in candidates if s.provisioner == "node-group")
+                + ") and Karpenter NodePools ("
+                + ", ".join(s.name for s in candidates if s.provisioner == "karpenter")
+                + "); the cluster-autoscaler and Karpenter would each bring a node for the "
+                "same pending pod (or queue it with Kueue: each flavor selects one)",
+            )
+        )
     misses = {s.name: shortfall(s, requests) for s in candidates}
     fitting = [s for s in candidates if misses[s.name] is None]
     want = ", ".join(f"{k} in {'/'.join(v)}" for k, v in sorted(where.required.items()))
@@ -328,11 +365,7 @@ def _scale_and_gang(
     """What brings the nodes, and whether the sources hold the whole gang at once."""
     problems: list[Problem] = []
     scalable = [s for s in fitting if s.max_nodes > 0]
-    scale_text = "; ".join(
-        f"`{s.name}`: {'Karpenter' if s.scaler == 'karpenter' else 'static'} up to "
-        f"{s.max_nodes} nodes ({s.limit_text})"
-        for s in fitting
-    )
+    scale_text = "; ".join(f"{s.path}, up to {s.max_nodes} nodes ({s.limit_text})" for s in fitting)
     if fitting and not scalable:
         problems.append(
             (

@@ -13,6 +13,9 @@ This module re-exports the public names so callers write `from components.config
 
 from __future__ import annotations
 
+from components.config.autoscaler import (
+    ClusterAutoscalerConfig,
+)
 from components.config.base import (
     GPU_CLASS_PATTERN,
     NAMESPACE,
@@ -71,6 +74,7 @@ from components.config.network import (
 from components.config.node_groups import (
     GpuNodeGroup,
     NodeGroupsConfig,
+    NodeTaint,
     SystemNodeGroup,
 )
 from components.config.observability import (
@@ -147,6 +151,7 @@ __all__ = [
     "AlertThresholds",
     "AmiAlias",
     "BucketLifecycle",
+    "ClusterAutoscalerConfig",
     "ClusterConfig",
     "ConfigError",
     "ContainerDefaults",
@@ -181,6 +186,7 @@ __all__ = [
     "NcclTestConfig",
     "NetworkConfig",
     "NodeGroupsConfig",
+    "NodeTaint",
     "ObservabilityConfig",
     "Problem",
     "Quantity",

@@ -423,15 +423,7 @@ class KarpenterConfig(Model):
                 capacity: [p.effective_weight for p in pools if p.capacity_type == capacity]
                 for capacity in catalog.CAPACITY_ORDER
             }
-            if not weights["on-demand"]:
-                problems.append(
-                    (
-                        "pools",
-                        gpu_class,
-                        "every GPU class needs an on-demand pool (the fallback when spot runs "
-                        "dry or the reservations are full)",
-                    )
-                )
+            # The on-demand fallback may be a managed node group: StackConfig checks it.
             # Higher weight first: reserved > spot > on-demand (catalog.CAPACITY_ORDER).
             ordered = sorted(catalog.CAPACITY_ORDER, key=catalog.CAPACITY_ORDER.__getitem__)
             pairs = [(a, b) for i, a in enumerate(ordered) for b in ordered[i + 1 :]]

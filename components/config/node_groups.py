@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StringConstraints, model_validator
 
 from components import catalog
 from components.config.base import (
@@ -55,26 +55,70 @@ class SystemNodeGroup(Model):
         return self
 
 
-#: Why a GPU managed node group must hold nodes: nothing scales it. Karpenter launches its own
-#: instances through CreateFleet and never changes an Auto Scaling group or a managed node
-#: group's desiredSize (aws/karpenter-provider-aws@v1.14.1:website/content/en/docs/faq.md#L49:
-#: "NodePools are designed to work alongside static capacity management solutions like EKS
-#: Managed Node Groups"; the migration guide scales node groups by hand), and this platform runs
-#: no cluster-autoscaler. A group at desiredSize 0 therefore never has a node, and a Kueue flavor
-#: counting it would admit jobs that never start (docs/karpenter.md#capacity-model).
-STATIC_ONLY = "static capacity only: set minSize >= 1 or move it to karpenter.pools"
+#: AMI types of GPU managed node groups (EKS `amiType`): the NVIDIA driver and container toolkit
+#: come with the AMI, so the GPU Operator leaves them alone (components/platform/gpu.py).
+GPU_AMI_TYPES: Final = {
+    "al2023-nvidia": "AL2023_x86_64_NVIDIA",
+    "bottlerocket-nvidia": "BOTTLEROCKET_x86_64_NVIDIA",
+}
+#: EKS node-group capacity types (the API spelling).
+EKS_GROUP_CAPACITY: Final = {
+    "on-demand": "ON_DEMAND",
+    "spot": "SPOT",
+    "capacity-block": "CAPACITY_BLOCK",
+}
+ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-f]{8,17}$")]
+#: Label keys a group may not set itself: the platform's own (catalog.gpu_node_labels) and the
+#: kubelet-reserved domains EKS refuses.
+RESERVED_LABEL_DOMAINS: Final = (
+    "gpu-platform.io/",
+    "kubernetes.io/",
+    "k8s.io/",
+    "eks.amazonaws.com/",
+)
+
+
+class NodeTaint(Model):
+    """An extra taint of a group's nodes (Kubernetes spelling)."""
+
+    key: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9._-]{1,63}$")]
+    value: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{0,63}$")] = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
 class GpuNodeGroup(Model):
-    """A managed GPU node group: static capacity (always-on nodes) of one GPU model and GPU count
-    on one capacity type. Dynamic GPU capacity is Karpenter's (`karpenter.pools`)."""
+    """A managed GPU node group of one GPU class on one capacity type. It holds `desiredSize`
+    nodes; with `minSize < maxSize` the cluster-autoscaler (`clusterAutoscaler`) resizes it
+    between the two for pending pods (docs/node-groups.md). Karpenter never touches it."""
 
     name: Name
     instance_types: Annotated[list[str], Field(min_length=1)]
-    capacity_type: Literal["on-demand", "spot"]
-    min_size: Annotated[int, Field(ge=0)] = 1
-    desired_size: Annotated[int, Field(ge=0)] = 1
+    #: `capacity-block`: an EC2 Capacity Block for ML (`capacityReservationId` required); its
+    #: nodes are the `reserved` capacity type of queues and labels, like Karpenter's.
+    capacity_type: Literal["on-demand", "spot", "capacity-block"]
+    min_size: Annotated[int, Field(ge=0)] = 0
+    desired_size: Annotated[int, Field(ge=0)] = 0
     max_size: Annotated[int, Field(ge=1, le=100)]
+    ami_type: Literal["al2023-nvidia", "bottlerocket-nvidia"] = "al2023-nvidia"
+    #: EKS AMI release (`releaseVersion`, e.g. `1.33.5-20251023`); unset = the newest at creation,
+    #: kept until changed (EKS never updates a group's AMI by itself).
+    release_version: (
+        Annotated[str, StringConstraints(pattern=r"^[0-9][0-9A-Za-z._-]{2,63}$")] | None
+    ) = None
+    #: Extra node labels (the platform's GPU labels are always set).
+    labels: dict[
+        Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9._-]{1,63}$")],
+        Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{0,63}$")],
+    ] = {}
+    #: Extra taints; the GPU taint (and on spot groups the spot taint) are always set.
+    taints: list[NodeTaint] = []
+    #: Bind the group to an On-Demand Capacity Reservation (on-demand groups) or a Capacity Block
+    #: (capacity-block groups) through its launch template.
+    capacity_reservation_id: ReservationId | None = None
+    #: Private-subnet index (AZ) of the reservation: a reservation lives in one AZ.
+    reservation_zone_index: Annotated[int, Field(ge=0, le=5)] = 0
+    #: Rolling updates (AMI, launch template): nodes replaced at a time (EKS `updateConfig`).
+    max_unavailable: Annotated[int, Field(ge=1, le=100)] = 1
     #: Training images are 10-20 GB compressed; unpacked layers plus the image cache need room.
     disk_size_gib: Annotated[int, Field(ge=100, le=16000)] = 300
     disk_throughput_mibps: Annotated[int, Field(ge=125, le=1000)] = 500
@@ -100,17 +144,23 @@ class GpuNodeGroup(Model):
         return f"{self.gpu_model}-x{self.gpus_per_node}"
 
     @property
+    def flavor_capacity_type(self) -> catalog.CapacityType:
+        """The capacity type of labels and queues: a Capacity Block is `reserved`."""
+        return "reserved" if self.capacity_type == "capacity-block" else self.capacity_type
+
+    @property
     def efa_devices(self) -> int:
         """EFA devices per node (catalog): the launch template gets one interface per card."""
         return catalog.instance(self.instance_types[0]).efa_devices
 
+    @property
+    def resizable(self) -> bool:
+        """Whether the group may change size (needs the cluster-autoscaler)."""
+        return self.min_size != self.max_size
+
     @model_validator(mode="after")
     def _check(self) -> GpuNodeGroup:
         problems = _check_sizes(self.min_size, self.desired_size, self.max_size)
-        if self.min_size < 1:
-            problems.append(("minSize", self.min_size, STATIC_ONLY))
-        if self.desired_size < 1:
-            problems.append(("desiredSize", self.desired_size, STATIC_ONLY))
         unknown = False
         for index, name in enumerate(self.instance_types):
             if name not in catalog.GPU_INSTANCE_TYPES:
@@ -126,29 +176,7 @@ class GpuNodeGroup(Model):
         if len(set(self.instance_types)) != len(self.instance_types):
             problems.append(("instanceTypes", self.instance_types, "must not repeat a type"))
         if not unknown:
-            shapes = {
-                (catalog.instance(n).gpu_model, catalog.instance(n).gpus)
-                for n in self.instance_types
-            }
-            efa = {catalog.instance(n).efa_devices for n in self.instance_types}
-            if len(efa) > 1:
-                problems.append(
-                    (
-                        "instanceTypes",
-                        self.instance_types,
-                        "one EFA device count per group (the launch template lays out one "
-                        f"network interface per EFA card; these have {sorted(efa)})",
-                    )
-                )
-            if len(shapes) > 1:
-                problems.append(
-                    (
-                        "instanceTypes",
-                        self.instance_types,
-                        "all types of a group must have the same GPU model and GPU count "
-                        "(torchrun's --nproc-per-node and queue flavors depend on it)",
-                    )
-                )
+            problems += _type_problems(self.instance_types)
         if self.capacity_type == "spot" and len(self.instance_types) < 3:
             problems.append(
                 (
@@ -157,16 +185,109 @@ class GpuNodeGroup(Model):
                     "spot groups need at least 3 instance types (spot pools run dry)",
                 )
             )
+        problems += self._reservation_problems()
+        for key in self.labels:
+            if key.startswith(RESERVED_LABEL_DOMAINS):
+                problems.append(
+                    (
+                        f"labels.{key}",
+                        self.labels[key],
+                        "a key outside the platform's and "
+                        f"Kubernetes' domains ({', '.join(RESERVED_LABEL_DOMAINS)})",
+                    )
+                )
+        for index, taint in enumerate(self.taints):
+            if taint.key in (catalog.GPU_TAINT_KEY, catalog.SPOT_TAINT_KEY):
+                problems.append(
+                    (f"taints[{index}].key", taint.key, "a key the platform does not set itself")
+                )
         if problems:
             raise problems_error(problems)
         return self
 
+    def _reservation_problems(self) -> list[Problem]:
+        problems: list[Problem] = []
+        if self.capacity_type == "capacity-block":
+            if self.capacity_reservation_id is None:
+                problems.append(("capacityReservationId", None, "the Capacity Block's id (cr-...)"))
+            # EKS: a Capacity Block group is created at desired size 0 and scaled from there
+            # (awsdocs amazon-eks-user-guide nodes/capacity-blocks-mng.adoc).
+            if self.desired_size != 0 or self.min_size != 0:
+                problems.append(
+                    (
+                        "desiredSize",
+                        self.desired_size,
+                        "0 with minSize 0: EKS creates Capacity Block groups empty and "
+                        "scales them in only while the block is active",
+                    )
+                )
+        elif self.capacity_reservation_id is not None and self.capacity_type != "on-demand":
+            problems.append(
+                (
+                    "capacityReservationId",
+                    self.capacity_reservation_id,
+                    "only on on-demand (ODCR) or capacity-block groups",
+                )
+            )
+        if self.capacity_reservation_id is not None and len(self.instance_types) != 1:
+            problems.append(
+                (
+                    "instanceTypes",
+                    self.instance_types,
+                    "exactly one type: a capacity reservation holds one instance type",
+                )
+            )
+        return problems
+
+
+def _type_problems(names: list[str]) -> list[Problem]:
+    """What the types of one group must share."""
+    problems: list[Problem] = []
+    rows = [catalog.instance(n) for n in names]
+    if len({(r.gpu_model, r.gpus) for r in rows}) > 1:
+        problems.append(
+            (
+                "instanceTypes",
+                names,
+                "all types of a group must have the same GPU model and GPU count "
+                "(the group's gpu-class label, torchrun's --nproc-per-node and queue flavors "
+                "depend on it)",
+            )
+        )
+    efa = sorted({r.efa_devices for r in rows})
+    if len(efa) > 1:
+        problems.append(
+            (
+                "instanceTypes",
+                names,
+                "one EFA device count per group (the launch template lays out one "
+                f"network interface per EFA card; these have {efa})",
+            )
+        )
+    # The autoscaler builds a group's node template from the FIRST type of its mixed-instances
+    # policy (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cloudprovider/aws/README.md, "If
+    # any such overrides are found, only the first instance type found will be used"). First =
+    # smallest keeps its estimate conservative: a pod that fits the template fits every type.
+    first = rows[0]
+    smaller = [r.name for r in rows[1:] if (r.vcpu, r.memory_gib) < (first.vcpu, first.memory_gib)]
+    if smaller:
+        problems.append(
+            (
+                "instanceTypes[0]",
+                first.name,
+                f"the smallest type first ({', '.join(smaller)} is smaller): the "
+                "cluster-autoscaler sizes every node of the group like the first type",
+            )
+        )
+    return problems
+
 
 class NodeGroupsConfig(Model):
-    """The system group and the (optional, static) managed GPU groups."""
+    """The system group and the managed GPU groups."""
 
     system: SystemNodeGroup = Field(default_factory=SystemNodeGroup)
-    #: Static GPU capacity only; empty = every GPU node comes from a Karpenter NodePool.
+    #: Managed GPU groups (scaled by the cluster-autoscaler); empty = every GPU node comes from a
+    #: Karpenter NodePool.
     gpu: list[GpuNodeGroup] = []
 
     @model_validator(mode="after")

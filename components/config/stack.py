@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from components import catalog
+from components.config.autoscaler import IMAGE_FOR_MINOR, ClusterAutoscalerConfig
 from components.config.base import Model, Problem, problems_error
 from components.config.cluster import ClusterConfig
 from components.config.gpu import GpuOperatorConfig
@@ -40,6 +41,7 @@ class StackConfig(Model):
     network: NetworkConfig = Field(default_factory=NetworkConfig)
     cluster: ClusterConfig
     node_groups: NodeGroupsConfig
+    cluster_autoscaler: ClusterAutoscalerConfig = Field(default_factory=ClusterAutoscalerConfig)
     karpenter: KarpenterConfig
     storage: StorageConfig = Field(default_factory=StorageConfig)
     gpu_operator: GpuOperatorConfig = Field(default_factory=GpuOperatorConfig)
@@ -151,6 +153,114 @@ class StackConfig(Model):
         return self
 
     @model_validator(mode="after")
+    def _node_group_scaling(self) -> StackConfig:
+        """Who resizes which group, and one provisioner per (GPU class, capacity type)."""
+        problems: list[Problem] = []
+        scaler = self.cluster_autoscaler
+        system = self.node_groups.system
+        existing = self.network.existing_vpc
+        subnets = len(existing.private_subnet_ids) if existing else self.network.az_count
+        for index, group in enumerate(self.node_groups.gpu):
+            key = f"nodeGroups.gpu[{index}]"
+            if group.resizable and not scaler.enabled:
+                problems.append(
+                    (
+                        f"{key}.maxSize",
+                        group.max_size,
+                        f"= minSize ({group.min_size}): nothing resizes a managed group while "
+                        "clusterAutoscaler.enabled is false (Karpenter never does)",
+                    )
+                )
+            if (
+                group.capacity_reservation_id is not None
+                and group.reservation_zone_index >= subnets
+            ):
+                problems.append(
+                    (
+                        f"{key}.reservationZoneIndex",
+                        group.reservation_zone_index,
+                        f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
+                    )
+                )
+        if self.autoscaler_deployed:
+            if not system.min_size == system.desired_size == system.max_size:
+                # EKS tags every managed group's Auto Scaling group for the autoscaler's
+                # discovery (k8s.io/cluster-autoscaler/enabled and .../<cluster>), the system
+                # group's too; a resizable system group would answer the same pending CPU pods
+                # as Karpenter's general pools.
+                problems.append(
+                    (
+                        "nodeGroups.system.maxSize",
+                        system.max_size,
+                        f"= minSize = desiredSize ({system.desired_size}): the cluster-autoscaler "
+                        "discovers every managed group of the cluster and would resize the "
+                        "system group too, beside Karpenter (docs/node-groups.md)",
+                    )
+                )
+            minor = self.cluster.kubernetes_version
+            if not scaler.image_tag.startswith(f"v{minor}."):
+                problems.append(
+                    (
+                        "clusterAutoscaler.imageTag",
+                        scaler.image_tag,
+                        f"an image of the cluster's Kubernetes minor {minor} "
+                        f"(e.g. {IMAGE_FOR_MINOR.get(minor, f'v{minor}.0')}): upstream supports "
+                        "the autoscaler only with its own minor",
+                    )
+                )
+        problems += self._one_provisioner_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    @model_validator(mode="after")
+    def _on_demand_fallback(self) -> StackConfig:
+        """Every GPU class of a Karpenter pool has on-demand capacity (a pool or a node group):
+        the fallback when spot runs dry or the reservations are full."""
+        on_demand = {g.gpu_class for g in self.node_groups.gpu if g.capacity_type == "on-demand"}
+        on_demand |= {
+            p.resolved_gpu_class
+            for p in self.karpenter.pools
+            if p.is_gpu and p.capacity_type == "on-demand"
+        }
+        classes = sorted({p.resolved_gpu_class for p in self.karpenter.pools if p.is_gpu})
+        problems: list[Problem] = [
+            (
+                "karpenter.pools",
+                gpu_class,
+                "every GPU class needs an on-demand pool or node group (the fallback when spot "
+                "runs dry or the reservations are full)",
+            )
+            for gpu_class in classes
+            if gpu_class not in on_demand
+        ]
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _one_provisioner_problems(self) -> list[Problem]:
+        karpenter = {
+            (pool.resolved_gpu_class, pool.capacity_type): (index, pool.name)
+            for index, pool in enumerate(self.karpenter.pools)
+            if pool.is_gpu
+        }
+        problems: list[Problem] = []
+        for index, group in enumerate(self.node_groups.gpu):
+            found = karpenter.get((group.gpu_class, group.flavor_capacity_type))
+            if found is not None:
+                problems.append(
+                    (
+                        f"nodeGroups.gpu[{index}].capacityType",
+                        group.capacity_type,
+                        f"a GPU class and capacity type no Karpenter pool serves: "
+                        f"karpenter.pools[{found[0]}] ({found[1]}) serves "
+                        f"{group.gpu_class} {group.flavor_capacity_type} too, and a pod both "
+                        "could serve gets a node from each (one provisioner per flavor)",
+                    )
+                )
+        return problems
+
+    @model_validator(mode="after")
     def _karpenter_pool_names(self) -> StackConfig:
         # Pools and managed groups share the gpu-platform.io/node-pool label: names must differ.
         groups = {"system", *(group.name for group in self.node_groups.gpu)}
@@ -188,10 +298,23 @@ class StackConfig(Model):
     def bucket_prefix(self) -> str:
         return (self.storage.bucket_prefix or self.cluster.name).lower()
 
+    @property
+    def autoscaler_deployed(self) -> bool:
+        """Whether the cluster-autoscaler runs: enabled, and there are GPU groups to resize (with
+        none it would only find the system group)."""
+        return self.cluster_autoscaler.enabled and bool(self.node_groups.gpu)
+
+    def group_max_nodes(self, group: GpuNodeGroup) -> int:
+        """Most nodes a managed group holds: maxSize when the cluster-autoscaler resizes it,
+        else desiredSize (nothing else changes it)."""
+        if group.resizable and self.autoscaler_deployed:
+            return group.max_size
+        return group.desired_size
+
     def nccl_targets(self) -> dict[str, int]:
-        """Pools the NCCL test may run on and the most nodes each reaches: static GPU node groups
-        (desiredSize: nothing scales them) and Karpenter GPU pools (limits.gpus / GPUs per node)."""
-        targets = {group.name: group.desired_size for group in self.node_groups.gpu}
+        """Pools the NCCL test may run on and the most nodes each reaches: GPU node groups
+        (group_max_nodes) and Karpenter GPU pools (limits.gpus / GPUs per node)."""
+        targets = {group.name: self.group_max_nodes(group) for group in self.node_groups.gpu}
         for pool in self.karpenter.pools:
             if pool.is_gpu and pool.limits.gpus is not None:
                 targets[pool.name] = pool.limits.gpus // pool.gpus_per_node

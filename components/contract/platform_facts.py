@@ -46,7 +46,9 @@ def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
     out: dict[str, dict[str, dict[str, Any]]] = {}
     types: dict[tuple[str, str], set[str]] = {}
     for group in cfg.node_groups.gpu:
-        types.setdefault((group.gpu_class, group.capacity_type), set()).update(group.instance_types)
+        types.setdefault((group.gpu_class, group.flavor_capacity_type), set()).update(
+            group.instance_types
+        )
     for pool in cfg.karpenter.pools:
         if pool.is_gpu:
             key = (pool.resolved_gpu_class, pool.capacity_type)

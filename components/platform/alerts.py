@@ -85,6 +85,14 @@ EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {
             "karpenter_nodeclaims_terminated_total",
         }
     ),
+    # kubernetes/autoscaler@cluster-autoscaler-1.33.6 cluster-autoscaler/metrics/metrics.go
+    # (namespace `cluster_autoscaler`, counter `failed_scale_ups_total` by `reason`).
+    "cluster-autoscaler": frozenset(
+        {
+            "cluster_autoscaler_failed_scale_ups_total",
+            "cluster_autoscaler_unschedulable_pods_count",
+        }
+    ),
     # The post-deploy tests serve their result while they linger (components/platform/
     # validation.py, docs/observability.md "Validation results").
     "validation": frozenset(
@@ -311,6 +319,18 @@ def alerts(t: AlertThresholds) -> list[Alert]:
             "Karpenter cannot launch nodes ({{ $labels.error }})",
             "{{ $value }} failed instance launches in 15 min: capacity, quota or IAM.",
             f">= {t.karpenter_launch_errors_per_15m} launch errors / 15 min",
+        ),
+        Alert(
+            "ClusterAutoscalerScaleUpFailing",
+            # A node group that cannot grow: spot capacity gone, a Capacity Block not active,
+            # the EC2 quota, or a node that did not join within --max-node-provision-time.
+            "sum by (reason) (increase(cluster_autoscaler_failed_scale_ups_total[15m])) > 0",
+            "0m",
+            "warning",
+            "The cluster-autoscaler failed to grow a node group ({{ $labels.reason }})",
+            "{{ $value }} failed scale-ups in 15 min: pending GPU pods on node-group flavors "
+            "wait; Kueue's ProvisioningRequest check retries with backoff.",
+            "> 0 failed scale-ups / 15 min",
         ),
         Alert(
             "NcclValidationFailed",

@@ -18,10 +18,21 @@ import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import efa_placement
+from components.analysis import efa_placement, nodes
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
+from components.config.node_groups import GPU_AMI_TYPES
 from components.platform import iam
 from components.platform.iam import AwsAccount
+from components.platform.node_group_builders import (
+    autoscaler_group_tags,
+    efa_network_interfaces,
+    eks_taints,
+    gpu_group_labels,
+    launch_template_spec,
+    node_repair_transform,
+    reservation_spec,
+    update_config_transform,
+)
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -30,99 +41,6 @@ if TYPE_CHECKING:
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 EBS_CSI_SERVICE_ACCOUNT = "ebs-csi-controller-sa"
-
-
-def launch_template_spec(
-    *, disk_size_gib: int, disk_iops: int, disk_throughput_mibps: int
-) -> dict[str, Any]:
-    """Launch-template settings shared by every node group: IMDSv2 only, encrypted gp3 root.
-
-    Hop limit 1 keeps containers (not on the host network) away from the node's credentials;
-    workloads get AWS access through Pod Identity or IRSA instead.
-    """
-    return {
-        "metadata_options": {
-            "http_endpoint": "enabled",
-            "http_tokens": "required",
-            "http_put_response_hop_limit": 1,
-        },
-        "block_device_mappings": [
-            {
-                "device_name": "/dev/xvda",
-                "ebs": {
-                    "volume_size": disk_size_gib,
-                    "volume_type": "gp3",
-                    "iops": disk_iops,
-                    "throughput": disk_throughput_mibps,
-                    "encrypted": "true",
-                    "delete_on_termination": "true",
-                },
-            }
-        ],
-    }
-
-
-def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dict[str, Any]]:
-    """Launch-template network interfaces of an EFA node: one per EFA network card, the first
-    an EFA (with ENA) interface at device index 0, the others EFA-only at device index 1 - the
-    layout pulumi-eks's `enableEfaSupport` builds (pulumi/pulumi-eks@v4.3.0:
-    nodejs/eks/nodes/instances.ts#L86-103, after https://docs.aws.amazon.com/AWSEC2/latest/
-    UserGuide/efa-start.html#efa-start-tempinstance: "the first interface ... device index 0,
-    all the secondary interfaces ... device index 1"). Managed groups get no EFA interface
-    otherwise (Karpenter adds them itself when pods request vpc.amazonaws.com/efa)."""
-    return [
-        {
-            "network_card_index": index,
-            "device_index": 0 if index == 0 else 1,
-            "interface_type": "efa" if index == 0 else "efa-only",
-            "security_groups": [security_group_id],
-            "delete_on_termination": "true",
-        }
-        for index in range(efa_devices)
-    ]
-
-
-def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
-    """A `transforms` entry that sets `nodeRepairConfig` on the EKS node group a pulumi-eks
-    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it (runs.md item 9), and
-    `transforms` - unlike `transformations` - reach the children of packaged components such as
-    pulumi-eks's (https://www.pulumi.com/docs/iac/concepts/options/transformations/: "Transforms
-    support modifying child resources of packaged components (such as those in awsx and eks)").
-    The engine hands over wire-format properties (camelCase, pulumi/runtime/_callbacks.py
-    `deserialize_properties`), so the key is `nodeRepairConfig` (pulumi-aws 7.51.1
-    NodeGroupNodeRepairConfigArgs: `enabled`).
-
-    What EKS then does (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): on a
-    condition the node monitoring agent reports, replace (or, for AcceleratedHardwareReady,
-    reboot) the node after 10 min (GPU) or 30 min (Ready, KernelReady, NetworkingReady, ...);
-    it stops repairing when more than 20 % of a group of more than five nodes is unhealthy."""
-
-    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
-            return None
-        props = {**args.props, "nodeRepairConfig": {"enabled": enabled}}
-        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
-
-    return transform
-
-
-def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
-    """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use)."""
-    return {
-        **catalog.gpu_node_labels(
-            gpu_class=group.gpu_class,
-            gpu_model=group.gpu_model,
-            capacity_type=group.capacity_type,
-            workload_type=group.workload_type,
-        ),
-        catalog.LABEL_NODE_POOL: group.name,
-    }
-
-
-def eks_gpu_taint() -> dict[str, str]:
-    """The GPU taint in the EKS node-group API's spelling."""
-    taint = catalog.gpu_taint()
-    return {"key": taint["key"], "value": taint["value"], "effect": "NO_SCHEDULE"}
 
 
 @dataclass(frozen=True)
@@ -146,6 +64,8 @@ class ClusterArgs:
     placement_zone_index: int = 0
     #: GPU node groups whose launch templates put their nodes into the group.
     placement_node_groups: frozenset[str] = frozenset()
+    #: Whether the cluster-autoscaler runs (resizable GPU groups then ignore scaling changes).
+    autoscaler_enabled: bool = True
     #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
     #: into an encrypted, expiring group instead of creating its own.
     control_plane_log_group: aws.cloudwatch.LogGroup | None = None
@@ -179,6 +99,7 @@ class ClusterArgs:
                 g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
             ),
             control_plane_log_group=control_plane_log_group,
+            autoscaler_enabled=cfg.autoscaler_deployed,
         )
 
 
@@ -266,7 +187,11 @@ class Cluster(pulumi.ComponentResource):
                 args.node_groups.system.max_size,
             ),
             disk=(args.node_groups.system.disk_size_gib, 3000, 125),
-            labels={**catalog.system_node_labels(), catalog.LABEL_NODE_POOL: "system"},
+            labels={
+                **catalog.system_node_labels(),
+                catalog.LABEL_NODE_POOL: "system",
+                catalog.LABEL_PROVISIONER: "node-group",
+            },
             taints=[],
             auto_repair=args.node_groups.system.auto_repair,
         )
@@ -388,16 +313,18 @@ class Cluster(pulumi.ComponentResource):
                 cluster,
                 args,
                 instance_types=list(group.instance_types),
-                capacity_type=group.capacity_type,
+                capacity_type=group.flavor_capacity_type,
                 # Driver and container toolkit come with the AMI (the GPU Operator leaves them).
-                ami_type="AL2023_x86_64_NVIDIA",
+                ami_type=GPU_AMI_TYPES[group.ami_type],
                 sizes=(group.min_size, group.desired_size, group.max_size),
                 disk=(group.disk_size_gib, group.disk_iops, group.disk_throughput_mibps),
                 labels={**gpu_group_labels(group), **args.extra_gpu_labels.get(group.name, {})},
-                taints=[eks_gpu_taint()],
+                taints=eks_taints(nodes.managed_gpu_taints(group)),
                 efa_devices=group.efa_devices,
                 auto_repair=group.auto_repair,
                 placement_group=group.name in args.placement_node_groups,
+                gpu_group=group,
+                autoscaled=group.resizable and args.autoscaler_enabled,
             )
             for group in args.node_groups.gpu
         }
@@ -506,6 +433,8 @@ class Cluster(pulumi.ComponentResource):
         efa_devices: int = 0,
         auto_repair: bool,
         placement_group: bool = False,
+        gpu_group: GpuNodeGroup | None = None,
+        autoscaled: bool = False,
     ) -> eks.ManagedNodeGroup:
         size, iops, throughput = disk
         spec: dict[str, Any] = launch_template_spec(
@@ -530,6 +459,17 @@ class Cluster(pulumi.ComponentResource):
             spec["placement"] = {"group_name": self.efa_placement_group.name}
             assert self.efa_subnet_id is not None
             subnet_ids = [self.efa_subnet_id]
+        extra: dict[str, Any] = {}
+        if gpu_group is not None:
+            spec.update(reservation_spec(gpu_group))
+            if gpu_group.capacity_reservation_id is not None:
+                # A reservation lives in one AZ: the group launches there only.
+                subnet_ids = [args.private_subnet_ids[gpu_group.reservation_zone_index]]
+            if gpu_group.release_version is not None:
+                extra["release_version"] = gpu_group.release_version
+            # The EKS node group's name, so the autoscaler's priority expander can match its
+            # Auto Scaling group (`eks-<nodegroup-name>-<uuid>`, components/platform/autoscaler.py).
+            extra["node_group_name"] = f"{args.config.name}-{gpu_group.name}"
         node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
         template = aws.ec2.LaunchTemplate(
             name,
@@ -556,14 +496,24 @@ class Cluster(pulumi.ComponentResource):
             launch_template={"id": template.id, "version": template.latest_version.apply(str)},
             labels=labels,
             taints=taints,
-            # Static capacity: nothing but this program scales managed groups (no cluster
-            # autoscaler; Karpenter never touches them), so Pulumi owns desiredSize and a
-            # manual `aws eks update-nodegroup-config` is reverted on the next `up`.
-            ignore_scaling_changes=False,
-            tags=args.tags,
+            # A group the cluster-autoscaler resizes keeps the size it set: Pulumi ignores
+            # desiredSize changes (pulumi-eks `ignoreScalingChanges`, "useful when using
+            # Cluster Autoscaler"). A fixed group's desiredSize is Pulumi's: a manual
+            # `aws eks update-nodegroup-config` is reverted on the next `up`.
+            ignore_scaling_changes=autoscaled,
+            tags={**args.tags, **(autoscaler_group_tags(gpu_group) if gpu_group else {})},
             opts=pulumi.ResourceOptions(
-                parent=self, transforms=[node_repair_transform(auto_repair)]
+                parent=self,
+                transforms=[
+                    node_repair_transform(auto_repair),
+                    *(
+                        [update_config_transform(gpu_group.max_unavailable)]
+                        if gpu_group is not None
+                        else []
+                    ),
+                ],
             ),
+            **extra,
         )
 
     def _node_monitoring_agent(self, name: str, version: str, tags: dict[str, str]) -> None:

@@ -83,6 +83,7 @@ def pool_labels(pool: KarpenterPool) -> dict[str, str]:
             gpu_model=pool.gpu_model,
             capacity_type=pool.capacity_type,
             workload_type=pool.workload_type,
+            provisioner="karpenter",
         )
     else:
         labels = catalog.cpu_node_labels(

@@ -140,6 +140,10 @@ class Flavor:
     gpu_class: str
     capacity_type: catalog.CapacityType
     capacity_gpus: int
+    #: Managed node groups or Karpenter NodePools: the flavor selects one kind only.
+    provisioner: catalog.Provisioner = "karpenter"
+    #: Workloads admitted on it wait for the ProvisioningRequest admission check.
+    provisioning_check: bool = False
 
     @property
     def name(self) -> str:
@@ -151,21 +155,63 @@ def flavors(cfg: StackConfig) -> list[Flavor]:
     or not), then spot, then on-demand (catalog.CAPACITY_ORDER): the order a ClusterQueue tries
     them in."""
     order = catalog.CAPACITY_ORDER
+    facts = stack_facts(cfg)
     return [
-        Flavor(gpu_class, capacity_type, gpus)
+        Flavor(
+            gpu_class,
+            capacity_type,
+            gpus,
+            provisioner=facts.provisioners[(gpu_class, capacity_type)],
+            provisioning_check=(gpu_class, capacity_type) in facts.provisioning_checked,
+        )
         for (gpu_class, capacity_type), gpus in sorted(
-            stack_facts(cfg).capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
+            facts.capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
         )
     ]
 
 
 def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
-    """Node labels and tolerations of the flavor: the catalog's, like every GPU pool's."""
+    """Node labels and tolerations of the flavor: the catalog's, like every GPU pool's. Kueue
+    adds both to the pods it admits on the flavor; a spot node group's nodes also carry the
+    spot taint (components/analysis/nodes.py), which its flavor's pods then tolerate."""
+    tolerations = [catalog.gpu_toleration()]
+    if flavor.provisioner == "node-group" and flavor.capacity_type == "spot":
+        tolerations.append(catalog.spot_toleration())
     return {
         "nodeLabels": catalog.gpu_flavor_labels(
-            gpu_class=flavor.gpu_class, capacity_type=flavor.capacity_type
+            gpu_class=flavor.gpu_class,
+            capacity_type=flavor.capacity_type,
+            provisioner=flavor.provisioner,
         ),
-        "tolerations": [catalog.gpu_toleration()],
+        "tolerations": tolerations,
+    }
+
+
+#: The AdmissionCheck of node-group flavors and its ProvisioningRequestConfig.
+PROVISIONING_CHECK: Final = "node-group-provisioning"
+#: Scale-up "atomically" where the cloud provider can; on AWS the autoscaler falls back to a
+#: plain increase (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cloudprovider/aws/
+#: aws_cloud_provider.go#L287-290 `AtomicIncreaseSize ... return cloudprovider.ErrNotImplemented`;
+#: core/scaleup/orchestrator/executor.go#L144-153), so the request is Provisioned once the Auto
+#: Scaling group's desired size was raised, not once every node joined (FAQ.md "Supported
+#: ProvisioningClasses"). What a partial scale-up does: docs/node-groups.md.
+PROVISIONING_CLASS: Final = "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+
+
+def provisioning_request_config_spec() -> dict[str, Any]:
+    """Kueue's ProvisioningRequestConfig (kubernetes-sigs/kueue@v0.19.2 site/content/en/docs/
+    concepts/admission_check/provisioning_request.md): GPUs are what the autoscaler must
+    provide; one PodTemplate per identical pod set; a failed request is retried with backoff
+    (each failure releases the quota and requeues the workload)."""
+    return {
+        "provisioningClassName": PROVISIONING_CLASS,
+        "managedResources": [catalog.GPU_RESOURCE],
+        "podSetMergePolicy": "IdenticalWorkloadSchedulingRequirements",
+        "retryStrategy": {
+            "backoffLimitCount": 3,
+            "backoffBaseSeconds": 60,
+            "backoffMaxSeconds": 1800,
+        },
     }
 
 
@@ -291,12 +337,22 @@ class SchedulingArgs:
     k8s_provider: k8s.Provider
     #: Controllers wait for the system nodes they are pinned to.
     system_nodes: pulumi.Resource
+    #: What Kueue must start after: the ProvisioningRequest CRD. Kueue sets up its
+    #: provisioning admission-check controller only if the API is served when it starts
+    #: (kubernetes-sigs/kueue@v0.19.2 cmd/kueue/main.go#L513-518, "Skipping provisioning
+    #: controller setup: Provisioning Requests not supported").
+    kueue_after: tuple[pulumi.Resource, ...] = ()
 
     @classmethod
-    def of(cls, cfg: StackConfig, cluster: Cluster) -> SchedulingArgs:
+    def of(
+        cls, cfg: StackConfig, cluster: Cluster, kueue_after: tuple[pulumi.Resource, ...] = ()
+    ) -> SchedulingArgs:
         """The stack config (flavors come from every pool) and the cluster."""
         return cls(
-            config=cfg, k8s_provider=cluster.k8s_provider, system_nodes=cluster.system_node_group
+            config=cfg,
+            k8s_provider=cluster.k8s_provider,
+            system_nodes=cluster.system_node_group,
+            kueue_after=kueue_after,
         )
 
 
@@ -355,7 +411,10 @@ class Scheduling(pulumi.ComponentResource):
             # Later objects (flavors, queues) are rejected until the webhooks answer.
             atomic=True,
             timeout=RELEASE_TIMEOUT_S,
-            opts=release_opts(KUEUE_NAMESPACE),
+            opts=pulumi.ResourceOptions.merge(
+                release_opts(KUEUE_NAMESPACE),
+                pulumi.ResourceOptions(depends_on=list(args.kueue_after)),
+            ),
         )
         self.volcano = k8s.helm.v3.Release(
             f"{name}-volcano",
@@ -404,6 +463,30 @@ class Scheduling(pulumi.ComponentResource):
                 kind="ResourceFlavor",
                 metadata={"name": flavor.name},
                 spec=resource_flavor_spec(flavor),
+                opts=kueue_objects,
+            )
+        if any(flavor.provisioning_check for flavor in self.flavors):
+            k8s.apiextensions.CustomResource(
+                f"{name}-provreq-config",
+                api_version=KUEUE_API,
+                kind="ProvisioningRequestConfig",
+                metadata={"name": PROVISIONING_CHECK},
+                spec=provisioning_request_config_spec(),
+                opts=kueue_objects,
+            )
+            k8s.apiextensions.CustomResource(
+                f"{name}-admission-check",
+                api_version=KUEUE_API,
+                kind="AdmissionCheck",
+                metadata={"name": PROVISIONING_CHECK},
+                spec={
+                    "controllerName": "kueue.x-k8s.io/provisioning-request",
+                    "parameters": {
+                        "apiGroup": "kueue.x-k8s.io",
+                        "kind": "ProvisioningRequestConfig",
+                        "name": PROVISIONING_CHECK,
+                    },
+                },
                 opts=kueue_objects,
             )
         # An explicit Cohort object: the shared pool is visible (and quota-less: teams own it).

@@ -10,8 +10,7 @@ ClusterQueue in the shared cohort with a LocalQueue, and its Volcano Queue."""
 from __future__ import annotations
 
 import json
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
 
@@ -22,7 +21,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.analysis import pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
-from components.config import FlavorQuota, TeamConfig
+from components.config import TeamConfig
 from components.platform import iam
 from components.platform.scheduling import (
     KUEUE_API,
@@ -30,6 +29,7 @@ from components.platform.scheduling import (
     VOLCANO_QUEUE_API,
     Flavor,
 )
+from components.platform.team_queues import cluster_queue_spec
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
@@ -39,8 +39,6 @@ if TYPE_CHECKING:
     from components.platform.storage import Storage
 
 
-#: Resources every team ClusterQueue covers, in the order each flavor must list them.
-COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
 #: The EKS Pod Identity agent listens on this link-local address on every node; pods with a
 #: restricted egress must still reach it to get credentials.
 POD_IDENTITY_AGENT_CIDR: Final = "169.254.170.23/32"
@@ -111,72 +109,6 @@ def limit_range_spec(team: TeamConfig) -> dict[str, Any]:
                 "default": {"memory": defaults.memory_limit},
             }
         ]
-    }
-
-
-def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
-    """CPU/memory share that goes with `gpus_part` of `gpus` GPUs (None: no bound)."""
-    if gpus_part is None or gpus == 0:
-        return None
-    return math.ceil(value * gpus_part / gpus)
-
-
-def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for resource, nominal, unit in (
-        ("cpu", entry.cpu, ""),
-        ("memory", entry.memory_gib, "Gi"),
-        (catalog.GPU_RESOURCE, entry.gpus, ""),
-    ):
-        is_gpu = resource == catalog.GPU_RESOURCE
-        borrow = (
-            entry.borrowing_limit_gpus
-            if is_gpu
-            else _scaled(nominal, entry.borrowing_limit_gpus, entry.gpus)
-        )
-        lend = (
-            entry.lending_limit_gpus
-            if is_gpu
-            else _scaled(nominal, entry.lending_limit_gpus, entry.gpus)
-        )
-        row: dict[str, Any] = {"name": resource, "nominalQuota": f"{nominal}{unit}"}
-        if borrow is not None:
-            row["borrowingLimit"] = f"{borrow}{unit}"
-        if lend is not None:
-            row["lendingLimit"] = f"{lend}{unit}"
-        rows.append(row)
-    return rows
-
-
-def ordered_quota(team: TeamConfig, flavors: Sequence[Flavor]) -> list[FlavorQuota]:
-    """The team's quota entries in the cluster's flavor order: reserved, spot, on-demand."""
-    rank = {flavor.name: index for index, flavor in enumerate(flavors)}
-    return sorted(team.quota, key=lambda entry: rank[entry.flavor])
-
-
-def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str) -> dict[str, Any]:
-    """The team's ClusterQueue: nominal quota per flavor, borrowing/lending in the cohort,
-    preemption by priority inside the queue and reclaim of lent quota from the cohort."""
-    return {
-        "cohortName": cohort,
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
-        "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [
-            {
-                "coveredResources": list(COVERED_RESOURCES),
-                "flavors": [
-                    {"name": entry.flavor, "resources": _flavor_resources(entry)}
-                    for entry in ordered_quota(team, flavors)
-                ],
-            }
-        ],
-        "preemption": {
-            "withinClusterQueue": "LowerPriority",
-            "reclaimWithinCohort": "Any",
-            "borrowWithinCohort": {"policy": "Never"},
-        },
-        # Try the next flavor (spot, then on-demand) before borrowing or preempting.
-        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
     }
 
 

@@ -48,6 +48,8 @@ class GpuPool:
     gpus_per_node: int
     #: The type the NCCL threshold, EFA count and NVLink check are read from (catalog).
     instance_type: str = ""
+    #: A spot managed group's nodes carry the spot taint (components/analysis/nodes.py).
+    spot_tainted: bool = False
 
     @property
     def efa_devices(self) -> int:
@@ -73,6 +75,7 @@ def pools_from_node_groups(groups: Sequence[GpuNodeGroup]) -> list[GpuPool]:
             },
             gpus_per_node=group.gpus_per_node,
             instance_type=nccl_instance_type(group),
+            spot_tainted=group.capacity_type == "spot",
         )
         for group in groups
     ]
@@ -101,7 +104,10 @@ def pools_from_karpenter(pools: Sequence[KarpenterPool]) -> list[GpuPool]:
 def _pod_placement(pool: GpuPool) -> dict[str, Any]:
     return {
         "nodeSelector": dict(pool.labels),
-        "tolerations": [catalog.gpu_toleration()],
+        "tolerations": [
+            catalog.gpu_toleration(),
+            *([catalog.spot_toleration()] if pool.spot_tainted else []),
+        ],
     }
 
 

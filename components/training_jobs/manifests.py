@@ -28,6 +28,7 @@ from components.training_jobs.plan import (
     POD_PRIORITY_CLASS,
     PREEMPTED_EXIT_CODE,
     RUN_ID_LABEL,
+    SAFE_TO_EVICT,
     SHM_MOUNT,
     TEAM_LABEL,
     TRAINER_API,
@@ -269,8 +270,13 @@ def trainer_container(plan: JobPlan) -> dict[str, Any]:
 def pod_metadata(plan: JobPlan) -> dict[str, Any]:
     return {
         "labels": pod_labels(plan),
-        # Karpenter must not consolidate or expire a node under a running training pod.
-        "annotations": {DO_NOT_DISRUPT: "true", **run_annotations(plan), **GPU_POD_SKIPS},
+        # Neither Karpenter nor the cluster-autoscaler may remove a node under a training pod.
+        "annotations": {
+            DO_NOT_DISRUPT: "true",
+            SAFE_TO_EVICT: "false",
+            **run_annotations(plan),
+            **GPU_POD_SKIPS,
+        },
     }
 
 
@@ -280,7 +286,7 @@ def pod_spec(plan: JobPlan) -> dict[str, Any]:
         "serviceAccountName": TRAINER_SERVICE_ACCOUNT,
         "priorityClassName": POD_PRIORITY_CLASS[plan.job.priority],
         "terminationGracePeriodSeconds": plan.grace.termination,
-        "tolerations": placement.tolerations(),
+        "tolerations": placement.tolerations(plan.job),
         "affinity": affinity(plan),
         "containers": [trainer_container(plan)],
         "volumes": volumes(plan),

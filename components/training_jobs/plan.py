@@ -29,6 +29,10 @@ from components.config import (
 TRAINER_CONTAINER: Final = "node"
 KUEUE_PRIORITY_LABEL: Final = "kueue.x-k8s.io/priority-class"
 DO_NOT_DISRUPT: Final = "karpenter.sh/do-not-disrupt"
+#: The cluster-autoscaler's equivalent: its scale-down never removes a node running a pod with
+#: this annotation set to "false" (kubernetes/autoscaler@cluster-autoscaler-1.33.6 FAQ.md, "What
+#: types of pods can prevent CA from removing a node?"); it ignores Karpenter's annotation.
+SAFE_TO_EVICT: Final = "cluster-autoscaler.kubernetes.io/safe-to-evict"
 EFA_RESOURCE: Final = catalog.EFA_RESOURCE
 JOB_LABEL: Final = placement.JOB_LABEL
 TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"

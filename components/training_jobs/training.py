@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.analysis.facts import stack_facts
 from components.config import StackConfig
 from components.training_jobs.manifests import (
     cluster_training_runtime,
@@ -149,6 +150,9 @@ class TrainingJobsArgs:
     kueue_release: pulumi.Resource
     volcano_release: pulumi.Resource
     trainer_release: pulumi.Resource
+    #: The cluster-autoscaler: a job that can land on a managed node group comes after it (its
+    #: ProvisioningRequest, or its pending pods, need someone to grow the group).
+    autoscaler: pulumi.Resource | None = None
 
     @classmethod
     def of(
@@ -158,6 +162,8 @@ class TrainingJobsArgs:
         scheduling: Scheduling,
         aws_account: AwsAccount,
         team_resources: Mapping[str, Sequence[pulumi.Resource]],
+        *,
+        autoscaler: pulumi.Resource | None = None,
     ) -> TrainingJobsArgs:
         """The stack config, the schedulers the jobs use, and each team's objects."""
         return cls(
@@ -168,6 +174,7 @@ class TrainingJobsArgs:
             kueue_release=scheduling.kueue,
             volcano_release=scheduling.volcano,
             trainer_release=scheduling.trainer,
+            autoscaler=autoscaler,
         )
 
 
@@ -208,6 +215,10 @@ class TrainingJobs(pulumi.ComponentResource):
                 "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
                 "volcano": [args.volcano_release],
             }[job.launcher]
+            if args.autoscaler is not None and "node-group" in stack_facts(cfg).job_provisioners(
+                job
+            ):
+                scheduler.append(args.autoscaler)
             self.jobs[f"{job.team}/{job.name}"] = TrainingJob(
                 f"{name}-{job.team}-{job.name}",
                 TrainingJobArgs(

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from pulumi_policy import Policy
 
-from policies.rules import aws, compute, iam, kubernetes, placement, security, tenancy
+from policies.rules import (
+    autoscaling,
+    aws,
+    compute,
+    iam,
+    kubernetes,
+    placement,
+    security,
+    tenancy,
+)
 
 PACK_NAME = "gpu-platform"
 
@@ -16,6 +25,7 @@ def all_policies() -> list[Policy]:
         *iam.POLICIES,
         *kubernetes.POLICIES,
         *compute.POLICIES,
+        *autoscaling.POLICIES,
         *placement.POLICIES,
         *security.POLICIES,
         *tenancy.POLICIES,

@@ -32,14 +32,14 @@ def _pretrain_zone(cfg: StackConfig) -> str:
 def test_pretrain_names_the_group_per_source() -> None:
     zone = _pretrain_zone(_cfg())
     assert "one zone (required podAffinity" in zone
-    assert "`kp-h100-od`: cluster placement group `gpu-prod-efa`, AZ index 0 only" in zone
+    assert "`ng-h100-od`: cluster placement group `gpu-prod-efa`, AZ index 0 only" in zone
     assert "`kp-h100-reserved`: no placement group (the reservations are not declared" in zone
 
 
 def test_grouped_sources_have_one_zone_and_the_others_every_zone() -> None:
     sources = {s.name: s for s in node_sources(_cfg())}
-    assert sources["kp-h100-od"].placement_group == "gpu-prod-efa"
-    assert sources["kp-h100-od"].zones == 1
+    assert sources["ng-h100-od"].placement_group == "gpu-prod-efa"
+    assert sources["ng-h100-od"].zones == 1
     assert sources["kp-h100-reserved"].placement_group == ""
     assert sources["kp-h100-reserved"].zones == 3
     assert sources["kp-l4-spot"].zones == 3
@@ -51,8 +51,8 @@ def test_without_the_group_the_report_says_so() -> None:
     cfg = _cfg(**{"gpu-platform:network": network})
     zone = _pretrain_zone(cfg)
     assert "placement group `" not in zone
-    assert "`kp-h100-od`: no placement group" in zone
-    assert {s.name: s.zones for s in node_sources(cfg)}["kp-h100-od"] == 3
+    assert "`ng-h100-od`: no placement group" in zone
+    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 3
 
 
 def test_fsx_in_another_zone_than_the_group_is_called_out() -> None:
@@ -70,11 +70,9 @@ def test_fsx_in_another_zone_than_the_group_is_called_out() -> None:
 
 
 def test_efa_managed_group_offers_its_efa_devices_in_the_group() -> None:
-    from tests.conftest import STATIC_GPU_GROUPS
+    from tests.conftest import STATIC_GPU_GROUPS, node_group_overrides
 
-    raw = values_with_jobs("prod")
-    groups = {**raw["gpu-platform:nodeGroups"], "gpu": STATIC_GPU_GROUPS}
-    sources = {s.name: s for s in node_sources(_cfg(**{"gpu-platform:nodeGroups": groups}))}
+    sources = {s.name: s for s in node_sources(_cfg(**node_group_overrides(STATIC_GPU_GROUPS)))}
     h100 = sources["h100-od"]
     # cluster.py gives the launch template one EFA interface per card: 32 on a p5.48xlarge.
     assert h100.allocatable["p5.48xlarge"].efa == 32

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from components import catalog
 from components.platform.scheduling import KUEUE_FRAMEWORKS, QUEUE_OPEN_AWAIT
 from synth.harness import SynthResult
 
@@ -93,15 +94,86 @@ def test_the_suspend_gate_catches_a_launcher_without_its_queue(dev: SynthResult)
     assert suspended_but_unmanaged([(kind, obj)], local_queues(dev))
 
 
+def held_by_admission_checks(result: SynthResult) -> list[str]:
+    """ClusterQueue admission checks that would hold their workloads forever: a check that is
+    not rendered, one whose controller is not Kueue's provisioning controller with a rendered
+    ProvisioningRequestConfig, one on a flavor no autoscaled node group serves, or one whose
+    ProvisioningRequests nobody answers (no autoscaler with --enable-provisioning-requests, no
+    ProvisioningRequest CRD before Kueue starts)."""
+    problems: list[str] = []
+    checks = {
+        c.inputs["metadata"]["name"]: c.inputs["spec"] for c in _by_type(result, ":AdmissionCheck")
+    }
+    configs = {
+        c.inputs["metadata"]["name"]: c.inputs["spec"]
+        for c in _by_type(result, ":ProvisioningRequestConfig")
+    }
+    flavors = {
+        f.inputs["metadata"]["name"]: f.inputs["spec"] for f in _by_type(result, ":ResourceFlavor")
+    }
+    releases = {r.inputs["name"]: r for r in result.of_type("kubernetes:helm.sh/v3:Release")}
+    autoscaler = releases.get("cluster-autoscaler")
+    crds = [
+        c
+        for c in result.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+        if c.inputs["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    ]
+    for queue in _by_type(result, ":ClusterQueue"):
+        spec = queue.inputs["spec"]
+        if "admissionChecks" in spec:
+            problems.append(f"{queue.name}: admissionChecks without flavors (every flavor held)")
+        for rule in spec.get("admissionChecksStrategy", {}).get("admissionChecks", []):
+            check = checks.get(rule["name"])
+            if check is None:
+                problems.append(f"{queue.name}: check {rule['name']} is not rendered")
+                continue
+            params = check.get("parameters", {})
+            if (
+                check["controllerName"] != "kueue.x-k8s.io/provisioning-request"
+                or params.get("kind") != "ProvisioningRequestConfig"
+                or params.get("name") not in configs
+            ):
+                problems.append(f"{queue.name}: check {rule['name']} has no live controller")
+            for flavor in rule.get("onFlavors", []):
+                labels = flavors.get(flavor, {}).get("nodeLabels", {})
+                if labels.get(catalog.LABEL_PROVISIONER) != "node-group":
+                    problems.append(f"{queue.name}: {flavor} is no node-group flavor")
+            args = autoscaler.inputs["values"]["extraArgs"] if autoscaler else {}
+            if not args.get("enable-provisioning-requests"):
+                problems.append("no cluster-autoscaler answers ProvisioningRequests")
+            kueue = releases["kueue"]
+            if not crds or crds[0].urn not in kueue.dependencies:
+                problems.append("Kueue may start before the ProvisioningRequest CRD exists")
+    return problems
+
+
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_no_admission_check_can_hold_a_workload(stack: str, request: pytest.FixtureRequest) -> None:
+def test_no_admission_check_can_hold_a_workload_forever(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
     result: SynthResult = request.getfixturevalue(stack)
     queues = _by_type(result, ":ClusterQueue")
     assert queues
-    for queue in queues:
-        spec = queue.inputs["spec"]
-        assert "admissionChecks" not in spec and "admissionChecksStrategy" not in spec
-    assert not _by_type(result, ":AdmissionCheck")
+    # Both stacks have autoscaled node groups: their flavors are behind the check.
+    assert any("admissionChecksStrategy" in q.inputs["spec"] for q in queues)
+    assert held_by_admission_checks(result) == []
+    (config,) = _by_type(result, ":ProvisioningRequestConfig")
+    assert config.inputs["spec"]["provisioningClassName"] == (
+        "best-effort-atomic-scale-up.autoscaling.x-k8s.io"
+    )
+
+
+def test_the_admission_check_gate_catches_a_check_nobody_serves(dev: SynthResult) -> None:
+    broken = copy.deepcopy(dev)
+    broken.resources = [
+        r
+        for r in broken.resources
+        if not r.type.endswith(":ProvisioningRequestConfig")
+        and not (r.type.endswith(":Release") and r.inputs.get("name") == "cluster-autoscaler")
+    ]
+    found = held_by_admission_checks(broken)
+    assert any("no live controller" in p for p in found)
+    assert "no cluster-autoscaler answers ProvisioningRequests" in found
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod_jobs"])

@@ -163,7 +163,7 @@ def test_untolerated_taint_or_missing_label_matches_no_source() -> None:
     assert verdict is not None
     assert any("no node source matches" in why for _, _, why in verdict.problems)
     wrong_label = Placement(
-        required={catalog.LABEL_GPU_CLASS: ("l4-x1",)},
+        required={catalog.LABEL_GPU_CLASS: ("h100-x8",)},
         tolerations=placed.tolerations,
         single_zone=False,
     )
@@ -201,9 +201,28 @@ def test_managed_group_with_desired_size_zero_provides_nothing() -> None:
 
 def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
     sources = {s.name: s for s in node_sources(_cfg("prod"))}
-    for name in ("kp-h100-reserved", "kp-h100-od"):
-        assert (sources[name].scaler, sources[name].max_nodes) == ("karpenter", 2)
-        assert sources[name].allocatable["p5.48xlarge"].efa == 32
+    reserved = sources["kp-h100-reserved"]
+    assert (reserved.scaler, reserved.max_nodes) == ("karpenter", 2)
+    assert reserved.allocatable["p5.48xlarge"].efa == 32
+
+
+def test_autoscaled_group_reaches_its_max_size_and_offers_its_first_type_only() -> None:
+    cfg = _cfg("prod")
+    sources = {s.name: s for s in node_sources(cfg)}
+    h100 = sources["ng-h100-od"]
+    assert (h100.scaler, h100.max_nodes, h100.provisioner) == ("autoscaler", 2, "node-group")
+    assert h100.allocatable["p5.48xlarge"].efa == 32
+    # The autoscaler simulates a group's first type only: a bigger type offers nothing more.
+    l40s = sources["ng-l40s-spot"]
+    assert list(l40s.allocatable) == ["g6e.xlarge"]
+    assert l40s.taints == (catalog.gpu_taint(), catalog.spot_taint())
+    assert "cluster-autoscaler resizes node group `ng-h100-od`" in h100.path
+    # Without the autoscaler a group holds its desiredSize: here 0, so nothing brings a node.
+    off = cfg.model_copy(
+        update={"cluster_autoscaler": cfg.cluster_autoscaler.model_copy(update={"enabled": False})}
+    )
+    fixed = {s.name: s for s in node_sources(off)}["ng-h100-od"]
+    assert (fixed.scaler, fixed.max_nodes) == ("static", 0)
 
 
 # --- gang -----------------------------------------------------------------------------------------
@@ -473,7 +492,8 @@ def test_nccl_test_without_any_gpu_source_is_reported_not_crashed() -> None:
     cpu_only = cfg.karpenter.model_copy(
         update={"pools": [p for p in cfg.karpenter.pools if not p.is_gpu]}
     )
-    bare = cfg.model_copy(update={"karpenter": cpu_only})
+    no_groups = cfg.node_groups.model_copy(update={"gpu": []})
+    bare = cfg.model_copy(update={"karpenter": cpu_only, "node_groups": no_groups})
     assert bare.nccl_pool() is None
     (nccl,) = [v for v in validation_verdicts(bare) if v.key == "validation.nccl"]
     assert not nccl.runnable and nccl.problems[0][0] == "validation.ncclTest"

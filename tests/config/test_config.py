@@ -13,12 +13,17 @@ import pytest
 
 from components import config as stack_config
 from synth.harness import run_program
-from tests.conftest import STATIC_GPU_GROUPS, config_error_test, stack_values
+from tests.conftest import (
+    STATIC_GPU_GROUPS,
+    config_error_test,
+    node_group_overrides,
+    stack_values,
+)
 
 
 def _prod() -> dict[str, Any]:
     cfg = copy.deepcopy(stack_values("prod"))
-    cfg["gpu-platform:nodeGroups"]["gpu"] = copy.deepcopy(STATIC_GPU_GROUPS)
+    cfg.update(copy.deepcopy(node_group_overrides(STATIC_GPU_GROUPS)))
     return cfg
 
 
@@ -59,7 +64,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "unknown capacity type",
         lambda c: _set(c, "nodeGroups.gpu[0].capacityType", "preemptible"),
         "gpu-platform:nodeGroups.gpu[0].capacityType",
-        "'on-demand' or 'spot'",
+        "'on-demand', 'spot' or 'capacity-block'",
     ),
     (
         "max size zero",
@@ -80,29 +85,97 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "a unique name",
     ),
     (
-        # Defect 1: nothing scales a managed group, so one at 0 never has a node.
-        "GPU group that starts at zero nodes",
-        lambda c: (
-            _set(c, "nodeGroups.gpu[0].minSize", 0),
-            _set(c, "nodeGroups.gpu[0].desiredSize", 0),
-        ),
-        "gpu-platform:nodeGroups.gpu[0].minSize",
-        "static capacity only: set minSize >= 1 or move it to karpenter.pools",
+        # Nothing but the cluster-autoscaler resizes a managed group (Karpenter never does).
+        "resizable GPU group with the autoscaler off",
+        lambda c: _set(c, "clusterAutoscaler", {"enabled": False}),
+        "gpu-platform:nodeGroups.gpu[0].maxSize",
+        "nothing resizes a managed group while clusterAutoscaler.enabled is false",
     ),
     (
-        "GPU group at desiredSize zero",
+        # One provisioner per flavor: a Karpenter pool beside a group of the same flavor.
+        "flavor served by a node group and a Karpenter pool",
+        lambda c: c["gpu-platform:karpenter"]["pools"].append(
+            {
+                "name": "kp-l4-spot",
+                "gpuClass": "l4-x1",
+                "capacityType": "spot",
+                "limits": {"gpus": 4},
+            }
+        ),
+        "gpu-platform:nodeGroups.gpu[1].capacityType",
+        "one provisioner per flavor",
+    ),
+    (
+        "system group the autoscaler could resize",
+        lambda c: _set(c, "nodeGroups.system.maxSize", 6),
+        "gpu-platform:nodeGroups.system.maxSize",
+        "the cluster-autoscaler discovers every managed group",
+    ),
+    (
+        "autoscaler image of another Kubernetes minor",
+        lambda c: _set(c, "clusterAutoscaler", {"imageTag": "v1.35.0"}),
+        "gpu-platform:clusterAutoscaler.imageTag",
+        "an image of the cluster's Kubernetes minor 1.33 (e.g. v1.33.6)",
+    ),
+    (
+        "autoscaler template type not the smallest",
+        lambda c: _set(
+            c, "nodeGroups.gpu[1].instanceTypes", ["g6.2xlarge", "g6.xlarge", "g6.4xlarge"]
+        ),
+        "gpu-platform:nodeGroups.gpu[1].instanceTypes[0]",
+        "the smallest type first (g6.xlarge is smaller)",
+    ),
+    (
+        "Capacity Block group without its reservation",
         lambda c: (
+            _set(c, "nodeGroups.gpu[0].capacityType", "capacity-block"),
             _set(c, "nodeGroups.gpu[0].minSize", 0),
             _set(c, "nodeGroups.gpu[0].desiredSize", 0),
         ),
+        "gpu-platform:nodeGroups.gpu[0].capacityReservationId",
+        "the Capacity Block's id",
+    ),
+    (
+        "Capacity Block group created with nodes",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].capacityType", "capacity-block"),
+            _set(c, "nodeGroups.gpu[0].capacityReservationId", "cr-0123456789abcdef0"),
+        ),
         "gpu-platform:nodeGroups.gpu[0].desiredSize",
-        "static capacity only",
+        "EKS creates Capacity Block groups empty",
+    ),
+    (
+        "capacity reservation on a spot group",
+        lambda c: _set(c, "nodeGroups.gpu[1].capacityReservationId", "cr-0123456789abcdef0"),
+        "gpu-platform:nodeGroups.gpu[1].capacityReservationId",
+        "only on on-demand (ODCR) or capacity-block groups",
+    ),
+    (
+        "reservation in a zone the stack does not have",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].capacityReservationId", "cr-0123456789abcdef0"),
+            _set(c, "nodeGroups.gpu[0].reservationZoneIndex", 5),
+        ),
+        "gpu-platform:nodeGroups.gpu[0].reservationZoneIndex",
+        "the index of one of the 3 private subnets",
+    ),
+    (
+        "a group setting the platform's own label",
+        lambda c: _set(c, "nodeGroups.gpu[0].labels", {"gpu-platform.io/provisioner": "karpenter"}),
+        "gpu-platform:nodeGroups.gpu[0].labels.gpu-platform.io/provisioner",
+        "a key outside the platform's and Kubernetes' domains",
+    ),
+    (
+        "a group re-declaring the GPU taint",
+        lambda c: _set(c, "nodeGroups.gpu[0].taints", [{"key": "nvidia.com/gpu", "value": "x"}]),
+        "gpu-platform:nodeGroups.gpu[0].taints[0].key",
+        "a key the platform does not set itself",
     ),
     (
         "reserved capacity on a managed group",
         lambda c: _set(c, "nodeGroups.gpu[0].capacityType", "reserved"),
         "gpu-platform:nodeGroups.gpu[0].capacityType",
-        "'on-demand' or 'spot'",
+        "'capacity-block'",
     ),
     (
         "group mixing GPU models",
@@ -253,12 +326,12 @@ def test_message_shows_the_bad_value() -> None:
             {
                 "environment": "dev",
                 "cluster": {"name": "c", "kubernetesVersion": "1.20"},
-                "nodeGroups": {"gpu": [{**STATIC_GPU_GROUPS[0], "minSize": 0, "desiredSize": 0}]},
+                "nodeGroups": {"gpu": [{**STATIC_GPU_GROUPS[0], "minSize": 3}]},
             }
         )
     text = "\n".join(info.value.lines)
     assert 'gpu-platform:cluster.kubernetesVersion: got "1.20"; must be one of' in text
-    assert "gpu-platform:nodeGroups.gpu[0].minSize: got 0; static capacity only" in text
+    assert "gpu-platform:nodeGroups.gpu[0].minSize: got 3; must be <= maxSize (2)" in text
 
 
 def test_config_error_is_a_run_error_so_the_cli_prints_no_traceback() -> None:
@@ -269,7 +342,7 @@ def test_config_error_is_a_run_error_so_the_cli_prints_no_traceback() -> None:
 def test_invalid_config_registers_no_resource() -> None:
     cfg = stack_values("prod")
     spot = dict(cfg["gpu-platform:nodeGroups"])
-    spot["gpu"] = [{**STATIC_GPU_GROUPS[0], "minSize": 0, "desiredSize": 0}]
+    spot["gpu"] = [{**STATIC_GPU_GROUPS[0], "minSize": 3}]
     with pytest.raises(stack_config.ConfigError):
         run_program("prod", overrides={"gpu-platform:nodeGroups": spot})
     from synth import harness

@@ -158,7 +158,7 @@ def _with_job(stack: str, **changes: Any) -> list[dict[str, Any]]:
             "research-dev",
             {"gpuClass": "h100-x8"},
             "trainingJobs[0].gpuClass",
-            "a GPU class the pools provide (a10g-x1)",
+            "a GPU class the pools provide (a10g-x1, l4-x1)",
         ),
         # research may use 2 spot A10Gs + 2 borrowed: 8 nodes x 1 GPU is over its quota.
         ("research-dev", {"nodes": 8}, "trainingJobs[0].nodes", "fits no quota of team research"),
@@ -295,7 +295,7 @@ def test_pretrain_report_places_the_efa_gang_in_one_zone(pretrain_prod: SynthRes
     section = report(pretrain_prod).split("## Will it run", 1)[1].split("\n## ", 1)[0]
     block = section.split("### `team-pretrain/pretrain-7b`", 1)[1].split("\n### ", 1)[0]
     assert "32 `vpc.amazonaws.com/efa` per pod, allocatable " in block
-    assert "32 on `kp-h100-od`" in block
+    assert "32 on `ng-h100-od`" in block
     assert "one zone (required podAffinity on topology.kubernetes.io/zone" in block
     assert "cluster placement group" in block
 

@@ -8,17 +8,18 @@ from typing import Any
 import pulumi
 
 from components import catalog
+from components.analysis.nodes import managed_gpu_taints
 from components.config import LOG_TYPES, GpuNodeGroup
-from components.platform.cluster import (
-    CLUSTER_ADMIN_POLICY,
-    eks_gpu_taint,
+from components.platform.cluster import CLUSTER_ADMIN_POLICY
+from components.platform.node_group_builders import (
+    eks_taints,
     gpu_group_labels,
     launch_template_spec,
     node_repair_transform,
 )
 from synth.harness import SynthResult, run_program
 from synth.report import report
-from tests.conftest import stack_values
+from tests.conftest import node_group_overrides, stack_values
 
 
 def test_launch_template_requires_imdsv2_and_encrypts_the_root_volume() -> None:
@@ -43,7 +44,13 @@ def test_gpu_group_labels_use_the_catalog_keys() -> None:
     assert labels[catalog.LABEL_GPU_CLASS] == "a10g-x1"
     assert labels[catalog.LABEL_CAPACITY_TYPE] == "spot"
     assert labels[catalog.LABEL_WORKLOAD_TYPE] == "training"
-    assert eks_gpu_taint() == {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+    assert labels[catalog.LABEL_PROVISIONER] == "node-group"
+    # The autoscaler's GPU label: it waits for the device plugin instead of scaling twice.
+    assert labels[catalog.CA_GPU_LABEL] == "nvidia-a10g"
+    assert eks_taints(managed_gpu_taints(group)) == [
+        {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"},
+        {"key": catalog.SPOT_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"},
+    ]
 
 
 def test_prod_control_plane_is_private_api_authenticated_encrypted_and_fully_logged(
@@ -177,16 +184,41 @@ def test_spot_service_linked_role_only_when_asked(prod: SynthResult) -> None:
     assert slr.inputs["awsServiceName"] == "spot.amazonaws.com"
 
 
-def test_stacks_have_no_gpu_managed_group_at_zero(prod: SynthResult, dev: SynthResult) -> None:
-    # Defect 1: every GPU node is Karpenter's unless a group is static (minSize >= 1).
+def test_gpu_groups_at_zero_are_the_autoscalers_and_the_system_group_is_fixed(
+    prod: SynthResult, dev: SynthResult
+) -> None:
     for result in (prod, dev):
-        groups = result.of_type("eks:index:ManagedNodeGroup")
+        groups = {g.name: g.inputs for g in result.of_type("eks:index:ManagedNodeGroup")}
+        system = groups.pop("cluster-system")
+        sizes = system["scalingConfig"]
+        # The autoscaler discovers every managed group: the system group gives it no room.
+        assert sizes["minSize"] == sizes["desiredSize"] == sizes["maxSize"]
+        assert system.get("ignoreScalingChanges") is False
         assert groups
-        for group in groups:
-            assert group.inputs["scalingConfig"]["minSize"] >= 1
-            assert group.inputs["scalingConfig"]["desiredSize"] >= 1
-            # Static: Pulumi owns the size, nothing else moves it.
-            assert group.inputs.get("ignoreScalingChanges") is False
+        for group in groups.values():
+            assert group["scalingConfig"]["minSize"] == 0 == group["scalingConfig"]["desiredSize"]
+            # The autoscaler owns desiredSize; `up` must not revert it.
+            assert group["ignoreScalingChanges"] is True
+            assert group["nodeGroupName"].startswith(result.config.cluster.name + "-")
+        assert result.of_type("kubernetes:helm.sh/v3:Release")
+        releases = {r.inputs["name"] for r in result.of_type("kubernetes:helm.sh/v3:Release")}
+        assert "cluster-autoscaler" in releases
+
+
+def test_a_fixed_group_keeps_its_size_owned_by_pulumi() -> None:
+    groups = [
+        {
+            "name": "h100-fixed",
+            "capacityType": "on-demand",
+            "instanceTypes": ["p5.48xlarge"],
+            "minSize": 2,
+            "desiredSize": 2,
+            "maxSize": 2,
+        }
+    ]
+    result = run_program("prod", overrides=node_group_overrides(groups))
+    (group,) = [g for g in result.of_type("eks:index:ManagedNodeGroup") if "fixed" in g.name]
+    assert group.inputs["ignoreScalingChanges"] is False
 
 
 def test_static_gpu_groups_are_tainted_labelled_and_start_with_nodes(
@@ -201,9 +233,12 @@ def test_static_gpu_groups_are_tainted_labelled_and_start_with_nodes(
     on_demand = [g for g in gpu.values() if g["capacityType"] == "ON_DEMAND"]
     assert spot and on_demand
     assert all(len(g["instanceTypes"]) >= 3 for g in spot)
+    gpu_taint = {"key": "nvidia.com/gpu", "value": "true", "effect": "NO_SCHEDULE"}
+    spot_taint = {"key": catalog.SPOT_TAINT_KEY, "value": "true", "effect": "NO_SCHEDULE"}
     for group in gpu.values():
         assert group["scalingConfig"]["minSize"] >= 1
-        assert group["taints"] == [eks_gpu_taint()]
+        spot = group["capacityType"] == "SPOT"
+        assert group["taints"] == ([gpu_taint, spot_taint] if spot else [gpu_taint])
         labels = group["labels"]
         for key in (
             catalog.LABEL_GPU_VENDOR,

@@ -140,15 +140,16 @@ def test_time_slicing_labels_a_general_pool(
 ) -> None:
     cfg = stack_values("dev")
     cfg["gpu-platform:nodeGroups"]["gpu"] = [
+        *cfg["gpu-platform:nodeGroups"]["gpu"],
         {
-            "name": "a10g-od",
+            "name": "l40s-od",
             "capacityType": "on-demand",
-            "instanceTypes": ["g5.2xlarge"],
+            "instanceTypes": ["g6e.xlarge"],
             "maxSize": 1,
             "workloadType": "general",
-        }
+        },
     ]
-    cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["a10g-od"], "replicas": 4}}
+    cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["l40s-od"], "replicas": 4}}
     code, err, out = _run(make_stack, cfg, capsys)
     assert code == 0, err
     resources = json.loads((out / "resources.json").read_text())
@@ -160,7 +161,7 @@ def test_time_slicing_labels_a_general_pool(
         if r["inputs"]["labels"].get(catalog.DEVICE_PLUGIN_CONFIG_LABEL)
         == gpu.TIME_SLICED_PLUGIN_CONFIG
     }
-    assert labelled == {"a10g-od"}
+    assert labelled == {"l40s-od"}
 
 
 def test_mig_strategy_needs_mig_capable_gpus(
@@ -174,12 +175,26 @@ def test_mig_strategy_needs_mig_capable_gpus(
 
 
 def test_mig_counts_karpenter_pools_too() -> None:
-    # Prod's H100s are Karpenter's now (no GPU managed group): MIG must still be allowed.
-    from tests.platform.test_scheduling import _config
-
-    cfg = _config("prod")
-    assert not cfg.node_groups.gpu
+    # H100s only in Karpenter pools (no GPU managed group): MIG must still be allowed.
     values = stack_values("prod")
+    values["gpu-platform:nodeGroups"]["gpu"] = []
+    values["gpu-platform:karpenter"]["pools"].append(
+        {
+            "name": "kp-h100-od",
+            "gpuClass": "h100-x8",
+            "capacityType": "on-demand",
+            "limits": {"gpus": 16},
+        }
+    )
+    values["gpu-platform:karpenter"]["pools"].append(
+        {
+            "name": "kp-l40s-spot",
+            "gpuClass": "l40s-x1",
+            "capacityType": "spot",
+            "limits": {"gpus": 16},
+        }
+    )
+    values["gpu-platform:validation"]["nccl"]["pool"] = "kp-h100-od"
     values["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
     raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     from components import config as stack_config

@@ -20,11 +20,11 @@ from components.config import (
     KarpenterPool,
 )
 from components.platform import karpenter_builders as kpb
-from components.platform.cluster import gpu_group_labels
+from components.platform.node_group_builders import gpu_group_labels
 from synth import report
 from synth.harness import Registration, SynthResult
 from synth.validate import default_validator
-from tests.conftest import STATIC_GPU_GROUPS, config_error_test, stack_values
+from tests.conftest import config_error_test, karpenter_gpu_overrides, stack_values
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -75,7 +75,11 @@ def test_gpu_pool_is_tainted_labelled_like_managed_groups_and_capped() -> None:
     labels = spec["template"]["metadata"]["labels"]
     assert labels == {
         **catalog.gpu_node_labels(
-            gpu_class="l4-x1", gpu_model="l4", capacity_type="spot", workload_type="training"
+            gpu_class="l4-x1",
+            gpu_model="l4",
+            capacity_type="spot",
+            workload_type="training",
+            provisioner="karpenter",
         ),
         catalog.LABEL_NODE_POOL: "l4-spot",
     }
@@ -376,7 +380,8 @@ def test_gpu_pools_use_the_managed_group_label_keys(prod_static: SynthResult) ->
         if "taints" in p.inputs["spec"]["template"]["spec"]
     }
     assert len(group_keys) == 1
-    assert pool_keys == group_keys
+    # Managed groups carry the autoscaler's GPU label on top of the shared keys.
+    assert {keys - {catalog.CA_GPU_LABEL} for keys in group_keys} == pool_keys
 
 
 def test_prod_pins_the_ami_and_dev_opts_into_latest(dev: SynthResult, prod: SynthResult) -> None:
@@ -483,11 +488,14 @@ def test_every_karpenter_object_passes_the_upstream_crds(
 def _prod_cfg() -> dict[str, Any]:
     """Prod with the L4/L40S/CPU pools at indexes 0-4, the H100 pools (reserved, on-demand) at
     5 and 6, and static GPU managed groups (for the shared-name rule)."""
-    cfg = copy.deepcopy(stack_values("prod"))
+    cfg = copy.deepcopy({**stack_values("prod"), **karpenter_gpu_overrides()})
     pools = cfg["gpu-platform:karpenter"]["pools"]
     h100 = [p for p in pools if p.get("gpuClass") == "h100-x8"]
     cfg["gpu-platform:karpenter"]["pools"] = [p for p in pools if p not in h100] + h100
-    cfg["gpu-platform:nodeGroups"]["gpu"] = copy.deepcopy(STATIC_GPU_GROUPS)
+    # One managed group of a class no pool serves (for the shared-name rule).
+    group = {"name": "l4-spot", "capacityType": "spot", "maxSize": 2}
+    group["instanceTypes"] = ["g5.xlarge", "g5.2xlarge", "g5.4xlarge"]
+    cfg["gpu-platform:nodeGroups"]["gpu"] = [group]
     return cfg
 
 
@@ -600,4 +608,10 @@ def test_managed_group_labels_and_pool_labels_share_one_definition() -> None:
     group = GpuNodeGroup(
         name="l4-od", instance_types=["g6.xlarge"], capacity_type="on-demand", max_size=1
     )
-    assert pool_labels == gpu_group_labels(group)
+    group_labels = gpu_group_labels(group)
+    # The same keys and values, but for the provisioner that tells them apart, and the
+    # autoscaler's GPU label only the managed group needs.
+    assert group_labels.pop(catalog.CA_GPU_LABEL) == "nvidia-l4"
+    assert pool_labels.pop(catalog.LABEL_PROVISIONER) == "karpenter"
+    assert group_labels.pop(catalog.LABEL_PROVISIONER) == "node-group"
+    assert pool_labels == group_labels

@@ -163,12 +163,18 @@ def test_prod_reserved_pool_launches_only_into_its_reservation(prod: SynthResult
         if name != "gpu-reserved"
     )
     pools = {p.inputs["metadata"]["name"]: p.inputs["spec"] for p in prod.of_type(NODEPOOL)}
-    reserved, on_demand = pools["kp-h100-reserved"], pools["kp-h100-od"]
+    reserved = pools["kp-h100-reserved"]
     assert _requirement(reserved, "karpenter.sh/capacity-type")["values"] == ["reserved"]
     assert reserved["template"]["spec"]["nodeClassRef"]["name"] == "gpu-reserved"
     assert _requirement(reserved, "node.kubernetes.io/instance-type")["values"] == ["p5.48xlarge"]
     assert reserved["limits"]["nvidia.com/gpu"] == 16
-    assert reserved["weight"] > on_demand["weight"]
+    # H100 on-demand is the ng-h100-od node group: no Karpenter pool draws on-demand p5.
+    assert not [
+        p
+        for p in pools.values()
+        if _requirement(p, "karpenter.sh/capacity-type")["values"] == ["on-demand"]
+        and "p5.48xlarge" in _requirement(p, "node.kubernetes.io/instance-type")["values"]
+    ]
     labels = reserved["template"]["metadata"]["labels"]
     assert labels[catalog.LABEL_CAPACITY_TYPE] == "reserved"
 

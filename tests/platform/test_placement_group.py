@@ -10,7 +10,7 @@ from components.analysis import efa_placement
 from components.config import KarpenterPool
 from components.platform import karpenter_builders as kpb
 from synth.harness import SynthResult, run_program
-from tests.conftest import config_error_test, stack_values
+from tests.conftest import config_error_test, karpenter_gpu_overrides, stack_values
 from tests.platform.test_karpenter import NODECLASS, NODEPOOL, _prod_cfg
 
 PLACEMENT_GROUP = "aws:ec2/placementGroup:PlacementGroup"
@@ -81,8 +81,9 @@ def _prod_disk() -> Any:
 
 
 def test_prod_h100_on_demand_pool_launches_into_the_cluster_placement_group(
-    prod: SynthResult,
+    prod_karpenter: SynthResult,
 ) -> None:
+    prod = prod_karpenter
     (group,) = prod.of_type(PLACEMENT_GROUP)
     assert group.inputs["strategy"] == "cluster"
     assert group.inputs["name"] == "gpu-prod-efa"
@@ -115,9 +116,9 @@ def test_dev_has_no_efa_pool_and_no_placement_group(dev: SynthResult) -> None:
 
 
 def test_reservations_created_in_the_group_put_the_reserved_class_in_it() -> None:
-    karpenter = copy.deepcopy(stack_values("prod")["gpu-platform:karpenter"])
-    karpenter["reservations"][0]["inPlacementGroup"] = True
-    result = run_program("prod", overrides={"gpu-platform:karpenter": karpenter})
+    overrides = copy.deepcopy(karpenter_gpu_overrides())
+    overrides["gpu-platform:karpenter"]["reservations"][0]["inPlacementGroup"] = True
+    result = run_program("prod", overrides=overrides)
     classes = _classes(result)
     reserved = classes[kpb.GPU_RESERVED_NODE_CLASS]
     assert (
@@ -131,7 +132,8 @@ def test_reservations_created_in_the_group_put_the_reserved_class_in_it() -> Non
 def test_the_group_can_be_turned_off() -> None:
     network = {**stack_values("prod").get("gpu-platform:network", {})}
     network["efaPlacementGroup"] = {"enabled": False}
-    result = run_program("prod", overrides={"gpu-platform:network": network})
+    overrides = {**karpenter_gpu_overrides(), "gpu-platform:network": network}
+    result = run_program("prod", overrides=overrides)
     assert result.of_type(NODECLASS)
     assert result.of_type(PLACEMENT_GROUP) == []
     assert _pool_classes(result)["kp-h100-od"] == kpb.GPU_NODE_CLASS
@@ -151,7 +153,7 @@ def test_efa_managed_group_launch_template_names_the_group(prod_static: SynthRes
 def test_the_rule_names_the_pools_in_the_group() -> None:
     from components.config.load import namespace_values, parse
 
-    raw = stack_values("prod")
+    raw = {**stack_values("prod"), **karpenter_gpu_overrides()}
     cfg = parse(
         namespace_values({k: v if isinstance(v, str) else _json(v) for k, v in raw.items()})
     )
@@ -227,10 +229,10 @@ INVALID: list[tuple[str, Any, str, str]] = [
 test_invalid_placement_config_exits_2_with_key_path = config_error_test(INVALID, _prod_cfg)
 
 
-def test_report_shows_each_pools_node_class_and_placement(prod: SynthResult) -> None:
+def test_report_shows_each_pools_node_class_and_placement(prod_karpenter: SynthResult) -> None:
     from synth.report import report
 
-    text = report(prod)
+    text = report(prod_karpenter)
     section = text[text.index("## Karpenter NodePools") : text.index("## Reserved capacity")]
     rows = {line.split(" | ")[0].strip("| "): line for line in section.splitlines()[4:]}
     assert "`gpu-efa` (cluster placement group, 1 subnet, NVMe RAID0)" in rows["kp-h100-od"]

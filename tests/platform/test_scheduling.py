@@ -14,8 +14,8 @@ from components import config as stack_config
 from components.analysis import volcano as volcano_analysis
 from components.analysis.capacity import gpu_capacity
 from components.analysis.volcano import VALIDATION_QUEUE
-from components.platform.cluster import gpu_group_labels
 from components.platform.karpenter_builders import pool_labels
+from components.platform.node_group_builders import gpu_group_labels
 from components.platform.scheduling import (
     KUEUE_API,
     PRIORITY_CLASSES,
@@ -28,7 +28,7 @@ from components.platform.scheduling import (
     volcano_values,
 )
 from synth.harness import SynthResult
-from tests.conftest import SCHEMAS, STATIC_GPU_GROUPS, stack_values
+from tests.conftest import SCHEMAS, STATIC_GPU_GROUPS, node_group_overrides, stack_values
 from tests.helm_values import missing_keys
 
 CRDS = SCHEMAS / "crds"
@@ -52,19 +52,18 @@ def _config(stack: str) -> stack_config.StackConfig:
 
 
 def _static_prod() -> stack_config.StackConfig:
-    values = stack_values("prod")
-    values["gpu-platform:nodeGroups"]["gpu"] = STATIC_GPU_GROUPS
+    values = {**stack_values("prod"), **node_group_overrides(STATIC_GPU_GROUPS)}
     raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     return stack_config.parse(stack_config.namespace_values(raw))
 
 
 def test_gpu_capacity_sums_static_groups_and_karpenter_limits_per_flavor() -> None:
     prod = _static_prod()
-    # Static managed groups count the nodes they hold (desiredSize): nothing scales them.
+    # Groups the cluster-autoscaler resizes count the nodes they can reach (maxSize).
     managed: dict[tuple[str, str], int] = {}
     for g in prod.node_groups.gpu:
-        key = (g.gpu_class, g.capacity_type)
-        managed[key] = managed.get(key, 0) + g.desired_size * g.gpus_per_node
+        key = (g.gpu_class, g.flavor_capacity_type)
+        managed[key] = managed.get(key, 0) + g.max_size * g.gpus_per_node
     pools: dict[tuple[str, str], int] = {}
     for pool in prod.karpenter.pools:
         if pool.is_gpu:
@@ -73,52 +72,78 @@ def test_gpu_capacity_sums_static_groups_and_karpenter_limits_per_flavor() -> No
     assert managed and pools
     expected = {k: managed.get(k, 0) + pools.get(k, 0) for k in {*managed, *pools}}
     assert gpu_capacity(prod) == expected
-    # One static p5 (desiredSize 1, maxSize 2) counts 8, not 16; the reservation 2 x 8.
-    assert expected[("h100-x8", "on-demand")] == 8 + 16
+    # An autoscaled p5 group (desiredSize 1, maxSize 2) counts 16; the reservation 2 x 8.
+    assert expected[("h100-x8", "on-demand")] == 16
     assert expected[("h100-x8", "reserved")] == 16
     assert gpu_capacity(_config("prod"))[("h100-x8", "on-demand")] == 16
+    # Without the autoscaler a group counts only the nodes it holds (desiredSize).
+    fixed = prod.model_copy(
+        update={"cluster_autoscaler": prod.cluster_autoscaler.model_copy(update={"enabled": False})}
+    )
+    assert gpu_capacity(fixed)[("h100-x8", "on-demand")] == 8
 
 
 def test_every_flavor_kueue_counts_can_come_into_existence(
     prod: SynthResult, dev: SynthResult
 ) -> None:
-    # Defect 1: a flavor backed only by a group at desiredSize 0 admitted jobs that never ran.
-    # Every ResourceFlavor must match the node labels of a Karpenter NodePool or of a managed
-    # group that holds nodes.
+    # Defect 1: a flavor backed only by a group at desiredSize 0 that nothing resizes admitted
+    # jobs that never ran. Every ResourceFlavor must match the node labels of a Karpenter
+    # NodePool, of a managed group that holds nodes, or of one the cluster-autoscaler resizes;
+    # and of one kind only (one provisioner per pod).
     for result in (prod, dev):
-        sources = [
+        releases = {r.inputs["name"] for r in result.of_type("kubernetes:helm.sh/v3:Release")}
+        autoscaler = "cluster-autoscaler" in releases
+        karpenter = [
             p.inputs["spec"]["template"]["metadata"]["labels"]
             for p in result.of_type("kubernetes:karpenter.sh/v1:NodePool")
-        ] + [
+        ]
+        groups = [
             g.inputs["labels"]
             for g in result.of_type("eks:index:ManagedNodeGroup")
             if g.inputs["scalingConfig"]["desiredSize"] >= 1
+            or (autoscaler and g.inputs["scalingConfig"]["maxSize"] >= 1)
         ]
         flavors_ = result.of_type(f"kubernetes:{KUEUE_API}:ResourceFlavor")
         assert flavors_
         for flavor in flavors_:
             wanted = flavor.inputs["spec"]["nodeLabels"]
-            assert any(wanted.items() <= labels.items() for labels in sources), wanted
+            kinds = [
+                any(wanted.items() <= labels.items() for labels in karpenter),
+                any(wanted.items() <= labels.items() for labels in groups),
+            ]
+            assert kinds.count(True) == 1, wanted
 
 
 def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> None:
-    names = [flavor.name for flavor in flavors(_config("prod"))]
-    assert names == [
-        "h100-x8-reserved",
-        "h100-x8-on-demand",
-        "l4-x1-spot",
-        "l4-x1-on-demand",
-        "l40s-x1-spot",
-        "l40s-x1-on-demand",
+    prod = flavors(_config("prod"))
+    assert [(f.name, f.provisioner) for f in prod] == [
+        ("h100-x8-reserved", "karpenter"),
+        ("h100-x8-on-demand", "node-group"),
+        ("l4-x1-spot", "karpenter"),
+        ("l4-x1-on-demand", "karpenter"),
+        ("l40s-x1-spot", "node-group"),
+        ("l40s-x1-on-demand", "karpenter"),
     ]
-    assert [f.name for f in flavors(_config("dev"))] == ["a10g-x1-spot", "a10g-x1-on-demand"]
+    # The autoscaled groups' flavors wait for the ProvisioningRequest check.
+    assert [f.name for f in prod if f.provisioning_check] == [
+        "h100-x8-on-demand",
+        "l40s-x1-spot",
+    ]
+    assert [f.name for f in flavors(_config("dev"))] == [
+        "a10g-x1-spot",
+        "a10g-x1-on-demand",
+        "l4-x1-spot",
+    ]
 
 
 def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
     prod = _config("prod")
     for flavor in flavors(prod):
         spec = resource_flavor_spec(flavor)
-        assert spec["tolerations"] == [catalog.gpu_toleration()]
+        spot_group = flavor.provisioner == "node-group" and flavor.capacity_type == "spot"
+        assert spec["tolerations"] == [catalog.gpu_toleration()] + (
+            [catalog.spot_toleration()] if spot_group else []
+        )
         groups = [
             g
             for g in prod.node_groups.gpu
@@ -130,8 +155,9 @@ def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
             if p.is_gpu and spec["nodeLabels"].items() <= pool_labels(p).items()
         ]
         assert groups or pools, f"flavor {flavor.name} matches no node group or NodePool"
+        assert not (groups and pools), f"flavor {flavor.name} selects both provisioners"
         assert all(
-            (g.gpu_class, g.capacity_type) == (flavor.gpu_class, flavor.capacity_type)
+            (g.gpu_class, g.flavor_capacity_type) == (flavor.gpu_class, flavor.capacity_type)
             for g in groups
         )
         assert all(

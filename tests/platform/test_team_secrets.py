@@ -114,7 +114,8 @@ def test_a_job_using_secrets_renders_no_secret_value(
     manifests = texts["manifests.yaml"]
     # Names and paths only: an ExternalSecret per job, env by reference, no Secret object and
     # no literal value for the variable anywhere (the value lives in Secrets Manager only).
-    assert manifests.count("kind: ExternalSecret") == 3
+    jobs = len(stack_values("dev")["gpu-platform:trainingJobs"])
+    assert manifests.count("kind: ExternalSecret") == jobs == 4
     assert "\nkind: Secret\n" not in manifests
     assert "name: WANDB_API_KEY\n          valueFrom:" in manifests
     for name, text in texts.items():

@@ -14,10 +14,10 @@ from components import catalog
 from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
 from components.platform.scheduling import flavors
+from components.platform.team_queues import cluster_queue_spec
 from components.platform.teams import (
     NON_PUBLIC_CIDRS,
     TRAINER_SERVICE_ACCOUNT,
-    cluster_queue_spec,
     data_buckets,
     network_policies,
     role_rules,

@@ -31,13 +31,18 @@ def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> N
     jobs = _jobs(dev)
     assert jobs
     names = {j.inputs["metadata"]["name"] for j in jobs}
-    # One smoke Job per GPU pool (dev's GPU capacity is all Karpenter's); NCCL on the
-    # on-demand pool the stack names.
+    # One smoke Job per GPU pool, the spot node group's too (its pod makes the autoscaler
+    # grow the group from 0, and tolerates the group's spot taint); NCCL on the on-demand pool
+    # the stack names.
     assert names == {
         "gpu-smoke-kp-a10g-spot",
         "gpu-smoke-kp-a10g-od",
+        "gpu-smoke-ng-l4-spot",
         "nccl-allreduce-kp-a10g-od",
     }
+    (smoke,) = [j for j in jobs if j.inputs["metadata"]["name"] == "gpu-smoke-ng-l4-spot"]
+    pod = smoke.inputs["spec"]["template"]["spec"]
+    assert catalog.spot_toleration() in pod["tolerations"]
 
 
 def test_prod_has_no_validation_jobs_by_config(prod: SynthResult) -> None:

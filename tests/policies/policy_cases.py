@@ -303,7 +303,11 @@ PLATFORM_NS = (
 # --- capacity -------------------------------------------------------------------------------------
 
 GPU_LABELS = catalog.gpu_node_labels(
-    gpu_class="h100-x8", gpu_model="h100", capacity_type="spot", workload_type="training"
+    gpu_class="h100-x8",
+    gpu_model="h100",
+    capacity_type="spot",
+    workload_type="training",
+    provisioner="karpenter",
 )
 
 
@@ -1677,3 +1681,103 @@ CASES += SECURITY_CASES
 from tests.policies.placement_cases import PLACEMENT_CASES  # noqa: E402
 
 CASES += PLACEMENT_CASES
+
+# --- node-group autoscaling (policies/rules/autoscaling.py) ---------------------------------------
+
+
+def _spot_group(types: list[str]) -> Res:
+    name, typ, inputs, deps = mng()[1], mng()[0], dict(mng()[2]), ()
+    inputs.update(capacityType="SPOT", instanceTypes=types)
+    return (typ, name, inputs, deps)
+
+
+AUTOSCALER_RELEASE = r(
+    "kubernetes:helm.sh/v3:Release",
+    "autoscaler",
+    {"chart": "cluster-autoscaler", "version": "9.59.0", "name": "cluster-autoscaler"},
+)
+_RESIZE = ["autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"]
+_ASG = "arn:aws:autoscaling:us-east-1:123456789012:autoScalingGroup:*"
+
+
+def _autoscaler_policy(statement: dict[str, Any]) -> Res:
+    return r("aws:iam/rolePolicy:RolePolicy", "ca", {"role": "ca", "policy": doc(statement)})
+
+
+CASES += [
+    (
+        "gpu-platform-eks-spot-group-diversified",
+        "spot group of one type",
+        [_spot_group(["g6.xlarge"])],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-spot-group-diversified",
+        "spot group of three types; on-demand group of one",
+        [_spot_group(["g6.xlarge", "g6.2xlarge", "g6.4xlarge"]), mng()],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-eks-resizable-group-has-autoscaler",
+        "group 0..4 and no autoscaler",
+        [mng()],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-eks-resizable-group-has-autoscaler",
+        "group 0..4 with the autoscaler",
+        [mng(), AUTOSCALER_RELEASE],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-iam-autoscaler-scoped",
+        "resize any Auto Scaling group",
+        [_autoscaler_policy({"Effect": "Allow", "Action": _RESIZE, "Resource": "*"})],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-iam-autoscaler-scoped",
+        "conditioned on the 'enabled' tag only (every cluster's groups)",
+        [
+            _autoscaler_policy(
+                {
+                    "Effect": "Allow",
+                    "Action": _RESIZE,
+                    "Resource": _ASG,
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:ResourceTag/k8s.io/cluster-autoscaler/enabled": "true"
+                        }
+                    },
+                }
+            )
+        ],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-iam-autoscaler-scoped",
+        "resize only this cluster's groups",
+        [
+            _autoscaler_policy(
+                {
+                    "Effect": "Allow",
+                    "Action": _RESIZE,
+                    "Resource": _ASG,
+                    "Condition": {
+                        "StringEquals": {
+                            "aws:ResourceTag/k8s.io/cluster-autoscaler/gpu-prod": "owned"
+                        }
+                    },
+                }
+            )
+        ],
+        {},
+        False,
+    ),
+]

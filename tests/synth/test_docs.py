@@ -15,7 +15,8 @@ def test_readme_config_reference_matches_the_model() -> None:
 
 def test_reference_lists_nested_keys_with_allowed_values_and_defaults() -> None:
     table = configref.reference()
-    assert "| `nodeGroups.gpu[].capacityType` | `on-demand` \\| `spot` | required |" in table
+    capacity = "`on-demand` \\| `spot` \\| `capacity-block`"
+    assert f"| `nodeGroups.gpu[].capacityType` | {capacity} | required |" in table
     assert "| `network.azCount` | int (≥ 2, ≤ 6) | `3` |" in table
     assert "| `cluster.endpointPublicAccess` | bool | `false` |" in table
     # Every top-level section of the model appears.

@@ -369,7 +369,7 @@ def test_cpu_memory_defaults_leave_headroom() -> None:
 
 def test_report_lists_each_job(dev: SynthResult) -> None:
     rows = training_job_rows(dev)
-    assert len(rows) == 3
+    assert len(rows) == len(dev.config.training_jobs) == 4
     smoke = next(r for r in rows if r["job"] == "team-research/ddp-smoke")
     assert smoke["spot_usd_h"] == pytest.approx(2 * catalog.price_per_hour("g5.xlarge", "spot"))
     assert 0 < smoke["waste"] < 1

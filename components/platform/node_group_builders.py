@@ -1,0 +1,151 @@
+"""Pure builders of the managed node groups' launch templates, labels, taints, tags and the
+`transforms` that set what pulumi-eks has no input for. No resources: components/platform/
+cluster.py creates the groups from these, and the tests check them directly."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import pulumi
+
+from components import catalog
+from components.analysis import nodes
+from components.config import GpuNodeGroup
+
+#: Tag prefix the cluster-autoscaler reads a scale-from-zero node's resources from.
+AUTOSCALER_TEMPLATE_RESOURCES: Final = "k8s.io/cluster-autoscaler/node-template/resources/"
+
+
+def launch_template_spec(
+    *, disk_size_gib: int, disk_iops: int, disk_throughput_mibps: int
+) -> dict[str, Any]:
+    """Launch-template settings shared by every node group: IMDSv2 only, encrypted gp3 root.
+
+    Hop limit 1 keeps containers (not on the host network) away from the node's credentials;
+    workloads get AWS access through Pod Identity or IRSA instead.
+    """
+    return {
+        "metadata_options": {
+            "http_endpoint": "enabled",
+            "http_tokens": "required",
+            "http_put_response_hop_limit": 1,
+        },
+        "block_device_mappings": [
+            {
+                "device_name": "/dev/xvda",
+                "ebs": {
+                    "volume_size": disk_size_gib,
+                    "volume_type": "gp3",
+                    "iops": disk_iops,
+                    "throughput": disk_throughput_mibps,
+                    "encrypted": "true",
+                    "delete_on_termination": "true",
+                },
+            }
+        ],
+    }
+
+
+def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dict[str, Any]]:
+    """Launch-template network interfaces of an EFA node: one per EFA network card, the first
+    an EFA (with ENA) interface at device index 0, the others EFA-only at device index 1 - the
+    layout pulumi-eks's `enableEfaSupport` builds (pulumi/pulumi-eks@v4.3.0:
+    nodejs/eks/nodes/instances.ts#L86-103, after https://docs.aws.amazon.com/AWSEC2/latest/
+    UserGuide/efa-start.html#efa-start-tempinstance: "the first interface ... device index 0,
+    all the secondary interfaces ... device index 1"). Managed groups get no EFA interface
+    otherwise (Karpenter adds them itself when pods request vpc.amazonaws.com/efa)."""
+    return [
+        {
+            "network_card_index": index,
+            "device_index": 0 if index == 0 else 1,
+            "interface_type": "efa" if index == 0 else "efa-only",
+            "security_groups": [security_group_id],
+            "delete_on_termination": "true",
+        }
+        for index in range(efa_devices)
+    ]
+
+
+def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
+    """A `transforms` entry that sets `nodeRepairConfig` on the EKS node group a pulumi-eks
+    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it (runs.md item 9), and
+    `transforms` - unlike `transformations` - reach the children of packaged components such as
+    pulumi-eks's (https://www.pulumi.com/docs/iac/concepts/options/transformations/: "Transforms
+    support modifying child resources of packaged components (such as those in awsx and eks)").
+    The engine hands over wire-format properties (camelCase, pulumi/runtime/_callbacks.py
+    `deserialize_properties`), so the key is `nodeRepairConfig` (pulumi-aws 7.51.1
+    NodeGroupNodeRepairConfigArgs: `enabled`).
+
+    What EKS then does (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): on a
+    condition the node monitoring agent reports, replace (or, for AcceleratedHardwareReady,
+    reboot) the node after 10 min (GPU) or 30 min (Ready, KernelReady, NetworkingReady, ...);
+    it stops repairing when more than 20 % of a group of more than five nodes is unhealthy."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
+            return None
+        props = {**args.props, "nodeRepairConfig": {"enabled": enabled}}
+        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+
+    return transform
+
+
+def update_config_transform(max_unavailable: int) -> pulumi.ResourceTransform:
+    """A `transforms` entry that sets `updateConfig.maxUnavailable` (nodes replaced at a time in
+    a rolling AMI or launch-template update) on the EKS node group a pulumi-eks
+    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it; same mechanism and wire
+    format as `node_repair_transform` (pulumi-aws NodeGroupUpdateConfigArgs:
+    `maxUnavailable`)."""
+
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
+        if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
+            return None
+        props = {**args.props, "updateConfig": {"maxUnavailable": max_unavailable}}
+        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+
+    return transform
+
+
+def gpu_group_labels(group: GpuNodeGroup) -> dict[str, str]:
+    """Node labels of a managed GPU group (the same keys Karpenter pools and Kueue use; one
+    home: components/analysis/nodes.py, which the "will it run" analysis matches pods against)."""
+    return nodes.managed_gpu_labels(group)
+
+
+def eks_taints(taints: tuple[dict[str, str], ...]) -> list[dict[str, str]]:
+    """Kubernetes taints in the EKS node-group API's spelling (NoSchedule -> NO_SCHEDULE)."""
+    effect = {"NoSchedule": "NO_SCHEDULE", "PreferNoSchedule": "PREFER_NO_SCHEDULE"}
+    return [
+        {"key": t["key"], "value": t["value"], "effect": effect.get(t["effect"], "NO_EXECUTE")}
+        for t in taints
+    ]
+
+
+def autoscaler_group_tags(group: GpuNodeGroup) -> dict[str, str]:
+    """Node-group tags the cluster-autoscaler reads for scale-from-zero: resources it cannot
+    infer from its instance-type table. `nvidia.com/gpu` it knows; `vpc.amazonaws.com/efa` it
+    does not. At 1.33.6 it reads `k8s.io/cluster-autoscaler/node-template/resources/*` from the
+    EKS node group's own tags through eks:DescribeNodegroup (kubernetes/autoscaler@
+    cluster-autoscaler-1.33.6 cloudprovider/aws/aws_manager.go#L322-331, "ManagedNodeGroup
+    resource-indicating tags override conflicting tags on the ASG"), so no tag on the Auto
+    Scaling group itself is needed."""
+    if not group.efa_devices:
+        return {}
+    return {f"{AUTOSCALER_TEMPLATE_RESOURCES}{catalog.EFA_RESOURCE}": str(group.efa_devices)}
+
+
+def reservation_spec(group: GpuNodeGroup) -> dict[str, Any]:
+    """Launch-template settings that bind a group to its capacity reservation: a Capacity Block
+    through `instance_market_options` (market type `capacity-block`) plus the reservation, an
+    ODCR through the capacity reservation target (awsdocs amazon-eks-user-guide
+    nodes/capacity-blocks-mng.adoc and ml/ml-node-groups.adoc)."""
+    if group.capacity_reservation_id is None:
+        return {}
+    reservation = group.capacity_reservation_id
+    target = {"capacity_reservation_target": {"capacity_reservation_id": reservation}}
+    if group.capacity_type == "capacity-block":
+        return {
+            "instance_market_options": {"market_type": "capacity-block"},
+            "capacity_reservation_specification": target,
+        }
+    return {"capacity_reservation_specification": target}

@@ -1,0 +1,97 @@
+"""A team's Kueue ClusterQueue spec (pure data): nominal quota per flavor in the cluster's
+flavor order, borrowing and lending, preemption, and the ProvisioningRequest admission check on
+the flavors of autoscaled node groups. components/platform/teams.py creates the object."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Final
+
+from components import catalog
+from components.config import FlavorQuota, TeamConfig
+from components.platform.scheduling import PROVISIONING_CHECK, Flavor
+
+#: Resources every team ClusterQueue covers, in the order each flavor must list them.
+COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
+
+
+def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
+    """CPU/memory share that goes with `gpus_part` of `gpus` GPUs (None: no bound)."""
+    if gpus_part is None or gpus == 0:
+        return None
+    return math.ceil(value * gpus_part / gpus)
+
+
+def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for resource, nominal, unit in (
+        ("cpu", entry.cpu, ""),
+        ("memory", entry.memory_gib, "Gi"),
+        (catalog.GPU_RESOURCE, entry.gpus, ""),
+    ):
+        is_gpu = resource == catalog.GPU_RESOURCE
+        borrow = (
+            entry.borrowing_limit_gpus
+            if is_gpu
+            else _scaled(nominal, entry.borrowing_limit_gpus, entry.gpus)
+        )
+        lend = (
+            entry.lending_limit_gpus
+            if is_gpu
+            else _scaled(nominal, entry.lending_limit_gpus, entry.gpus)
+        )
+        row: dict[str, Any] = {"name": resource, "nominalQuota": f"{nominal}{unit}"}
+        if borrow is not None:
+            row["borrowingLimit"] = f"{borrow}{unit}"
+        if lend is not None:
+            row["lendingLimit"] = f"{lend}{unit}"
+        rows.append(row)
+    return rows
+
+
+def ordered_quota(team: TeamConfig, flavors: Sequence[Flavor]) -> list[FlavorQuota]:
+    """The team's quota entries in the cluster's flavor order: reserved, spot, on-demand."""
+    rank = {flavor.name: index for index, flavor in enumerate(flavors)}
+    return sorted(team.quota, key=lambda entry: rank[entry.flavor])
+
+
+def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str) -> dict[str, Any]:
+    """The team's ClusterQueue: nominal quota per flavor, borrowing/lending in the cohort,
+    preemption by priority inside the queue and reclaim of lent quota from the cohort."""
+    return {
+        "cohortName": cohort,
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
+        "queueingStrategy": "BestEffortFIFO",
+        "resourceGroups": [
+            {
+                "coveredResources": list(COVERED_RESOURCES),
+                "flavors": [
+                    {"name": entry.flavor, "resources": _flavor_resources(entry)}
+                    for entry in ordered_quota(team, flavors)
+                ],
+            }
+        ],
+        "preemption": {
+            "withinClusterQueue": "LowerPriority",
+            "reclaimWithinCohort": "Any",
+            "borrowWithinCohort": {"policy": "Never"},
+        },
+        # Try the next flavor (spot, then on-demand) before borrowing or preempting.
+        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        **_admission_checks(team, flavors),
+    }
+
+
+def _admission_checks(team: TeamConfig, flavors: Sequence[Flavor]) -> dict[str, Any]:
+    """Workloads admitted on an autoscaled node-group flavor wait for the ProvisioningRequest
+    check (the autoscaler has raised the groups); Karpenter flavors need none."""
+    used = {entry.flavor for entry in team.quota}
+    checked = [f.name for f in flavors if f.provisioning_check and f.name in used]
+    if not checked:
+        return {}
+    return {
+        "admissionChecksStrategy": {
+            "admissionChecks": [{"name": PROVISIONING_CHECK, "onFlavors": checked}]
+        }
+    }

@@ -1,0 +1,265 @@
+"""GPU managed node groups resized by the cluster-autoscaler: the chart and its values against the
+vendored upstream chart, the least-privilege role, discovery and the priority expander, the
+ProvisioningRequest path into Kueue, scale-from-zero tags, reservation binding, and one
+provisioner per pod in the "will it run" analysis."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from components import catalog
+from components.analysis import problems
+from components.analysis.nodes import node_sources
+from components.config import GpuNodeGroup, StackConfig
+from components.config.autoscaler import IMAGE_FOR_MINOR
+from components.config.load import namespace_values, parse
+from components.platform import autoscaler
+from components.platform.node_group_builders import (
+    autoscaler_group_tags,
+    reservation_spec,
+)
+from components.training_jobs.plan import SAFE_TO_EVICT
+from synth.harness import SynthResult, run_program
+from tests.conftest import SCHEMAS, stack_values, values_with_jobs
+from tests.helm_values import missing_keys
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"
+
+
+def _release(result: SynthResult, name: str) -> Any:
+    (release,) = [r for r in result.of_type(RELEASE) if r.inputs["name"] == name]
+    return release
+
+
+def _cfg(values: dict[str, Any]) -> StackConfig:
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
+    return parse(namespace_values(raw))
+
+
+# --- the chart ------------------------------------------------------------------------------------
+
+
+def test_values_exist_in_the_pinned_chart_and_the_image_is_the_cluster_minor(
+    prod: SynthResult,
+) -> None:
+    release = _release(prod, "cluster-autoscaler")
+    values = release.inputs["values"]
+    assert missing_keys("cluster-autoscaler", values, open_keys=frozenset({"extraArgs"})) == []
+    chart = yaml.safe_load((SCHEMAS / "charts/cluster-autoscaler/Chart.yaml").read_text())
+    assert release.inputs["version"] == chart["version"] == "9.59.0"
+    # The chart ships 1.35; upstream supports the autoscaler with its own Kubernetes minor.
+    assert chart["appVersion"] == "1.35.0"
+    assert values["image"]["tag"] == IMAGE_FOR_MINOR["1.33"] == "v1.33.6"
+    assert values["awsRegion"] == "us-east-1"
+    assert values["nodeSelector"] == catalog.system_node_labels()
+    assert values["serviceMonitor"]["enabled"] is True
+
+
+def test_the_unknown_key_check_catches_a_typo() -> None:
+    assert missing_keys("cluster-autoscaler", {"autoDiscovery": {"clustername": "x"}}) == [
+        "autoDiscovery.clustername"
+    ]
+
+
+def test_discovery_finds_this_clusters_groups_only(prod: SynthResult) -> None:
+    values = _release(prod, "cluster-autoscaler").inputs["values"]
+    assert values["autoDiscovery"] == {
+        "clusterName": "gpu-prod",
+        "tags": ["k8s.io/cluster-autoscaler/enabled", "k8s.io/cluster-autoscaler/gpu-prod"],
+    }
+
+
+def test_expander_prefers_reserved_then_on_demand_then_spot() -> None:
+    groups = [
+        GpuNodeGroup(
+            name="spot",
+            instance_types=["g6.xlarge", "g6.2xlarge", "g6.4xlarge"],
+            capacity_type="spot",
+            max_size=2,
+        ),
+        GpuNodeGroup(
+            name="od", instance_types=["p5.48xlarge"], capacity_type="on-demand", max_size=2
+        ),
+        GpuNodeGroup(
+            name="odcr",
+            instance_types=["p5.48xlarge"],
+            capacity_type="on-demand",
+            capacity_reservation_id="cr-0123456789abcdef0",
+            max_size=2,
+        ),
+    ]
+    tiers = autoscaler.expander_priorities("gpu-prod", groups)
+    assert list(tiers) == ["30", "20", "10", "0"]
+    (reserved,) = tiers["30"]
+    # EKS names a managed group's Auto Scaling group eks-<nodegroup-name>-<uuid>.
+    assert re.match(reserved, "eks-gpu-prod-odcr-7cc4b1f2-0d3e-5c6a-9d1e-2a3b4c5d6e7f")
+    assert not re.match(reserved, "eks-gpu-prod-od-7cc4b1f2-0d3e-5c6a-9d1e-2a3b4c5d6e7f")
+    assert not re.match(tiers["20"][0], "eks-gpu-dev-od-7cc4b1f2")
+    assert tiers["0"] == [".*"]
+
+
+# --- IAM ------------------------------------------------------------------------------------------
+
+
+def test_role_resizes_only_this_clusters_groups_and_trusts_one_service_account(
+    prod: SynthResult,
+) -> None:
+    (policy,) = [p for p in prod.of_type(ROLE_POLICY) if p.name == "autoscaler-policy"]
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    resize = statements["ResizeThisClustersGroups"]
+    assert set(resize["Action"]) == set(
+        autoscaler.policy(cluster_name="c", region="r", account_id="1")["Statement"][2]["Action"]
+    )
+    assert resize["Condition"] == {
+        "StringEquals": {"aws:ResourceTag/k8s.io/cluster-autoscaler/gpu-prod": "owned"}
+    }
+    assert statements["DescribeThisClustersNodegroups"]["Resource"].endswith(
+        ":nodegroup/gpu-prod/*"
+    )
+    (role,) = [r for r in prod.of_type("aws:iam/role:Role") if r.name == "autoscaler-role"]
+    trust = json.loads(role.inputs["assumeRolePolicy"])["Statement"][0]
+    tags = trust["Condition"]["StringEquals"]
+    assert tags["aws:RequestTag/kubernetes-namespace"] == "kube-system"
+    assert tags["aws:RequestTag/kubernetes-service-account"] == "cluster-autoscaler"
+    assert tags["aws:RequestTag/eks-cluster-name"] == "gpu-prod"
+    (association,) = [
+        a
+        for a in prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if a.name == "autoscaler-pod-identity"
+    ]
+    assert association.inputs["serviceAccount"] == autoscaler.SERVICE_ACCOUNT
+
+
+# --- the ProvisioningRequest path -----------------------------------------------------------------
+
+
+def test_kueue_starts_after_the_provisioning_request_crd_the_autoscaler_serves(
+    dev: SynthResult,
+) -> None:
+    (crd,) = [
+        c
+        for c in dev.of_type("kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition")
+        if c.inputs["metadata"]["name"] == "provisioningrequests.autoscaling.x-k8s.io"
+    ]
+    assert crd.urn in _release(dev, "kueue").dependencies
+    args = _release(dev, "cluster-autoscaler").inputs["values"]["extraArgs"]
+    assert args["enable-provisioning-requests"] is True
+    assert args["kube-api-content-type"] == "application/json"
+    assert args["expander"] == "priority,least-waste"
+
+
+def test_training_pods_keep_their_nodes_from_the_autoscalers_scale_down(
+    dev: SynthResult,
+) -> None:
+    jobs = [j for j in dev.of_type("kubernetes:batch/v1:Job") if "training" in j.name]
+    assert jobs
+    for job in jobs:
+        annotations = job.inputs["spec"]["template"]["metadata"]["annotations"]
+        assert annotations[SAFE_TO_EVICT] == "false"
+
+
+def test_jobs_on_node_groups_come_after_the_autoscaler(dev: SynthResult) -> None:
+    release = _release(dev, "cluster-autoscaler")
+    jobs = {j.inputs["metadata"]["name"]: j for j in dev.of_type("kubernetes:batch/v1:Job")}
+    assert release.urn in jobs["ddp-l4-nodegroup"].dependencies
+    assert release.urn not in jobs["ddp-smoke"].dependencies
+
+
+# --- scale from zero, reservations ----------------------------------------------------------------
+
+
+def test_efa_groups_tell_the_autoscaler_their_efa_devices(prod: SynthResult) -> None:
+    groups = {g.name: g.inputs for g in prod.of_type("eks:index:ManagedNodeGroup")}
+    tags = groups["cluster-ng-h100-od"]["tags"]
+    key = "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa"
+    assert tags[key] == "32"
+    assert key not in groups["cluster-ng-l40s-spot"]["tags"]
+    assert groups["cluster-ng-h100-od"]["labels"][catalog.CA_GPU_LABEL] == "nvidia-h100"
+    assert groups["cluster-ng-h100-od"]["releaseVersion"] == "1.33.5-20251023"
+
+
+def test_capacity_block_and_odcr_bind_through_the_launch_template() -> None:
+    block = GpuNodeGroup(
+        name="cb",
+        instance_types=["p5.48xlarge"],
+        capacity_type="capacity-block",
+        capacity_reservation_id="cr-0123456789abcdef0",
+        max_size=2,
+    )
+    assert block.flavor_capacity_type == "reserved"
+    assert reservation_spec(block) == {
+        "instance_market_options": {"market_type": "capacity-block"},
+        "capacity_reservation_specification": {
+            "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}
+        },
+    }
+    odcr = block.model_copy(update={"capacity_type": "on-demand"})
+    assert "instance_market_options" not in reservation_spec(odcr)
+    assert autoscaler_group_tags(block) == {
+        "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa": "32"
+    }
+
+
+def test_an_odcr_group_launches_in_the_reservations_zone_only() -> None:
+    values = stack_values("prod")
+    groups = copy.deepcopy(values["gpu-platform:nodeGroups"])
+    groups["gpu"][0].update(capacityReservationId="cr-0123456789abcdef0", reservationZoneIndex=1)
+    result = run_program("prod", overrides={"gpu-platform:nodeGroups": groups})
+    (lt,) = [
+        t
+        for t in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if t.name == "cluster-ng-h100-od"
+    ]
+    target = lt.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    (group,) = [
+        g for g in result.of_type("eks:index:ManagedNodeGroup") if g.name == "cluster-ng-h100-od"
+    ]
+    assert len(group.inputs["subnetIds"]) == 1
+
+
+# --- one provisioner per pod ----------------------------------------------------------------------
+
+
+def test_every_node_source_names_its_provisioner(prod: SynthResult, dev: SynthResult) -> None:
+    for result in (prod, dev):
+        for group in result.of_type("eks:index:ManagedNodeGroup"):
+            assert group.inputs["labels"][catalog.LABEL_PROVISIONER] == "node-group"
+        for pool in result.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+            labels = pool.inputs["spec"]["template"]["metadata"]["labels"]
+            assert labels[catalog.LABEL_PROVISIONER] == "karpenter"
+
+
+@pytest.mark.parametrize("scheduler", ["volcano", "kueue"])
+def test_a_pod_both_provisioners_could_serve_is_flagged_unless_kueue_picks_one(
+    scheduler: str,
+) -> None:
+    values = values_with_jobs("prod")
+    job = next(j for j in values["gpu-platform:trainingJobs"] if j["name"] == "pretrain-7b")
+    # reserved = Karpenter (kp-h100-reserved), its on-demand fallback = ng-h100-od.
+    job.update(capacity="reserved", scheduler=scheduler, launcher=scheduler)
+    if scheduler == "kueue":
+        job["launcher"] = "native"
+    cfg = _cfg(values)
+    index = next(i for i, j in enumerate(cfg.training_jobs) if j.name == "pretrain-7b")
+    found = [p for p in problems(cfg) if p[0] == f"trainingJobs[{index}].capacity"]
+    if scheduler == "kueue":
+        # Each Kueue flavor selects one provisioner: the pod gets exactly one.
+        assert found == []
+    else:
+        assert found and "ng-h100-od" in found[0][2] and "kp-h100-reserved" in found[0][2]
+
+
+def test_autoscaled_group_sources_need_the_pod_to_fit_the_first_type() -> None:
+    sources = {s.name: s for s in node_sources(_cfg(stack_values("dev")))}
+    spot = sources["ng-l4-spot"]
+    assert spot.scaler == "autoscaler" and spot.max_nodes == 2
+    assert list(spot.allocatable) == ["g6.xlarge"]
+    assert catalog.spot_taint() in spot.taints
