@@ -101,6 +101,16 @@ def gpu_toleration() -> dict[str, str]:
     return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}
 
 
+def gpu_daemon_tolerations() -> list[dict[str, str]]:
+    """What every DaemonSet that must run on every GPU node tolerates (device plugins, GPU
+    Operator operands, NFD worker, node-exporter): every taint, like the EKS add-ons' node
+    agents. A GPU node carries the GPU taint, a spot group's also the spot taint, and a group
+    may add its own (`nodeGroups.gpu[].taints`): a device plugin that did not tolerate one of
+    them would leave the node without `nvidia.com/gpu`, so no GPU pod could ever run there.
+    Where they run is decided by their node selectors and affinities, not by taints."""
+    return [{"operator": "Exists"}]
+
+
 def spot_taint() -> dict[str, str]:
     """The taint of spot managed-group nodes (Kubernetes spelling)."""
     return {"key": SPOT_TAINT_KEY, "value": "true", "effect": "NoSchedule"}

@@ -121,7 +121,7 @@ def chart_values(config: GpuOperatorConfig) -> dict[str, Any]:
     return {
         "operator": {"nodeSelector": system},
         # Operands carry every GPU taint the platform defines.
-        "daemonsets": {"tolerations": [catalog.gpu_toleration()]},
+        "daemonsets": {"tolerations": catalog.gpu_daemon_tolerations()},
         "driver": {"enabled": config.driver_enabled},
         "toolkit": {"enabled": config.toolkit_enabled},
         "devicePlugin": {
@@ -146,7 +146,7 @@ def chart_values(config: GpuOperatorConfig) -> dict[str, Any]:
         "node-feature-discovery": {
             "worker": {
                 "nodeSelector": catalog.gpu_node_selector(),
-                "tolerations": [catalog.gpu_toleration()],
+                "tolerations": catalog.gpu_daemon_tolerations(),
             },
             "master": {"nodeSelector": system},
             "gc": {"nodeSelector": system},
@@ -199,7 +199,7 @@ def efa_device_plugin_values(instance_types: list[str]) -> dict[str, Any]:
             "keys": ["node.kubernetes.io/instance-type"],
             "values": list(instance_types),
         },
-        "tolerations": [catalog.gpu_toleration()],
+        "tolerations": catalog.gpu_daemon_tolerations(),
     }
 
 

@@ -104,7 +104,7 @@ def chart_values(config: ObservabilityConfig) -> dict[str, Any]:
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABEL_ALLOWLIST)}]"],
         },
         # node-exporter must run on GPU nodes too (memory/disk/PID of the nodes that matter).
-        "prometheus-node-exporter": {"tolerations": [catalog.gpu_toleration()]},
+        "prometheus-node-exporter": {"tolerations": catalog.gpu_daemon_tolerations()},
     }
 
 

@@ -15,7 +15,7 @@ import yaml
 
 from components import catalog
 from components.analysis import problems
-from components.analysis.nodes import node_sources
+from components.analysis.nodes import node_sources, tolerates
 from components.config import GpuNodeGroup, StackConfig
 from components.config.autoscaler import IMAGE_FOR_MINOR
 from components.config.load import namespace_values, parse
@@ -263,3 +263,17 @@ def test_autoscaled_group_sources_need_the_pod_to_fit_the_first_type() -> None:
     assert spot.scaler == "autoscaler" and spot.max_nodes == 2
     assert list(spot.allocatable) == ["g6.xlarge"]
     assert catalog.spot_taint() in spot.taints
+
+
+def test_gpu_daemons_tolerate_every_taint_of_every_gpu_source(
+    prod: SynthResult, dev: SynthResult
+) -> None:
+    # A spot group's nodes carry the spot taint: a device plugin that did not tolerate it would
+    # leave them without nvidia.com/gpu, and no GPU pod could ever run there.
+    for result in (prod, dev):
+        values = _release(result, "gpu-operator").inputs["values"]
+        daemons = tuple(values["daemonsets"]["tolerations"])
+        for source in node_sources(result.config):
+            for taint in source.taints:
+                assert tolerates(taint, daemons), (source.name, taint)
+    assert not tolerates(catalog.spot_taint(), (catalog.gpu_toleration(),))

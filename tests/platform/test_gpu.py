@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from components import catalog
+from components.analysis.nodes import tolerates
 from components.config import GpuOperatorConfig
 from components.platform import gpu
 from synth import __main__ as synth_cli
@@ -63,11 +64,18 @@ def test_operands_tolerate_the_gpu_taint_and_controllers_sit_on_system_nodes() -
     values = gpu.chart_values(GpuOperatorConfig())
     taint = catalog.gpu_taint()
     tolerations = values["daemonsets"]["tolerations"]
-    assert any(t["key"] == taint["key"] and t["effect"] == taint["effect"] for t in tolerations)
+    # Every taint a GPU node can carry: the GPU taint, a spot group's spot taint, its own.
+    for other in (
+        taint,
+        catalog.spot_taint(),
+        {"key": "team", "value": "a", "effect": "NoExecute"},
+    ):
+        assert tolerates(other, tuple(tolerations))
     assert values["operator"]["nodeSelector"] == catalog.system_node_labels()
     worker = values["node-feature-discovery"]["worker"]
     assert worker["nodeSelector"] == {catalog.LABEL_GPU_VENDOR: "nvidia"}
-    assert catalog.gpu_toleration() in worker["tolerations"]
+    assert tolerates(catalog.spot_taint(), tuple(worker["tolerations"]))
+    assert tolerates(catalog.gpu_taint(), tuple(worker["tolerations"]))
 
 
 def test_dcgm_service_monitor_after_crds(dev: SynthResult) -> None:
@@ -225,7 +233,8 @@ def test_efa_device_plugin_runs_on_the_stacks_efa_types_and_tolerates_the_gpu_ta
     assert release.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
     values = release.inputs["values"]
     # The chart's only built-in toleration is CriticalAddonsOnly: without ours it never lands.
-    assert catalog.gpu_toleration() in values["tolerations"]
+    assert tolerates(catalog.gpu_taint(), tuple(values["tolerations"]))
+    assert tolerates(catalog.spot_taint(), tuple(values["tolerations"]))
     types = values["supportedInstanceLabels"]["values"]
     assert "p5.48xlarge" in types
     assert all(catalog.instance(t).efa_devices > 0 for t in types)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from components import catalog
+from components.analysis.nodes import tolerates
 from components.config import ObservabilityConfig
 from components.platform import observability
 from synth.harness import SynthResult
@@ -107,4 +108,5 @@ def test_controllers_on_system_nodes_and_node_exporter_on_gpu_nodes() -> None:
     system = catalog.system_node_labels()
     assert values["prometheus"]["prometheusSpec"]["nodeSelector"] == system
     assert values["grafana"]["nodeSelector"] == system
-    assert catalog.gpu_toleration() in values["prometheus-node-exporter"]["tolerations"]
+    exporter = tuple(values["prometheus-node-exporter"]["tolerations"])
+    assert tolerates(catalog.gpu_taint(), exporter) and tolerates(catalog.spot_taint(), exporter)
