@@ -283,16 +283,12 @@ class Admission(pulumi.ComponentResource):
     ) -> list[pulumi.Resource]:
         config = args.config
         # Kyverno reads signatures from private ECR with its own identity (Pod Identity).
-        role = aws.iam.Role(
+        role = iam.pod_identity_role(
             f"{name}-kyverno",
-            assume_role_policy=pulumi.Output.json_dumps(
-                iam.pod_identity_trust_policy(
-                    args.account.account_id,
-                    cluster_name=args.physical_cluster_name,
-                    namespace=KYVERNO_NAMESPACE,
-                    service_account=KYVERNO_SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=args.account.account_id,
+            cluster_name=args.physical_cluster_name,
+            namespace=KYVERNO_NAMESPACE,
+            service_account=KYVERNO_SERVICE_ACCOUNT,
             managed_policy_arns=[
                 f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
             ],

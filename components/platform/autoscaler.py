@@ -232,16 +232,12 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         super().__init__("gpu-platform:autoscaler:ClusterAutoscaler", name, None, opts)
         child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=self))
         account = args.aws_account
-        self.role = aws.iam.Role(
+        self.role = iam.pod_identity_role(
             f"{name}-role",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    account.account_id,
-                    cluster_name=args.cluster_name,
-                    namespace=NAMESPACE,
-                    service_account=SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=account.account_id,
+            cluster_name=args.cluster_name,
+            namespace=NAMESPACE,
+            service_account=SERVICE_ACCOUNT,
             tags=args.tags,
             opts=child,
         )

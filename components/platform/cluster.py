@@ -8,7 +8,6 @@ StorageClass and the explicit Kubernetes provider every Kubernetes resource must
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -362,16 +361,12 @@ class Cluster(pulumi.ComponentResource):
                 opts=child,
             )
 
-        ebs_csi_role = aws.iam.Role(
+        ebs_csi_role = iam.pod_identity_role(
             f"{name}-ebs-csi",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    account_id,
-                    cluster_name=config.name,
-                    namespace="kube-system",
-                    service_account=EBS_CSI_SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=account_id,
+            cluster_name=config.name,
+            namespace="kube-system",
+            service_account=EBS_CSI_SERVICE_ACCOUNT,
             managed_policy_arns=[
                 f"{iam.AWS_MANAGED}/service-role/AmazonEBSCSIDriverPolicy",
             ],

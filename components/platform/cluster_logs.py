@@ -223,16 +223,12 @@ class Logging(pulumi.ComponentResource):
         if not config.enabled:
             self.register_outputs({})
             return
-        role = aws.iam.Role(
+        role = iam.pod_identity_role(
             f"{name}-agent",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    args.account.account_id,
-                    cluster_name=args.cluster_name,
-                    namespace=AGENT_NAMESPACE,
-                    service_account=AGENT_SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=args.account.account_id,
+            cluster_name=args.cluster_name,
+            namespace=AGENT_NAMESPACE,
+            service_account=AGENT_SERVICE_ACCOUNT,
             managed_policy_arns=[
                 f"arn:{args.account.partition}:iam::aws:policy/CloudWatchAgentServerPolicy"
             ],

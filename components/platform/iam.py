@@ -61,6 +61,36 @@ def node_role(name: str, *, tags: dict[str, str], opts: pulumi.ResourceOptions) 
     )
 
 
+def pod_identity_role(
+    name: str,
+    *,
+    account_id: str,
+    cluster_name: str,
+    namespace: str,
+    service_account: str,
+    tags: dict[str, str],
+    opts: pulumi.ResourceOptions,
+    **role_args: Any,
+) -> aws.iam.Role:
+    """The IAM role one service account of one cluster assumes through EKS Pod Identity: the
+    trust of `pod_identity_trust_policy` (all three pins), plus whatever else the role takes
+    (`description`, `managed_policy_arns`). The one builder of such roles."""
+    return aws.iam.Role(
+        name,
+        assume_role_policy=json.dumps(
+            pod_identity_trust_policy(
+                account_id,
+                cluster_name=cluster_name,
+                namespace=namespace,
+                service_account=service_account,
+            )
+        ),
+        tags=tags,
+        opts=opts,
+        **role_args,
+    )
+
+
 def service_trust_policy(service: str) -> dict[str, Any]:
     """Trust for an AWS service principal (e.g. `ec2.amazonaws.com` for node roles)."""
     return {

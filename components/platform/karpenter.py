@@ -172,16 +172,12 @@ class Karpenter(pulumi.ComponentResource):
         account_id = args.aws_account.account_id
         region = args.aws_account.region
         partition = args.aws_account.partition
-        self.controller_role = aws.iam.Role(
+        self.controller_role = iam.pod_identity_role(
             f"{name}-controller",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    account_id,
-                    cluster_name=cluster_name,
-                    namespace=config.namespace,
-                    service_account=SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=account_id,
+            cluster_name=cluster_name,
+            namespace=config.namespace,
+            service_account=SERVICE_ACCOUNT,
             tags=tags,
             opts=child,
         )

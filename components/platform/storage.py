@@ -324,16 +324,12 @@ class Storage(pulumi.ComponentResource):
         name, args = self._name, self._args
         child = pulumi.ResourceOptions(parent=self)
         account_id = self._args.aws_account.account_id
-        role = aws.iam.Role(
+        role = iam.pod_identity_role(
             f"{name}-{driver}-csi",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    account_id,
-                    cluster_name=args.physical_cluster_name,
-                    namespace=CSI_NAMESPACE,
-                    service_account=service_account,
-                )
-            ),
+            account_id=account_id,
+            cluster_name=args.physical_cluster_name,
+            namespace=CSI_NAMESPACE,
+            service_account=service_account,
             tags=args.tags,
             opts=child,
         )

@@ -189,16 +189,12 @@ class TeamSecrets(pulumi.ComponentResource):
             self.register_outputs({})
             return
         aws_opts = pulumi.ResourceOptions(parent=self)
-        controller = aws.iam.Role(
+        controller = iam.pod_identity_role(
             f"{name}-eso-controller",
-            assume_role_policy=pulumi.Output.json_dumps(
-                iam.pod_identity_trust_policy(
-                    args.account.account_id,
-                    cluster_name=args.physical_cluster_name,
-                    namespace=args.config.namespace,
-                    service_account=ESO_SERVICE_ACCOUNT,
-                )
-            ),
+            account_id=args.account.account_id,
+            cluster_name=args.physical_cluster_name,
+            namespace=args.config.namespace,
+            service_account=ESO_SERVICE_ACCOUNT,
             tags=args.tags,
             opts=aws_opts,
         )

@@ -438,17 +438,13 @@ class Team(pulumi.ComponentResource):
         """The `trainer` role (S3 prefixes of the team only), its service account and Pod Identity
         association."""
         team, ns, meta = self._team, self._team.namespace, self._meta
-        self.trainer_role = aws.iam.Role(
+        self.trainer_role = iam.pod_identity_role(
             f"{name}-trainer",
+            account_id=args.account_id,
+            cluster_name=args.physical_cluster_name,
+            namespace=ns,
+            service_account=TRAINER_SERVICE_ACCOUNT,
             description=f"Training pods of team {team.name}: its S3 prefixes only",
-            assume_role_policy=json.dumps(
-                iam.pod_identity_trust_policy(
-                    args.account_id,
-                    cluster_name=args.physical_cluster_name,
-                    namespace=ns,
-                    service_account=TRAINER_SERVICE_ACCOUNT,
-                )
-            ),
             tags=args.tags,
             opts=pulumi.ResourceOptions(parent=self),
         )
