@@ -35,6 +35,7 @@ from components import catalog
 from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
 from components.platform import iam
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -252,7 +253,7 @@ class Admission(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Admission", name, None, opts)
         config = args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         registries = allowed_registries(config, args.account)
         pattern = image_pattern(registries, require_digest=config.require_digest)
         policy = trusted_images_policy(pattern)
@@ -293,7 +294,7 @@ class Admission(pulumi.ComponentResource):
                 f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
             ],
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
         association = aws.eks.PodIdentityAssociation(
             f"{name}-kyverno",
@@ -302,7 +303,7 @@ class Admission(pulumi.ComponentResource):
             service_account=KYVERNO_SERVICE_ACCOUNT,
             role_arn=role.arn,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
         release = k8s.helm.v3.Release(
             f"{name}-kyverno",

@@ -43,6 +43,7 @@ from components import catalog
 from components.config import ClusterAutoscalerConfig, GpuNodeGroup, StackConfig
 from components.platform import iam
 from components.platform.iam import AwsAccount
+from components.resource_options import child_options
 
 CHART: Final = "cluster-autoscaler"
 CHART_REPO: Final = "https://kubernetes.github.io/autoscaler"
@@ -230,7 +231,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:autoscaler:ClusterAutoscaler", name, None, opts)
-        child = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=self))
+        child = pulumi.ResourceOptions.merge(opts, child_options(self))
         account = args.aws_account
         self.role = iam.pod_identity_role(
             f"{name}-role",

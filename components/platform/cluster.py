@@ -32,6 +32,7 @@ from components.platform.node_group_builders import (
     reservation_spec,
     update_config_transform,
 )
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -132,7 +133,7 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         config = args.config
         self.physical_name = config.name
         addons = config.resolved_addons
@@ -349,7 +350,7 @@ class Cluster(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            opts=child_options(self, depends_on=[self.system_node_group]),
         )
         if config.node_monitoring_agent:
             self._node_monitoring_agent(name, addons.node_monitoring_agent, tags)
@@ -409,7 +410,7 @@ class Cluster(pulumi.ComponentResource):
             allow_volume_expansion=True,
             # Bind where the pod lands, so the volume is created in the pod's AZ.
             volume_binding_mode="WaitForFirstConsumer",
-            opts=pulumi.ResourceOptions(parent=self, provider=self.k8s_provider),
+            opts=child_options(self, provider=self.k8s_provider),
         )
 
     def _node_group(
@@ -475,7 +476,7 @@ class Cluster(pulumi.ComponentResource):
                 {"resource_type": "volume", "tags": node_tags},
             ],
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
             **spec,
         )
         minimum, desired, maximum = sizes
@@ -524,5 +525,5 @@ class Cluster(pulumi.ComponentResource):
             resolve_conflicts_on_create="OVERWRITE",
             resolve_conflicts_on_update="OVERWRITE",
             tags=tags,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[self.system_node_group]),
+            opts=child_options(self, depends_on=[self.system_node_group]),
         )

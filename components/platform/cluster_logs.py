@@ -40,6 +40,7 @@ import pulumi_aws as aws
 
 from components.config.security import LoggingConfig
 from components.platform import iam
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
@@ -176,7 +177,7 @@ class Logging(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Logging", name, None, opts)
         config = args.config
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         self._name = name
         self._args = args
         self.log_groups = {}
@@ -219,7 +220,7 @@ class Logging(pulumi.ComponentResource):
     def install(self, cluster_name: pulumi.Input[str]) -> None:
         """The add-on (it needs the control plane), log alarms and saved queries."""
         name, args, config = self._name, self._args, self._args.config
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self)
         if not config.enabled:
             self.register_outputs({})
             return
@@ -269,7 +270,7 @@ class Logging(pulumi.ComponentResource):
         self.register_outputs({"logGroups": sorted(self.log_groups)})
 
     def _alarms(self, name: str, args: LoggingArgs) -> None:
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self)
         topic = aws.sns.Topic(
             f"{name}-alerts", kms_master_key_id="alias/aws/sns", tags=args.tags, opts=child
         )

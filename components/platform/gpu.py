@@ -19,6 +19,7 @@ import yaml
 
 from components import catalog
 from components.config import GpuOperatorConfig
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -243,7 +244,7 @@ class GpuStack(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:gpu:GpuStack", name, None, opts)
         config = args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         self.namespace = config.namespace
 
         namespace = k8s.core.v1.Namespace(

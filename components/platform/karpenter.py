@@ -48,6 +48,7 @@ from components.platform.karpenter_builders import (
     nodepool_spec,
     pool_node_class,
 )
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -105,7 +106,7 @@ class Karpenter(pulumi.ComponentResource):
         self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         cluster, tags = args.cluster, args.tags
         cluster_name = args.cluster_name
 
@@ -138,7 +139,7 @@ class Karpenter(pulumi.ComponentResource):
         role_policy, pod_identity = self._controller_identity(name, args, child)
 
         # --- Helm: CRDs first (Helm never upgrades a chart's crds/), then the controller ---
-        k8s_child = pulumi.ResourceOptions(parent=self, provider=cluster.k8s_provider)
+        k8s_child = child_options(self, opts, provider=cluster.k8s_provider)
         self._releases(
             name, args, queue_name, k8s_child, after=[pod_identity, role_policy, queue_policy]
         )

@@ -17,6 +17,7 @@ import pulumi_aws as aws
 
 from components.config import NetworkConfig
 from components.platform.iam import AwsAccount
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -84,7 +85,7 @@ class Network(pulumi.ComponentResource):
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:network:Network", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         existing = args.config.existing_vpc
         if existing is not None:
             self._adopt(name, args, child)

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import ObservabilityConfig
 from components.platform import alerts
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -370,7 +371,7 @@ class Observability(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:observability:Observability", name, None, opts)
         config = args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         self.namespace = config.namespace
 
         namespace = k8s.core.v1.Namespace(

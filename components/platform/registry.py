@@ -25,6 +25,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config.security import RegistryConfig
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -128,7 +129,7 @@ class Registry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Registry", name, None, opts)
         config = args.config
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         self.repository_urls = {}
         if not config.enabled:
             self.register_outputs({})
@@ -190,7 +191,7 @@ class Registry(pulumi.ComponentResource):
     ) -> None:
         """Per upstream registry a pull-through cache rule and the creation template its
         repositories get (KMS, lifecycle, tags)."""
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self)
         template_encryption = [
             aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
                 encryption_type="KMS", kms_key=key.arn
@@ -213,5 +214,5 @@ class Registry(pulumi.ComponentResource):
                 ecr_repository_prefix=prefix,
                 upstream_registry_url=cache.upstream,
                 credential_arn=cache.credential_arn,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[template]),
+                opts=child_options(self, depends_on=[template]),
             )

@@ -27,6 +27,7 @@ from components import catalog
 from components.analysis import volcano
 from components.analysis.facts import stack_facts
 from components.config import SchedulingConfig, StackConfig
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
@@ -370,7 +371,7 @@ class Scheduling(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:scheduling:Scheduling", name, None, opts)
         config = args.config.scheduling
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         self.flavors = flavors(args.config)
         self.cohort = config.cohort
 

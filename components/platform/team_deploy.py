@@ -33,6 +33,7 @@ import pulumi_aws as aws
 
 from components.config import TeamConfig, TeamDeploy
 from components.contract.platform_facts import deploy_role_name, preview_role_name
+from components.resource_options import child_options
 
 GITHUB_OIDC_HOST: Final = "token.actions.githubusercontent.com"
 EDIT_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
@@ -103,7 +104,7 @@ class TeamDeployIdentity(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:teams:TeamDeployIdentity", name, None, opts)
         team = args.team
-        child = pulumi.ResourceOptions(parent=self)
+        child = child_options(self, opts)
         roles: dict[str, aws.iam.Role] = {}
         for kind, preview, policy, role_name in (
             ("deploy", False, EDIT_POLICY, deploy_role_name),
@@ -139,7 +140,7 @@ class TeamDeployIdentity(pulumi.ComponentResource):
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(
                     **namespace_scope(team.namespace)
                 ),
-                opts=pulumi.ResourceOptions(parent=self, depends_on=[entry]),
+                opts=child_options(self, depends_on=[entry]),
             )
             roles[kind] = role
         self.deploy_role = roles["deploy"]

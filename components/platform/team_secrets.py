@@ -30,6 +30,7 @@ import pulumi_kubernetes as k8s
 
 from components.config.security import SECRET_STORE_NAME, SECRETS_PATH_PREFIX, SecretsConfig
 from components.platform import iam
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
@@ -188,7 +189,7 @@ class TeamSecrets(pulumi.ComponentResource):
         if not args.config.enabled:
             self.register_outputs({})
             return
-        aws_opts = pulumi.ResourceOptions(parent=self)
+        aws_opts = child_options(self, opts)
         controller = iam.pod_identity_role(
             f"{name}-eso-controller",
             account_id=args.account.account_id,
@@ -254,7 +255,7 @@ class TeamSecrets(pulumi.ComponentResource):
         self, name: str, args: TeamSecretsArgs, controller: aws.iam.Role
     ) -> dict[str, aws.iam.Role]:
         """Per team a role only the ESO controller may assume, reading that team's secrets."""
-        aws_opts = pulumi.ResourceOptions(parent=self)
+        aws_opts = child_options(self)
         team_roles: dict[str, aws.iam.Role] = {}
         for team in args.teams:
             role = aws.iam.Role(

@@ -30,6 +30,7 @@ from components.platform.scheduling import (
     Flavor,
 )
 from components.platform.team_queues import cluster_queue_spec
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
@@ -385,7 +386,7 @@ class Team(pulumi.ComponentResource):
         super().__init__("gpu-platform:teams:Team", name, None, opts)
         team = args.config
         ns = team.namespace
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
 
         self.namespace = k8s.core.v1.Namespace(
             f"{name}-namespace",
@@ -446,7 +447,7 @@ class Team(pulumi.ComponentResource):
             service_account=TRAINER_SERVICE_ACCOUNT,
             description=f"Training pods of team {team.name}: its S3 prefixes only",
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
         # Until Storage hands over its key: this account's keys, and (below) only through S3.
         key_arn = args.kms_key_arn or f"arn:aws:kms:*:{args.account_id}:key/*"
@@ -457,7 +458,7 @@ class Team(pulumi.ComponentResource):
             f"{name}-trainer-s3",
             role=self.trainer_role.id,
             policy=policy,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
         k8s.core.v1.ServiceAccount(
             f"{name}-trainer-sa", metadata=meta(TRAINER_SERVICE_ACCOUNT), opts=in_ns
@@ -469,7 +470,7 @@ class Team(pulumi.ComponentResource):
             service_account=TRAINER_SERVICE_ACCOUNT,
             role_arn=self.trainer_role.arn,
             tags=args.tags,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
 
     def _access(self, name: str, args: TeamArgs, in_ns: pulumi.ResourceOptions) -> None:
@@ -487,7 +488,7 @@ class Team(pulumi.ComponentResource):
             metadata=meta("team-member"),
             role_ref=cast(Any, {"apiGroup": RBAC_API, "kind": "Role", "name": "team-member"}),
             subjects=cast(Any, [{"apiGroup": RBAC_API, "kind": "Group", "name": team.group}]),
-            opts=pulumi.ResourceOptions(parent=self, provider=args.k8s_provider, depends_on=[role]),
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[role]),
         )
         for policy_name, spec in network_policies(team, args.monitoring_namespace).items():
             k8s.networking.v1.NetworkPolicy(

@@ -27,6 +27,7 @@ from components.platform.validation_scripts import (
     NCCL_SCRIPT,
     SMOKE_SCRIPT,
 )
+from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -497,7 +498,7 @@ class Validation(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:validation:Validation", name, None, opts)
         config = args.config
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=args.k8s_provider)
+        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         objects = validation_objects(args.pools, args.nccl_pool, config, args.queue_guarantee)
         if objects:
             namespace = k8s.core.v1.Namespace(

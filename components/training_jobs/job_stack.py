@@ -27,6 +27,7 @@ import pulumi_kubernetes as k8s
 from components.config import ConfigError, StackConfig
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
 from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
+from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
 from components.training_jobs.plan import deploy_provenance, plan_job
 from components.training_jobs.training import TrainingJob, TrainingJobArgs
@@ -97,13 +98,13 @@ class TeamJobs(pulumi.ComponentResource):
             kubeconfig=args.kubeconfig,
             # Objects without a namespace would land here rather than in `default`.
             namespace=team.namespace,
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=child_options(self),
         )
         self.jobs = {
             plan.name: TrainingJob(
                 f"{name}-{plan.name}",
                 TrainingJobArgs(plan=plan, k8s_provider=provider),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=child_options(self),
             )
             for plan in plans
         }

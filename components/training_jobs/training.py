@@ -33,6 +33,7 @@ import pulumi_kubernetes as k8s
 
 from components.analysis.facts import stack_facts
 from components.config import StackConfig
+from components.resource_options import child_options
 from components.training_jobs.manifests import (
     cluster_training_runtime,
     job_manifests,
@@ -226,6 +227,6 @@ class TrainingJobs(pulumi.ComponentResource):
                     k8s_provider=args.k8s_provider,
                     depends_on=[*args.team_resources.get(job.team, ()), *scheduler],
                 ),
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=child_options(self),
             )
         self.register_outputs({"jobs": sorted(self.jobs)})
