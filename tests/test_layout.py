@@ -26,7 +26,7 @@ LAYERS = {
     "components.catalog": 0,
     "components.config": 1,
     "components.analysis": 2,
-    "components.resource_options": 2,
+    "components.resource_options": 3,
     "components.platform": 3,
     "components.training_jobs": 3,
     "components.contract": 3,

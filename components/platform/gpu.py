@@ -19,7 +19,7 @@ import yaml
 
 from components import catalog
 from components.config import GpuOperatorConfig
-from components.resource_options import child_options
+from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -247,17 +247,12 @@ class GpuStack(pulumi.ComponentResource):
         k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         self.namespace = config.namespace
 
-        namespace = k8s.core.v1.Namespace(
+        # Operands mount host paths and run privileged (device plugin, DCGM, validator).
+        namespace, in_namespace = owned_namespace(
             f"{name}-namespace",
-            metadata={
-                "name": config.namespace,
-                # Operands mount host paths and run privileged (device plugin, DCGM, validator).
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
-            },
-            opts=k8s_opts,
-        )
-        in_namespace = pulumi.ResourceOptions.merge(
-            k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])
+            config.namespace,
+            {"pod-security.kubernetes.io/enforce": "privileged"},
+            k8s_opts,
         )
         metrics = k8s.core.v1.ConfigMap(
             f"{name}-dcgm-metrics",

@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import ObservabilityConfig
 from components.platform import alerts
-from components.resource_options import child_options
+from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -374,14 +374,12 @@ class Observability(pulumi.ComponentResource):
         k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         self.namespace = config.namespace
 
-        namespace = k8s.core.v1.Namespace(
+        # node-exporter needs host namespaces and hostPath mounts.
+        namespace, _ = owned_namespace(
             f"{name}-namespace",
-            metadata={
-                "name": config.namespace,
-                # node-exporter needs host namespaces and hostPath mounts.
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
-            },
-            opts=k8s_opts,
+            config.namespace,
+            {"pod-security.kubernetes.io/enforce": "privileged"},
+            k8s_opts,
         )
         self.release = k8s.helm.v3.Release(
             f"{name}-kube-prometheus-stack",

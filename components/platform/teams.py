@@ -30,7 +30,7 @@ from components.platform.scheduling import (
     Flavor,
 )
 from components.platform.team_queues import cluster_queue_spec
-from components.resource_options import child_options
+from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.platform.cluster import Cluster
@@ -388,13 +388,8 @@ class Team(pulumi.ComponentResource):
         ns = team.namespace
         k8s_opts = child_options(self, opts, provider=args.k8s_provider)
 
-        self.namespace = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": ns, "labels": namespace_labels(team)},
-            opts=k8s_opts,
-        )
-        in_ns = pulumi.ResourceOptions(
-            parent=self, provider=args.k8s_provider, depends_on=[self.namespace]
+        self.namespace, in_ns = owned_namespace(
+            f"{name}-namespace", ns, namespace_labels(team), k8s_opts
         )
         self._team: TeamConfig = team
         meta = self._meta

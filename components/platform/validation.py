@@ -27,7 +27,7 @@ from components.platform.validation_scripts import (
     NCCL_SCRIPT,
     SMOKE_SCRIPT,
 )
-from components.resource_options import child_options
+from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
@@ -501,15 +501,13 @@ class Validation(pulumi.ComponentResource):
         k8s_opts = child_options(self, opts, provider=args.k8s_provider)
         objects = validation_objects(args.pools, args.nccl_pool, config, args.queue_guarantee)
         if objects:
-            namespace = k8s.core.v1.Namespace(
+            # Restricted like team namespaces: the tests prove GPUs and NCCL work from a
+            # restricted pod, which is what every training pod is.
+            namespace, _ = owned_namespace(
                 f"{name}-namespace",
-                metadata={
-                    "name": config.namespace,
-                    # Restricted like team namespaces: the tests prove GPUs and NCCL work
-                    # from a restricted pod, which is what every training pod is.
-                    "labels": dict(pod_security.RESTRICTED_NAMESPACE_LABELS),
-                },
-                opts=k8s_opts,
+                config.namespace,
+                dict(pod_security.RESTRICTED_NAMESPACE_LABELS),
+                k8s_opts,
             )
             after = pulumi.ResourceOptions.merge(
                 k8s_opts,
