@@ -40,14 +40,18 @@ logs = Logging("logging", LoggingArgs.of(cfg, account, tags))  # log groups befo
 log_group = logs.control_plane_log_group
 cluster = Cluster(
     "cluster",
-    ClusterArgs.of(cfg, network, account, tags, gpu_labels, control_plane_log_group=log_group),
+    ClusterArgs.of(
+        cfg, network.handles, account, tags, gpu_labels, control_plane_log_group=log_group
+    ),
 )
 logs.install(cluster.name)
-karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster, account, tags))
-registry = Registry("registry", RegistryArgs.of(cfg, cluster, karpenter, account, tags))
-storage = Storage("storage", StorageArgs.of(cfg, network, cluster, account, tags))
-observability = Observability("observability", ObservabilityArgs.of(cfg, cluster))
-gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster, observability.release))
+karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster.handles, account, tags))
+registry = Registry(
+    "registry", RegistryArgs.of(cfg, cluster.handles, karpenter.node_role, account, tags)
+)
+storage = Storage("storage", StorageArgs.of(cfg, network.handles, cluster.handles, account, tags))
+observability = Observability("observability", ObservabilityArgs.of(cfg, cluster.handles))
+gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster.handles, observability.release))
 # GPU node groups are resized by the cluster-autoscaler; Kueue starts after its
 # ProvisioningRequest CRD (components/platform/scheduling.py).
 autoscaler = None
@@ -64,10 +68,10 @@ if cfg.autoscaler_deployed:
         ),
     )
 kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
-scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster, kueue_after))
-admission = Admission("admission", AdmissionArgs.of(cfg, cluster, account, tags))
+scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster.handles, kueue_after))
+admission = Admission("admission", AdmissionArgs.of(cfg, cluster.handles, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
-platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster, "tags": tags}
+platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster.handles, "tags": tags}
 for team in cfg.teams:
     args = TeamArgs.of(team, **platform, aws_account=account, observability=observability)
     component = Team(f"team-{team.name}", args)
@@ -75,16 +79,21 @@ for team in cfg.teams:
     team_resources[team.name] = [component, *volumes, *admission.guards]
     deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 teams = {name: resources[0] for name, resources in team_resources.items()}
-secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster, account, tags, teams))
+secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster.handles, account, tags, teams))
 for name, store in secrets.stores.items():
     team_resources[name].append(store)
 schedulers = (scheduling.kueue, scheduling.volcano)
-Validation("validation", ValidationArgs.of(cfg, cluster, gpu, observability.release, schedulers))
+Validation(
+    "validation",
+    ValidationArgs.of(cfg, cluster.handles, gpu.release, observability.release, schedulers),
+)
 
 # Workload layer.
 TrainingJobs(
     "training",
-    TrainingJobsArgs.of(cfg, cluster, scheduling, account, team_resources, autoscaler=autoscaler),
+    TrainingJobsArgs.of(
+        cfg, cluster.handles, scheduling, account, team_resources, autoscaler=autoscaler
+    ),
 )
 
 pulumi.export("clusterName", cluster.name)

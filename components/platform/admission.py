@@ -35,11 +35,11 @@ from components import catalog
 from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
 from components.platform import iam
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
 
 POLICY_NAME: Final = "gpu-platform-trusted-images"
@@ -229,7 +229,7 @@ class AdmissionArgs:
 
     @classmethod
     def of(
-        cls, cfg: StackConfig, cluster: Cluster, account: AwsAccount, tags: dict[str, str]
+        cls, cfg: StackConfig, cluster: ClusterHandles, account: AwsAccount, tags: dict[str, str]
     ) -> AdmissionArgs:
         return cls(
             config=cfg.security.image_admission,

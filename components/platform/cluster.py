@@ -21,6 +21,7 @@ from components.analysis import efa_placement, nodes
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
 from components.config.node_groups import GPU_AMI_TYPES
 from components.platform import iam
+from components.platform.handles import ClusterHandles, NetworkHandles
 from components.platform.iam import AwsAccount
 from components.platform.node_group_builders import (
     autoscaler_group_tags,
@@ -36,7 +37,6 @@ from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.network import Network
 
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -74,7 +74,7 @@ class ClusterArgs:
     def of(
         cls,
         cfg: StackConfig,
-        network: Network,
+        network: NetworkHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
         extra_gpu_labels: dict[str, dict[str, str]],
@@ -201,6 +201,16 @@ class Cluster(pulumi.ComponentResource):
 
         self._kubernetes(name, cluster, child)
 
+        self.handles = ClusterHandles(
+            name=self.name,
+            physical_name=self.physical_name,
+            k8s_provider=self.k8s_provider,
+            system_node_group=self.system_node_group,
+            node_role=self.node_role,
+            node_security_group_id=self.node_security_group_id,
+            efa_placement_group=self.efa_placement_group,
+            efa_subnet_id=self.efa_subnet_id,
+        )
         self.register_outputs(
             {
                 "name": self.name,

@@ -19,11 +19,11 @@ import yaml
 
 from components import catalog
 from components.config import GpuOperatorConfig
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
 
 
 CHART: Final = "gpu-operator"
@@ -220,7 +220,9 @@ class GpuStackArgs:
     efa_instance_types: list[str]
 
     @classmethod
-    def of(cls, cfg: StackConfig, cluster: Cluster, monitoring: pulumi.Resource) -> GpuStackArgs:
+    def of(
+        cls, cfg: StackConfig, cluster: ClusterHandles, monitoring: pulumi.Resource
+    ) -> GpuStackArgs:
         """This component's slice of the stack config, the cluster and the monitoring release
         (its CRDs come before the DCGM ServiceMonitor)."""
         return cls(

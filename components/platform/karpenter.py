@@ -26,7 +26,7 @@ from components import catalog
 from components.analysis import efa_placement
 from components.config import KarpenterConfig, KarpenterPool
 from components.platform import iam
-from components.platform.cluster import Cluster
+from components.platform.handles import ClusterHandles
 from components.platform.iam import AwsAccount
 from components.platform.karpenter_builders import (
     CONTROLLER_CHART,
@@ -68,7 +68,7 @@ class KarpenterArgs:
     #: Physical EKS cluster name (plain: it goes into names, tags and IAM conditions).
     cluster_name: str
     #: The cluster: its name output, OIDC, node security group, system nodes, k8s provider.
-    cluster: Cluster
+    cluster: ClusterHandles
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
     #: Pools that launch into the EFA cluster placement group (efa_placement.pool_in_group).
@@ -76,7 +76,11 @@ class KarpenterArgs:
 
     @classmethod
     def of(
-        cls, cfg: StackConfig, cluster: Cluster, aws_account: AwsAccount, tags: dict[str, str]
+        cls,
+        cfg: StackConfig,
+        cluster: ClusterHandles,
+        aws_account: AwsAccount,
+        tags: dict[str, str],
     ) -> KarpenterArgs:
         """This component's slice of the stack config and the cluster it scales."""
         return cls(

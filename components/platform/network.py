@@ -16,6 +16,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import NetworkConfig
+from components.platform.handles import NetworkHandles
 from components.platform.iam import AwsAccount
 from components.resource_options import child_options
 
@@ -91,6 +92,11 @@ class Network(pulumi.ComponentResource):
             self._adopt(name, args, child)
         else:
             self._create(name, args, child)
+        self.handles = NetworkHandles(
+            vpc_id=self.vpc_id,
+            private_subnet_ids=self.private_subnet_ids,
+            public_subnet_ids=self.public_subnet_ids,
+        )
         self.register_outputs(
             {
                 "vpcId": self.vpc_id,

@@ -18,11 +18,11 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import ObservabilityConfig
 from components.platform import alerts
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
 
 
 CHART = "kube-prometheus-stack"
@@ -350,7 +350,7 @@ class ObservabilityArgs:
     system_node_group: pulumi.Resource
 
     @classmethod
-    def of(cls, cfg: StackConfig, cluster: Cluster) -> ObservabilityArgs:
+    def of(cls, cfg: StackConfig, cluster: ClusterHandles) -> ObservabilityArgs:
         """This component's slice of the stack config and the cluster it runs on."""
         return cls(
             config=cfg.observability,

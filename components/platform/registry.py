@@ -25,13 +25,12 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config.security import RegistryConfig
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
-    from components.platform.karpenter import Karpenter
 
 #: What a node needs to pull through a cache rule for the first time (ECR user guide,
 #: "IAM permissions required to sync an upstream registry with an Amazon ECR private registry").
@@ -104,8 +103,8 @@ class RegistryArgs:
     def of(
         cls,
         cfg: StackConfig,
-        cluster: Cluster,
-        karpenter: Karpenter,
+        cluster: ClusterHandles,
+        karpenter_node_role: aws.iam.Role,
         account: AwsAccount,
         tags: dict[str, str],
     ) -> RegistryArgs:
@@ -113,7 +112,7 @@ class RegistryArgs:
             config=cfg.security.registry,
             cluster_name=cfg.cluster.name,
             account=account,
-            node_roles=[cluster.node_role, karpenter.node_role],
+            node_roles=[cluster.node_role, karpenter_node_role],
             tags=tags,
         )
 

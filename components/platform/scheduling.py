@@ -17,7 +17,7 @@ happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -27,11 +27,8 @@ from components import catalog
 from components.analysis import volcano
 from components.analysis.facts import stack_facts
 from components.config import SchedulingConfig, StackConfig
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
-
-if TYPE_CHECKING:
-    from components.platform.cluster import Cluster
-
 
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
@@ -346,7 +343,10 @@ class SchedulingArgs:
 
     @classmethod
     def of(
-        cls, cfg: StackConfig, cluster: Cluster, kueue_after: tuple[pulumi.Resource, ...] = ()
+        cls,
+        cfg: StackConfig,
+        cluster: ClusterHandles,
+        kueue_after: tuple[pulumi.Resource, ...] = (),
     ) -> SchedulingArgs:
         """The stack config (flavors come from every pool) and the cluster."""
         return cls(

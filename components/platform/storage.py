@@ -21,6 +21,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config import StorageConfig
 from components.platform import iam
+from components.platform.handles import ClusterHandles, NetworkHandles
 from components.platform.iam import AwsAccount
 from components.platform.storage_builders import (
     BUCKET_ROLES,
@@ -58,8 +59,6 @@ from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
-    from components.platform.network import Network
 
 
 # --- the component --------------------------------------------------------------------------
@@ -95,8 +94,8 @@ class StorageArgs:
     def of(
         cls,
         cfg: StackConfig,
-        network: Network,
-        cluster: Cluster,
+        network: NetworkHandles,
+        cluster: ClusterHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
     ) -> StorageArgs:

@@ -30,11 +30,11 @@ import pulumi_kubernetes as k8s
 
 from components.config.security import SECRET_STORE_NAME, SECRETS_PATH_PREFIX, SecretsConfig
 from components.platform import iam
+from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
-    from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
 
 ESO_REPO: Final = "https://charts.external-secrets.io"
@@ -157,7 +157,7 @@ class TeamSecretsArgs:
     def of(
         cls,
         cfg: StackConfig,
-        cluster: Cluster,
+        cluster: ClusterHandles,
         account: AwsAccount,
         tags: dict[str, str],
         team_components: Mapping[str, pulumi.Resource],

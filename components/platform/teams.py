@@ -23,6 +23,7 @@ from components.analysis import pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import TeamConfig
 from components.platform import iam
+from components.platform.handles import ClusterHandles
 from components.platform.scheduling import (
     KUEUE_API,
     QUEUE_OPEN_AWAIT,
@@ -33,7 +34,6 @@ from components.platform.team_queues import cluster_queue_spec
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
-    from components.platform.cluster import Cluster
     from components.platform.iam import AwsAccount
     from components.platform.observability import Observability
     from components.platform.scheduling import Scheduling
@@ -349,7 +349,7 @@ class TeamArgs:
         *,
         scheduling: Scheduling,
         storage: Storage,
-        cluster: Cluster,
+        cluster: ClusterHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
         observability: Observability | None = None,

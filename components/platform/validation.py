@@ -20,6 +20,7 @@ from components import catalog
 from components.analysis import placement, pod_security, volcano
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 from components.config.stack import nccl_instance_type
+from components.platform.handles import ClusterHandles
 from components.platform.scheduling import QUEUE_OPEN_AWAIT
 from components.platform.validation_scripts import (
     METRICS_PORT,
@@ -31,8 +32,6 @@ from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.cluster import Cluster
-    from components.platform.gpu import GpuStack
 
 
 NCCL_PORT: Final = 29400
@@ -461,8 +460,8 @@ class ValidationArgs:
     def of(
         cls,
         cfg: StackConfig,
-        cluster: Cluster,
-        gpu: GpuStack,
+        cluster: ClusterHandles,
+        gpu_operator: pulumi.Resource,
         monitoring_release: pulumi.Resource | None = None,
         schedulers: tuple[pulumi.Resource, ...] = (),
     ) -> ValidationArgs:
@@ -476,7 +475,7 @@ class ValidationArgs:
             pools=pools,
             nccl_pool=next((pool for pool in pools if target and pool.name == target.name), None),
             k8s_provider=cluster.k8s_provider,
-            gpu_operator=gpu.release,
+            gpu_operator=gpu_operator,
             monitoring_release=monitoring_release,
             schedulers=schedulers,
             queue_guarantee=volcano.validation_guarantee(cfg),

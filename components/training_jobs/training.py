@@ -42,7 +42,7 @@ from components.training_jobs.manifests import (
 from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan, deploy_provenance, plan_job
 
 if TYPE_CHECKING:
-    from components.platform.cluster import Cluster
+    from components.platform.handles import ClusterHandles
     from components.platform.iam import AwsAccount
     from components.platform.scheduling import Scheduling
 
@@ -159,7 +159,7 @@ class TrainingJobsArgs:
     def of(
         cls,
         cfg: StackConfig,
-        cluster: Cluster,
+        cluster: ClusterHandles,
         scheduling: Scheduling,
         aws_account: AwsAccount,
         team_resources: Mapping[str, Sequence[pulumi.Resource]],
