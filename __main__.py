@@ -38,63 +38,54 @@ network = Network("network", NetworkArgs.of(cfg, account, tags))
 gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 logs = Logging("logging", LoggingArgs.of(cfg, account, tags))  # log groups before the cluster
 log_group = logs.control_plane_log_group
-cluster = Cluster(
-    "cluster",
-    ClusterArgs.of(
-        cfg, network.handles, account, tags, gpu_labels, control_plane_log_group=log_group
-    ),
+cluster_args = ClusterArgs.of(
+    cfg, network.handles, account, tags, gpu_labels, control_plane_log_group=log_group
 )
+cluster = Cluster("cluster", cluster_args)
+eks = cluster.handles  # what every other component gets of the cluster: values, not the component
 logs.install(cluster.name)
-karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, cluster.handles, account, tags))
-registry = Registry(
-    "registry", RegistryArgs.of(cfg, cluster.handles, karpenter.node_role, account, tags)
+karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, eks, account, tags))
+registry = Registry("registry", RegistryArgs.of(cfg, eks, karpenter.node_role, account, tags))
+storage = Storage("storage", StorageArgs.of(cfg, network.handles, eks, account, tags))
+observability = Observability("observability", ObservabilityArgs.of(cfg, eks))
+monitoring = (observability.namespace, observability.release)
+gpu = GpuStack("gpu", GpuStackArgs.of(cfg, eks, observability.release))
+# The cluster-autoscaler resizes the GPU node groups; Kueue starts after its CRD.
+autoscaler = (
+    ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs.of(cfg, eks, account, monitoring, tags))
+    if cfg.autoscaler_deployed
+    else None
 )
-storage = Storage("storage", StorageArgs.of(cfg, network.handles, cluster.handles, account, tags))
-observability = Observability("observability", ObservabilityArgs.of(cfg, cluster.handles))
-gpu = GpuStack("gpu", GpuStackArgs.of(cfg, cluster.handles, observability.release))
-# GPU node groups are resized by the cluster-autoscaler; Kueue starts after its
-# ProvisioningRequest CRD (components/platform/scheduling.py).
-autoscaler = None
-if cfg.autoscaler_deployed:
-    autoscaler = ClusterAutoscaler(
-        "autoscaler",
-        ClusterAutoscalerArgs.of(
-            cfg,
-            cluster_name=cluster.name,
-            aws_account=account,
-            k8s_provider=cluster.k8s_provider,
-            after=[cluster.system_node_group, observability.release],
-            tags=tags,
-        ),
-    )
 kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
-scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, cluster.handles, kueue_after))
-admission = Admission("admission", AdmissionArgs.of(cfg, cluster.handles, account, tags))
+scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, eks, kueue_after))
+admission = Admission("admission", AdmissionArgs.of(cfg, eks, account, tags))
 team_resources: dict[str, list[pulumi.Resource]] = {}
-platform = {"scheduling": scheduling, "storage": storage, "cluster": cluster.handles, "tags": tags}
+buckets = {role: bucket.bucket for role, bucket in storage.buckets.items()}
+platform = {"scheduling": scheduling.handles, "buckets": buckets, "cluster": eks, "tags": tags}
 for team in cfg.teams:
-    args = TeamArgs.of(team, **platform, aws_account=account, observability=observability)
+    args = TeamArgs.of(
+        team,
+        **platform,
+        kms_key_arn=storage.kms_key_arn,
+        aws_account=account,
+        monitoring=monitoring,
+    )
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component])
     team_resources[team.name] = [component, *volumes, *admission.guards]
     deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
 teams = {name: resources[0] for name, resources in team_resources.items()}
-secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, cluster.handles, account, tags, teams))
+secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, eks, account, tags, teams))
 for name, store in secrets.stores.items():
     team_resources[name].append(store)
 schedulers = (scheduling.kueue, scheduling.volcano)
-Validation(
-    "validation",
-    ValidationArgs.of(cfg, cluster.handles, gpu.release, observability.release, schedulers),
-)
+Validation("validation", ValidationArgs.of(cfg, eks, gpu.release, monitoring[1], schedulers))
 
 # Workload layer.
-TrainingJobs(
-    "training",
-    TrainingJobsArgs.of(
-        cfg, cluster.handles, scheduling, account, team_resources, autoscaler=autoscaler
-    ),
+training_args = TrainingJobsArgs.of(
+    cfg, eks, scheduling.handles, account, team_resources, autoscaler=autoscaler
 )
+TrainingJobs("training", training_args)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -104,7 +95,7 @@ pulumi.export("efaPlacementGroupArn", cluster.efa_placement_group_arn)
 pulumi.export("gpuNodeGroups", sorted(cluster.gpu_node_groups))
 pulumi.export("karpenterNodePools", sorted(karpenter.node_pools))
 pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)
-pulumi.export("buckets", {role: bucket.bucket for role, bucket in storage.buckets.items()})
+pulumi.export("buckets", buckets)
 pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("ecrRepositories", registry.repository_urls)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})

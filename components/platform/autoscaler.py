@@ -42,6 +42,7 @@ import yaml
 from components import catalog
 from components.config import ClusterAutoscalerConfig, GpuNodeGroup, StackConfig
 from components.platform import iam
+from components.platform.handles import ClusterHandles
 from components.platform.iam import AwsAccount
 from components.resource_options import child_options
 
@@ -199,21 +200,21 @@ class ClusterAutoscalerArgs:
     def of(
         cls,
         cfg: StackConfig,
-        *,
-        cluster_name: pulumi.Input[str],
+        cluster: ClusterHandles,
         aws_account: AwsAccount,
-        k8s_provider: k8s.Provider,
-        after: list[pulumi.Resource],
+        monitoring: tuple[str, pulumi.Resource],
         tags: dict[str, str],
     ) -> ClusterAutoscalerArgs:
+        """The config, the cluster, and the monitoring release whose CRDs the chart's
+        ServiceMonitor needs."""
         return cls(
             config=cfg.cluster_autoscaler,
             cluster_name=cfg.cluster.name,
-            cluster_name_output=cluster_name,
+            cluster_name_output=cluster.name,
             aws_account=aws_account,
             groups=list(cfg.node_groups.gpu),
-            k8s_provider=k8s_provider,
-            after=after,
+            k8s_provider=cluster.k8s_provider,
+            after=[cluster.system_node_group, monitoring[1]],
             tags=tags,
         )
 

@@ -357,6 +357,19 @@ class SchedulingArgs:
         )
 
 
+@dataclass(frozen=True)
+class SchedulingHandles:
+    """What teams and training jobs use of the schedulers: values, not the component."""
+
+    #: Flavors in the cluster's order (reserved, spot, on-demand per GPU class).
+    flavors: list[Flavor]
+    cohort: str
+    #: The releases whose CRDs and webhooks queues and jobs need first.
+    kueue: pulumi.Resource
+    volcano: pulumi.Resource
+    trainer: pulumi.Resource
+
+
 class Scheduling(pulumi.ComponentResource):
     """Kueue, Volcano, Kubeflow Trainer, flavors, cohort and priority classes."""
 
@@ -442,6 +455,13 @@ class Scheduling(pulumi.ComponentResource):
         )
 
         self._kueue_objects(name, args)
+        self.handles = SchedulingHandles(
+            flavors=self.flavors,
+            cohort=self.cohort,
+            kueue=self.kueue,
+            volcano=self.volcano,
+            trainer=self.trainer,
+        )
         self.register_outputs(
             {
                 "flavors": [flavor.name for flavor in self.flavors],

@@ -29,15 +29,13 @@ from components.platform.scheduling import (
     QUEUE_OPEN_AWAIT,
     VOLCANO_QUEUE_API,
     Flavor,
+    SchedulingHandles,
 )
 from components.platform.team_queues import cluster_queue_spec
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
     from components.platform.iam import AwsAccount
-    from components.platform.observability import Observability
-    from components.platform.scheduling import Scheduling
-    from components.platform.storage import Storage
 
 
 #: The EKS Pod Identity agent listens on this link-local address on every node; pods with a
@@ -347,20 +345,22 @@ class TeamArgs:
         cls,
         team: TeamConfig,
         *,
-        scheduling: Scheduling,
-        storage: Storage,
+        scheduling: SchedulingHandles,
+        buckets: Mapping[str, pulumi.Input[str]],
+        kms_key_arn: pulumi.Input[str] | None,
         cluster: ClusterHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
-        observability: Observability | None = None,
+        monitoring: tuple[str, pulumi.Resource] | None = None,
     ) -> TeamArgs:
-        """One team's config with the queues, buckets, cluster and monitoring it lives in."""
+        """One team's config with the queues, buckets, cluster and monitoring (namespace,
+        release) it lives in."""
         return cls(
             config=team,
             flavors=scheduling.flavors,
             cohort=scheduling.cohort,
-            buckets={role: bucket.bucket for role, bucket in storage.buckets.items()},
-            kms_key_arn=storage.kms_key_arn,
+            buckets=buckets,
+            kms_key_arn=kms_key_arn,
             cluster_name=cluster.name,
             physical_cluster_name=cluster.physical_name,
             account_id=aws_account.account_id,
@@ -368,8 +368,8 @@ class TeamArgs:
             kueue_release=scheduling.kueue,
             volcano_release=scheduling.volcano,
             tags=tags,
-            monitoring_namespace=observability.namespace if observability else "monitoring",
-            monitoring_release=observability.release if observability else None,
+            monitoring_namespace=monitoring[0] if monitoring else "monitoring",
+            monitoring_release=monitoring[1] if monitoring else None,
         )
 
 

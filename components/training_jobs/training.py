@@ -44,7 +44,7 @@ from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan, deploy_pr
 if TYPE_CHECKING:
     from components.platform.handles import ClusterHandles
     from components.platform.iam import AwsAccount
-    from components.platform.scheduling import Scheduling
+    from components.platform.scheduling import SchedulingHandles
 
 
 #: Changing a training job replaces its launcher object. A Job's pod template is immutable
@@ -160,7 +160,7 @@ class TrainingJobsArgs:
         cls,
         cfg: StackConfig,
         cluster: ClusterHandles,
-        scheduling: Scheduling,
+        scheduling: SchedulingHandles,
         aws_account: AwsAccount,
         team_resources: Mapping[str, Sequence[pulumi.Resource]],
         *,
