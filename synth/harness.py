@@ -503,6 +503,8 @@ def run_program(
     os.environ.update(deploy_env or {})
     config_load = importlib.import_module("components.config.load")
     config_load.forget()
+    contract = importlib.import_module("components.contract.platform_facts")
+    contract.forget_judged()
     try:
         program()
     finally:
@@ -517,8 +519,9 @@ def run_program(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
         # The very config object the program judged (the report's "will it run" reads it and
-        # its facts); a job stack (jobs/, another project and namespace) has none of its own.
-        config=config_load.loaded() if project == NAMESPACE else None,
+        # its facts): the platform's, or for a job stack (jobs/) the platform's config with the
+        # stack's jobs that jobs/__main__.py judged.
+        config=config_load.loaded() if project == NAMESPACE else contract.judged(),
         outputs=exports,
         secret_outputs=secrets,
     )

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
-from components.contract.platform_facts import FACTS_OUTPUT, job_stack_config
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
 JOBS_ROOT: Final = PROJECT_ROOT / "jobs"
@@ -53,7 +52,6 @@ def run_job_stack(
         deploy_env=deploy_env,
     )
     result.platform = platform
-    # What jobs/__main__.py judged its jobs against: the platform's config with this stack's
-    # jobs (the report's "Will it run" reads it). The run above already passed the same call.
-    result.config = job_stack_config(platform.outputs.get(FACTS_OUTPUT), jobs)
+    # result.config: what jobs/__main__.py judged its jobs against (the platform's config with
+    # this stack's jobs), read back by the harness rather than judged a second time.
     return result

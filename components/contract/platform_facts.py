@@ -139,6 +139,21 @@ def _facts_problem(platform_stack: str, what: str) -> ConfigError:
     return ConfigError([f"{JOBS_NAMESPACE}:platformStack: got {platform_stack!r}; {what}"])
 
 
+#: The config the last `job_stack_config` of this process judged and returned: a synth reads it
+#: back (`judged`) instead of judging the jobs a second time (jobs/__main__.py already did).
+_judged: list[StackConfig] = []
+
+
+def judged() -> StackConfig | None:
+    """The config the last successful `job_stack_config` returned (None before any)."""
+    return _judged[-1] if _judged else None
+
+
+def forget_judged() -> None:
+    """Forget it (the synth harness calls this before each program run)."""
+    _judged.clear()
+
+
 def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> StackConfig:
     """The platform's StackConfig with this job stack's jobs in place of the platform's own;
     `ConfigError` (keys in the job project's namespace) when the facts are missing or of another
@@ -185,6 +200,7 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
             )
     if found:
         raise ConfigError(jobs_lines(problem_lines(found)))
+    _judged[:] = [cfg]
     return cfg
 
 

@@ -312,3 +312,23 @@ def test_job_stack_report_points_at_the_platform_for_platform_sections(
     assert "## Will it run" in text
     # The device plugins its pods need are the platform's (no false "stays Pending").
     assert "advertises it" not in text
+
+
+def test_a_job_stack_synth_judges_its_jobs_once(
+    dev: SynthResult, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from components.contract import platform_facts
+
+    calls: list[int] = []
+    original = platform_facts.job_problems
+
+    def counted(cfg: Any) -> Any:
+        calls.append(1)
+        return original(cfg)
+
+    monkeypatch.setattr(platform_facts, "job_problems", counted)
+    result = run_job_stack("research-dev", platform=dev)
+    # jobs/__main__.py judges them; the synth reads that very config back.
+    assert len(calls) == 1
+    assert result.config is platform_facts.judged()
+    assert [j.name for j in result.config.training_jobs] == ["ddp-lr-sweep", "fsdp-volcano"]
