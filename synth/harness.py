@@ -444,6 +444,10 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
 # --- running ------------------------------------------------------------------------------------
 
 
+#: Where the program under synth leaves the config it judged (platform, job stack).
+_JUDGES = ("config.load", "contract.platform_facts")
+
+
 def run_program(
     stack: str,
     *,
@@ -501,9 +505,8 @@ def run_program(
 
     saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
     os.environ.update(deploy_env or {})
-    config_load = importlib.import_module("components.config.load")
+    config_load, contract = (importlib.import_module(f"components.{m}") for m in _JUDGES)
     config_load.forget()
-    contract = importlib.import_module("components.contract.platform_facts")
     contract.forget_judged()
     try:
         program()

@@ -29,6 +29,7 @@ from components.platform.node_group_builders import (
     eks_taints,
     gpu_group_labels,
     launch_template_spec,
+    node_group_extras,
     node_repair_transform,
     reservation_spec,
     update_config_transform,
@@ -201,6 +202,10 @@ class Cluster(pulumi.ComponentResource):
 
         self._kubernetes(name, cluster, child)
 
+        self._publish()
+
+    def _publish(self) -> None:
+        """The values other components get (ClusterHandles) and the component's outputs."""
         self.handles = ClusterHandles(
             name=self.name,
             physical_name=self.physical_name,
@@ -442,53 +447,15 @@ class Cluster(pulumi.ComponentResource):
         gpu_group: GpuNodeGroup | None = None,
         autoscaled: bool = False,
     ) -> eks.ManagedNodeGroup:
-        size, iops, throughput = disk
-        spec: dict[str, Any] = launch_template_spec(
-            disk_size_gib=size, disk_iops=iops, disk_throughput_mibps=throughput
+        spec, subnet_ids = self._template_spec(
+            args,
+            disk=disk,
+            efa_devices=efa_devices,
+            placement_group=placement_group,
+            gpu_group=gpu_group,
         )
-        # The pulumi-eks node security group, the one Karpenter's nodes select by id: all nodes
-        # share it, so pods talk across managed and Karpenter nodes (NCCL, rendezvous, DNS),
-        # and it admits the control plane. With a security group in the template, EKS adds no
-        # cluster security group of its own. EFA groups carry it on every interface instead
-        # (a template may not set both).
-        if efa_devices:
-            spec["network_interfaces"] = efa_network_interfaces(
-                efa_devices, self.node_security_group_id
-            )
-        else:
-            spec["vpc_security_group_ids"] = [self.node_security_group_id]
-        subnet_ids = args.private_subnet_ids
-        if placement_group and self.efa_placement_group is not None:
-            # Launch-template placement, as pulumi-eks's enableEfaSupport does
-            # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004, #L2292-2294),
-            # in the group's one AZ: a cluster placement group cannot span zones.
-            spec["placement"] = {"group_name": self.efa_placement_group.name}
-            assert self.efa_subnet_id is not None
-            subnet_ids = [self.efa_subnet_id]
-        extra: dict[str, Any] = {}
-        if gpu_group is not None:
-            spec.update(reservation_spec(gpu_group))
-            if gpu_group.capacity_reservation_id is not None:
-                # A reservation lives in one AZ: the group launches there only.
-                subnet_ids = [args.private_subnet_ids[gpu_group.reservation_zone_index]]
-            if gpu_group.release_version is not None:
-                extra["release_version"] = gpu_group.release_version
-            # The EKS node group's name, so the autoscaler's priority expander can match its
-            # Auto Scaling group (`eks-<nodegroup-name>-<uuid>`, components/platform/autoscaler.py).
-            extra["node_group_name"] = f"{args.config.name}-{gpu_group.name}"
-        node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
-        template = aws.ec2.LaunchTemplate(
-            name,
-            description=f"{name}: IMDSv2-only, encrypted gp3 root",
-            update_default_version=True,
-            tag_specifications=[
-                {"resource_type": "instance", "tags": node_tags},
-                {"resource_type": "volume", "tags": node_tags},
-            ],
-            tags=args.tags,
-            opts=child_options(self),
-            **spec,
-        )
+        template = self._launch_template(name, args, spec)
+        extra = node_group_extras(args.config.name, gpu_group) if gpu_group else {}
         minimum, desired, maximum = sizes
         return eks.ManagedNodeGroup(
             name,
@@ -520,6 +487,63 @@ class Cluster(pulumi.ComponentResource):
                 ],
             ),
             **extra,
+        )
+
+    def _template_spec(
+        self,
+        args: ClusterArgs,
+        *,
+        disk: tuple[int, int, int],
+        efa_devices: int,
+        placement_group: bool,
+        gpu_group: GpuNodeGroup | None,
+    ) -> tuple[dict[str, Any], list[pulumi.Output[str]]]:
+        """A group's launch-template settings and the subnets it launches into."""
+        size, iops, throughput = disk
+        spec: dict[str, Any] = launch_template_spec(
+            disk_size_gib=size, disk_iops=iops, disk_throughput_mibps=throughput
+        )
+        # The pulumi-eks node security group, the one Karpenter's nodes select by id: all nodes
+        # share it, so pods talk across managed and Karpenter nodes (NCCL, rendezvous, DNS),
+        # and it admits the control plane. With a security group in the template, EKS adds no
+        # cluster security group of its own. EFA groups carry it on every interface instead
+        # (a template may not set both).
+        if efa_devices:
+            spec["network_interfaces"] = efa_network_interfaces(
+                efa_devices, self.node_security_group_id
+            )
+        else:
+            spec["vpc_security_group_ids"] = [self.node_security_group_id]
+        subnet_ids = args.private_subnet_ids
+        if placement_group and self.efa_placement_group is not None:
+            # Launch-template placement, as pulumi-eks's enableEfaSupport does
+            # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004, #L2292-2294),
+            # in the group's one AZ: a cluster placement group cannot span zones.
+            spec["placement"] = {"group_name": self.efa_placement_group.name}
+            assert self.efa_subnet_id is not None
+            subnet_ids = [self.efa_subnet_id]
+        if gpu_group is not None:
+            spec.update(reservation_spec(gpu_group))
+            if gpu_group.capacity_reservation_id is not None:
+                # A reservation lives in one AZ: the group launches there only.
+                subnet_ids = [args.private_subnet_ids[gpu_group.reservation_zone_index]]
+        return spec, subnet_ids
+
+    def _launch_template(
+        self, name: str, args: ClusterArgs, spec: dict[str, Any]
+    ) -> aws.ec2.LaunchTemplate:
+        node_tags = {**args.tags, "gpu-platform:cluster": args.config.name}
+        return aws.ec2.LaunchTemplate(
+            name,
+            description=f"{name}: IMDSv2-only, encrypted gp3 root",
+            update_default_version=True,
+            tag_specifications=[
+                {"resource_type": "instance", "tags": node_tags},
+                {"resource_type": "volume", "tags": node_tags},
+            ],
+            tags=args.tags,
+            opts=child_options(self),
+            **spec,
         )
 
     def _node_monitoring_agent(self, name: str, version: str, tags: dict[str, str]) -> None:

@@ -455,6 +455,10 @@ class Scheduling(pulumi.ComponentResource):
         )
 
         self._kueue_objects(name, args)
+        self._publish()
+
+    def _publish(self) -> None:
+        """The values teams and training jobs get (SchedulingHandles) and the outputs."""
         self.handles = SchedulingHandles(
             flavors=self.flavors,
             cohort=self.cohort,
