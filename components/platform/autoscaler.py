@@ -232,7 +232,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:autoscaler:ClusterAutoscaler", name, None, opts)
-        child = pulumi.ResourceOptions.merge(opts, child_options(self))
+        child = child_options(self, opts)
         account = args.aws_account
         self.role = iam.pod_identity_role(
             f"{name}-role",
