@@ -22,13 +22,34 @@ from typing import Final
 
 from components import catalog
 from components.analysis import capacity, nodes, resources
+from components.analysis import checkpoint as checkpointing
 from components.analysis.nodes import NodeSource
-from components.analysis.resources import JobResources
+from components.analysis.placement import Placement, job_placement
+from components.analysis.resources import JobResources, pod_requests
 from components.config import StackConfig, TrainingJobConfig
 
 #: Configs whose facts are kept: a synth has one (a job stack two: the platform's and its own);
 #: tests build many, and an old one is never asked again.
 _KEEP: Final = 16
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """One training job's derived facts, built once per job of the config: what its pods are,
+    where they may go, who brings their nodes, and how often it checkpoints. The plan
+    (components/training_jobs/plan.py), the will-it-run verdict and the report read these."""
+
+    #: CPU, memory, /dev/shm and EFA devices of one pod (resources.job_resources).
+    resources: JobResources
+    #: Per-pod requests its manifests carry (resources.pod_requests).
+    requests: Mapping[str, float]
+    #: Node affinity, tolerations and zone term of its pods (placement.job_placement).
+    placement: Placement
+    #: The provisioners of the flavors it may be placed on (capacity.flavor_provisioners).
+    provisioners: frozenset[catalog.Provisioner]
+    #: Seconds between checkpoints: the job's own, else Young/Daly from its save-blocking time
+    #: and MTBF (checkpoint.young_daly_interval_s), unrounded.
+    checkpoint_interval_s: float
 
 
 @dataclass
@@ -41,6 +62,7 @@ class StackFacts:
     _checked: frozenset[tuple[str, catalog.CapacityType]] | None = None
     _sources: tuple[NodeSource, ...] | None = None
     _resources: dict[int, JobResources] = field(default_factory=dict)
+    _jobs: dict[int, JobFacts] = field(default_factory=dict)
 
     @property
     def capacity(self) -> Mapping[tuple[str, catalog.CapacityType], int]:
@@ -56,14 +78,35 @@ class StackFacts:
             self._provisioners = capacity.flavor_provisioners(self.cfg)
         return self._provisioners
 
-    def job_provisioners(self, job: TrainingJobConfig) -> set[catalog.Provisioner]:
-        """The provisioners of the flavors `job` may be placed on (its GPU class and capacity
-        types)."""
-        return {
-            self.provisioners[(job.gpu_class, c)]
-            for c in job.capacity_types
-            if (job.gpu_class, c) in self.provisioners
-        }
+    def job(self, job: TrainingJobConfig) -> JobFacts:
+        """The derived facts of one job (JobFacts), once per job of the config."""
+        index = next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
+        found = self._jobs.get(index) if index is not None else None
+        if found is None:
+            found = self._job_facts(job)
+            if index is not None:
+                self._jobs[index] = found
+        return found
+
+    def _job_facts(self, job: TrainingJobConfig) -> JobFacts:
+        pod = self.resources(job)
+        checkpoint = job.checkpoint
+        interval = (
+            float(checkpoint.interval_seconds)
+            if checkpoint.interval_seconds is not None
+            else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
+        )
+        return JobFacts(
+            resources=pod,
+            requests=pod_requests(job, pod),
+            placement=job_placement(job, pod.efa_devices),
+            provisioners=frozenset(
+                self.provisioners[(job.gpu_class, c)]
+                for c in job.capacity_types
+                if (job.gpu_class, c) in self.provisioners
+            ),
+            checkpoint_interval_s=interval,
+        )
 
     @property
     def provisioning_checked(self) -> frozenset[tuple[str, catalog.CapacityType]]:

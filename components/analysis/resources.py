@@ -63,3 +63,12 @@ def efa_on(job: TrainingJobConfig, type_efa_devices: int) -> bool:
     if job.efa is not None:
         return job.efa
     return job.efa_devices is not None or (type_efa_devices > 0 and job.nodes > 1)
+
+
+def pod_requests(job: TrainingJobConfig, resources: JobResources) -> dict[str, float]:
+    """Per-pod requests the job's manifests carry (manifests.container_resources)."""
+    gpus = job.node_gpus
+    out = {"cpu": resources.cpu, "memory": float(resources.memory_gib), catalog.GPU_RESOURCE: gpus}
+    if resources.efa_devices:
+        out[catalog.EFA_RESOURCE] = resources.efa_devices
+    return out

@@ -17,7 +17,8 @@ Pure: config in, verdicts out; the figures come from facts.py, Volcano's gates f
 Why this module is long: it is the whole model of one verdict — one small helper per concern
 of a training job (admission, namespace limits, placement, scale-up and gang, zone, storage,
 memory) and the validation workloads' verdicts, sharing the matching helpers (`matches`,
-`shortfall`, `pod_requests`) that a split would have to import back and forth.
+`shortfall`) that a split would have to import back and forth; per-job figures come from
+facts.JobFacts.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from components import catalog
 from components.analysis import efa_placement, storage, volcano
 from components.analysis.facts import stack_facts
 from components.analysis.nodes import NodeSource, tolerates
-from components.analysis.placement import Placement, job_placement, zone_pin_index
+from components.analysis.placement import Placement, zone_pin_index
 from components.analysis.quota import job_quota_problems
 from components.analysis.resources import JobResources
 from components.config import (
@@ -72,15 +73,6 @@ class Verdict:
     @property
     def runnable(self) -> bool:
         return not self.problems
-
-
-def pod_requests(job: TrainingJobConfig, resources: JobResources) -> dict[str, float]:
-    """Per-pod requests the job's manifests carry (manifests.container_resources)."""
-    gpus = job.node_gpus
-    out = {"cpu": resources.cpu, "memory": float(resources.memory_gib), catalog.GPU_RESOURCE: gpus}
-    if resources.efa_devices:
-        out[catalog.EFA_RESOURCE] = resources.efa_devices
-    return out
 
 
 def uncovered(
@@ -492,9 +484,10 @@ def training_verdict(
         return None
     facts = stack_facts(cfg)
     all_sources = list(sources if sources is not None else facts.sources)
-    resources = facts.resources(job)
-    requests = pod_requests(job, resources)
-    where = placement or job_placement(job, resources.efa_devices)
+    derived = facts.job(job)
+    resources = derived.resources
+    requests = dict(derived.requests)
+    where = placement or derived.placement
     quota_problems = job_quota_problems(cfg, index, job, team) if job.scheduler == "kueue" else []
 
     admission, admission_problems = _admission(

@@ -230,21 +230,15 @@ def plan_job(
     team = next(t for t in cfg.teams if t.name == job.team)
     image = job.image or cfg.training.default_image
     gpus = job.node_gpus
-    checkpoint = job.checkpoint
-    interval = (
-        float(checkpoint.interval_seconds)
-        if checkpoint.interval_seconds is not None
-        else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
-    )
-    resources = stack_facts(cfg).resources(job)
+    derived = stack_facts(cfg).job(job)
     return JobPlan(
         job=job,
         team=team,
         image=image,
-        resources=resources,
+        resources=derived.resources,
         gpus_per_node=gpus,
-        grace=job_grace_seconds(checkpoint),
-        interval_s=interval,
+        grace=job_grace_seconds(job.checkpoint),
+        interval_s=derived.checkpoint_interval_s,
         checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
         rendezvous_port=cfg.training.rendezvous_port,
         config_hash=config_hash(semantic_parameters(job, image, job.nodes * gpus)),

@@ -216,8 +216,9 @@ class TrainingJobs(pulumi.ComponentResource):
                 "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
                 "volcano": [args.volcano_release],
             }[job.launcher]
-            if args.autoscaler is not None and "node-group" in stack_facts(cfg).job_provisioners(
-                job
+            if (
+                args.autoscaler is not None
+                and "node-group" in stack_facts(cfg).job(job).provisioners
             ):
                 scheduler.append(args.autoscaler)
             self.jobs[f"{job.team}/{job.name}"] = TrainingJob(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from components.analysis import capacity, facts, nodes, resources
+from components.analysis import capacity, checkpoint, facts, nodes, placement, resources
 from synth.harness import SynthResult, run_program
 
 #: The module (components.config re-exports its `load` function under the same name).
@@ -41,6 +41,9 @@ COUNTED = {
     "gpu_capacity": capacity.gpu_capacity,
     "node_sources": nodes.node_sources,
     "job_resources": resources.job_resources,
+    "job_placement": placement.job_placement,
+    "young_daly": checkpoint.young_daly_interval_s,
+    "flavor_provisioners": capacity.flavor_provisioners,
 }
 
 
@@ -49,7 +52,16 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
     assert isinstance(result, SynthResult)
     jobs = len(result.config.training_jobs)
     assert jobs >= 3
-    assert counts == Counter(parse=1, gpu_capacity=1, node_sources=1, job_resources=jobs), counts
+    assert counts == Counter(
+        parse=1,
+        gpu_capacity=1,
+        node_sources=1,
+        flavor_provisioners=1,
+        job_resources=jobs,
+        job_placement=jobs,
+        # Young/Daly only for the jobs that do not set their own interval.
+        young_daly=sum(j.checkpoint.interval_seconds is None for j in result.config.training_jobs),
+    ), counts
 
 
 def test_the_report_reads_the_config_the_program_judged() -> None:
@@ -78,3 +90,6 @@ def test_a_job_outside_the_config_is_computed_not_cached(dev: SynthResult) -> No
     found = facts.stack_facts(cfg)
     assert found.resources(job) is found.resources(job)
     assert found.resources(variant) == resources.job_resources(cfg, variant)
+    assert found.job(job) is found.job(job)
+    assert found.job(variant) is not found.job(variant)
+    assert found.job(variant).resources == found.resources(variant)

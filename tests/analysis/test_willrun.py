@@ -15,10 +15,9 @@ from components import catalog
 from components.analysis import check, problems
 from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement
-from components.analysis.resources import job_resources
+from components.analysis.resources import job_resources, pod_requests
 from components.analysis.willrun import (
     model_state_gib,
-    pod_requests,
     training_verdict,
     uncovered,
     validation_verdicts,
