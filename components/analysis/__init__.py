@@ -11,8 +11,8 @@ key path), as `ConfigError`.
 from __future__ import annotations
 
 from components.analysis.efa_placement import check_placement_group
+from components.analysis.facts import stack_facts
 from components.analysis.jobs import check_training_jobs
-from components.analysis.quota import check_teams
 from components.analysis.volcano import check_queues
 from components.analysis.willrun import check_will_it_run
 from components.config import ConfigError, Problem, StackConfig
@@ -22,7 +22,7 @@ from components.config.errors import problem_lines
 def problems(cfg: StackConfig) -> list[Problem]:
     """Every cross-area problem of `cfg` (key paths from the config namespace's root)."""
     found = [
-        *check_teams(cfg),
+        *stack_facts(cfg).team_problems,
         *check_queues(cfg),
         *check_training_jobs(cfg),
         *check_placement_group(cfg),

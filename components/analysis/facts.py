@@ -2,7 +2,10 @@
 
 `stack_facts(cfg)` builds, once for a given `StackConfig` object, the figures several rules and
 components need: the GPU capacity per flavor, the node sources, and per training job its pods'
-resources. Everyone who needs one of them asks here — the config checks (jobs.py, quota.py),
+resources, instance types, placement, quota problems and checkpoint interval (`JobFacts`).
+The rules that derive them (capacity.py, resources.py, placement.py, quota.py, checkpoint.py)
+take values and never ask for the facts themselves, so this module is their only caller in a
+synth. Everyone who needs a fact asks here — the config checks (jobs.py, the team rules),
 the will-it-run analysis, the start-up estimate, the training-job plan, the scheduling
 component and the job stacks' contract — so a synth computes each once, and the preview, the
 rules and what is deployed read the same numbers (the way Kueue's scheduler builds one
@@ -21,12 +24,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from components import catalog
-from components.analysis import capacity, nodes, resources
+from components.analysis import capacity, nodes, quota
 from components.analysis import checkpoint as checkpointing
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement
-from components.analysis.resources import JobResources, pod_requests
-from components.config import StackConfig, TrainingJobConfig
+from components.analysis.resources import JobResources, pod_requests, resources_on
+from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
 #: Configs whose facts are kept: a synth has one (a job stack two: the platform's and its own);
 #: tests build many, and an old one is never asked again.
@@ -39,7 +42,11 @@ class JobFacts:
     where they may go, who brings their nodes, and how often it checkpoints. The plan
     (components/training_jobs/plan.py), the will-it-run verdict and the report read these."""
 
-    #: CPU, memory, /dev/shm and EFA devices of one pod (resources.job_resources).
+    #: Instance types the pools can launch for its GPU class and capacity types
+    #: (capacity.job_instance_types); empty when none does.
+    instance_types: tuple[str, ...]
+    #: CPU, memory, /dev/shm and EFA devices of one pod, sized for the smallest of those types
+    #: (resources.resources_on).
     resources: JobResources
     #: Per-pod requests its manifests carry (resources.pod_requests).
     requests: Mapping[str, float]
@@ -61,8 +68,9 @@ class StackFacts:
     _provisioners: dict[tuple[str, catalog.CapacityType], catalog.Provisioner] | None = None
     _checked: frozenset[tuple[str, catalog.CapacityType]] | None = None
     _sources: tuple[NodeSource, ...] | None = None
-    _resources: dict[int, JobResources] = field(default_factory=dict)
     _jobs: dict[int, JobFacts] = field(default_factory=dict)
+    _quota: dict[int, tuple[Problem, ...]] = field(default_factory=dict)
+    _team_problems: tuple[Problem, ...] | None = None
 
     @property
     def capacity(self) -> Mapping[tuple[str, catalog.CapacityType], int]:
@@ -78,9 +86,13 @@ class StackFacts:
             self._provisioners = capacity.flavor_provisioners(self.cfg)
         return self._provisioners
 
+    def _index(self, job: TrainingJobConfig) -> int | None:
+        """`job`'s position in the config, None for a job that is not one of its own."""
+        return next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
+
     def job(self, job: TrainingJobConfig) -> JobFacts:
         """The derived facts of one job (JobFacts), once per job of the config."""
-        index = next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
+        index = self._index(job)
         found = self._jobs.get(index) if index is not None else None
         if found is None:
             found = self._job_facts(job)
@@ -89,7 +101,8 @@ class StackFacts:
         return found
 
     def _job_facts(self, job: TrainingJobConfig) -> JobFacts:
-        pod = self.resources(job)
+        types = tuple(capacity.job_instance_types(self.cfg, job))
+        pod = resources_on(job, types)
         checkpoint = job.checkpoint
         interval = (
             float(checkpoint.interval_seconds)
@@ -97,6 +110,7 @@ class StackFacts:
             else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
         )
         return JobFacts(
+            instance_types=types,
             resources=pod,
             requests=pod_requests(job, pod),
             placement=job_placement(job, pod.efa_devices),
@@ -123,15 +137,31 @@ class StackFacts:
         return self._sources
 
     def resources(self, job: TrainingJobConfig) -> JobResources:
-        """CPU, memory, /dev/shm and EFA devices of one pod of `job` (resources.job_resources),
-        once per job of the config."""
-        index = next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
-        if index is None:
-            return resources.job_resources(self.cfg, job)
-        found = self._resources.get(index)
+        """CPU, memory, /dev/shm and EFA devices of one pod of `job` (JobFacts.resources)."""
+        return self.job(job).resources
+
+    @property
+    def team_problems(self) -> tuple[Problem, ...]:
+        """The `teams` rules over the pool capacity (quota.check_teams)."""
+        if self._team_problems is None:
+            self._team_problems = tuple(quota.check_teams(self.cfg, self.capacity))
+        return self._team_problems
+
+    def quota_problems(self, index: int, job: TrainingJobConfig, team: TeamConfig) -> list[Problem]:
+        """`job` (at `trainingJobs[index]`, of `team`) against its team's quota, the namespace
+        limit and the pools' capacity (quota.job_quota_problems); once per job of the config —
+        the config check and the verdict both ask."""
+        own = self._index(job) == index and any(t is team for t in self.cfg.teams)
+        found = self._quota.get(index) if own else None
         if found is None:
-            found = self._resources[index] = resources.job_resources(self.cfg, job)
-        return found
+            found = tuple(
+                quota.job_quota_problems(
+                    f"trainingJobs[{index}]", job, team, self.capacity, self.resources(job)
+                )
+            )
+            if own:
+                self._quota[index] = found
+        return list(found)
 
 
 _FACTS: OrderedDict[int, StackFacts] = OrderedDict()

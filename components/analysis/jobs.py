@@ -4,10 +4,8 @@ capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace.
 from __future__ import annotations
 
 from components import catalog
-from components.analysis.capacity import job_instance_types
 from components.analysis.facts import stack_facts
 from components.analysis.images import image_problems
-from components.analysis.quota import job_quota_problems
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
@@ -68,7 +66,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
             )
             continue
         if team is not None:
-            problems.extend(job_quota_problems(cfg, index, job, team))
+            problems.extend(stack_facts(cfg).quota_problems(index, job, team))
     return problems
 
 
@@ -112,7 +110,7 @@ def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:
 def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
     """EFA asks that can never be met: EFA on types without it, more devices per pod than the
     type has, and a multi-node EFA job allowed to spread across zones."""
-    types = job_instance_types(cfg, job)
+    types = stack_facts(cfg).job(job).instance_types
     if not types:
         return []  # unknown class or no capacity: reported above
     counts = {t: catalog.instance(t).efa_devices for t in types}

@@ -1,18 +1,26 @@
 """Admission against quota: team quotas within the pools' capacity, and each job within its
-team's quota (nominal + borrowing), namespace limits and the pools' capacity."""
+team's quota (nominal + borrowing), namespace limits and the pools' capacity.
+
+Pure rules over facts: they take the pool capacity and a job's pod resources as values, and
+components/analysis/facts.py calls them (once per job of a config) — this module never asks for
+the facts itself."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from components import catalog
-from components.analysis.facts import stack_facts
+from components.analysis.resources import JobResources
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
+#: GPUs per flavor (GPU class, capacity type) the pools provide (capacity.gpu_capacity).
+Capacity = Mapping[tuple[str, catalog.CapacityType], int]
 
-def check_teams(cfg: StackConfig) -> list[Problem]:
+
+def check_teams(cfg: StackConfig, capacity: Capacity) -> list[Problem]:
     """Cross-section rules of `teams`: unique names and namespaces, known flavors, and the sum of
-    nominal GPU quotas per flavor within what the pools provide (`gpu_capacity`)."""
+    nominal GPU quotas per flavor within `capacity` (the facts' gpu_capacity)."""
     problems: list[Problem] = []
-    capacity = stack_facts(cfg).capacity
     classes = sorted({gpu_class for gpu_class, _ in capacity})
     names: dict[str, int] = {}
     namespaces: dict[str, int] = {}
@@ -67,16 +75,18 @@ def check_teams(cfg: StackConfig) -> list[Problem]:
 
 
 def job_quota_problems(
-    cfg: StackConfig, index: int, job: TrainingJobConfig, team: TeamConfig
+    key: str,
+    job: TrainingJobConfig,
+    team: TeamConfig,
+    capacity: Capacity,
+    requests: JobResources,
 ) -> list[Problem]:
     """Nodes x GPUs (and CPU/memory) within the team's quota for one of the job's flavors
     (nominal + borrowing limit; unbounded borrowing = the pools' capacity), the namespace's
     ResourceQuota, and the pools' capacity. A Kueue podset runs on one flavor, so `either`
-    needs one flavor that fits the whole job."""
-    key = f"trainingJobs[{index}]"
-    capacity = stack_facts(cfg).capacity
+    needs one flavor that fits the whole job. `key` is the job's config path, `requests` one
+    pod's resources."""
     gpus = job.world_size
-    requests = stack_facts(cfg).resources(job)
     problems: list[Problem] = []
     pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
     if gpus > max(pools):

@@ -4,6 +4,7 @@ smallest instance type its pools can launch (every pod must fit on it) minus nod
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -40,7 +41,13 @@ def default_memory_gib(memory_gib: int) -> int:
 
 def job_resources(cfg: StackConfig, job: TrainingJobConfig) -> JobResources:
     """CPU, memory, /dev/shm and EFA devices of one pod of `job`."""
-    types = job_instance_types(cfg, job) or gpu_class_instance_types(job.gpu_class)
+    return resources_on(job, job_instance_types(cfg, job))
+
+
+def resources_on(job: TrainingJobConfig, instance_types: Sequence[str]) -> JobResources:
+    """One pod of `job` sized for the smallest of the types its pools launch
+    (`instance_types`; with none, the types of its GPU class)."""
+    types = instance_types or gpu_class_instance_types(job.gpu_class)
     if not types:
         return JobResources("", job.cpu or 1.0, job.memory_gib or 1, job.shm_gib or 1, 0)
     name = smallest_instance_type(types)

@@ -31,7 +31,6 @@ from components.analysis import efa_placement, storage, volcano
 from components.analysis.facts import stack_facts
 from components.analysis.nodes import NodeSource, tolerates
 from components.analysis.placement import Placement, zone_pin_index
-from components.analysis.quota import job_quota_problems
 from components.analysis.resources import JobResources
 from components.config import (
     GpuNodeGroup,
@@ -488,7 +487,7 @@ def training_verdict(
     resources = derived.resources
     requests = dict(derived.requests)
     where = placement or derived.placement
-    quota_problems = job_quota_problems(cfg, index, job, team) if job.scheduler == "kueue" else []
+    quota_problems = facts.quota_problems(index, job, team) if job.scheduler == "kueue" else []
 
     admission, admission_problems = _admission(
         cfg,
@@ -665,7 +664,9 @@ def check_will_it_run(cfg: StackConfig) -> list[Problem]:
     for index, job in enumerate(cfg.training_jobs):
         team = teams.get(job.team)
         if team is not None and job.scheduler == "kueue" and gpus_of_class(job.gpu_class):
-            quota_keys.update((p[0], p[2]) for p in job_quota_problems(cfg, index, job, team))
+            quota_keys.update(
+                (p[0], p[2]) for p in stack_facts(cfg).quota_problems(index, job, team)
+            )
     found: list[Problem] = []
     for verdict in verdicts(cfg):
         for problem in verdict.problems:

@@ -1,7 +1,9 @@
 """Facts once: during one synth of the dev stack the config is parsed once, the pool capacity and
 the node sources are computed once, and each training job's pod resources once per job — every
-rule, component and the report read components/analysis/facts.py. Counted with a profiler hook
-on the functions' code objects, so a caller that imported a function by name is counted too."""
+rule, component and the report read components/analysis/facts.py. Per job also its instance
+types, placement, quota problems and checkpoint interval; the team rules once. Counted with a
+profiler hook on the functions' code objects, so a caller that imported a function by name is
+counted too."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from components.analysis import capacity, checkpoint, facts, nodes, placement, resources
+from components.analysis import capacity, checkpoint, facts, nodes, placement, quota, resources
 from synth.harness import SynthResult, run_program
 
 #: The module (components.config re-exports its `load` function under the same name).
@@ -40,7 +42,10 @@ COUNTED = {
     "parse": load.parse,
     "gpu_capacity": capacity.gpu_capacity,
     "node_sources": nodes.node_sources,
-    "job_resources": resources.job_resources,
+    "job_instance_types": capacity.job_instance_types,
+    "job_resources": resources.resources_on,
+    "check_teams": quota.check_teams,
+    "job_quota": quota.job_quota_problems,
     "job_placement": placement.job_placement,
     "young_daly": checkpoint.young_daly_interval_s,
     "flavor_provisioners": capacity.flavor_provisioners,
@@ -57,7 +62,10 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         gpu_capacity=1,
         node_sources=1,
         flavor_provisioners=1,
+        check_teams=1,
+        job_instance_types=jobs,
         job_resources=jobs,
+        job_quota=jobs,
         job_placement=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in result.config.training_jobs),
@@ -93,3 +101,10 @@ def test_a_job_outside_the_config_is_computed_not_cached(dev: SynthResult) -> No
     assert found.job(job) is found.job(job)
     assert found.job(variant) is not found.job(variant)
     assert found.job(variant).resources == found.resources(variant)
+    team = next(t for t in cfg.teams if t.name == job.team)
+    # The variant asks for one more node than the job: its quota problems are its own.
+    bigger = job.model_copy(update={"nodes": 10_000})
+    own = found.quota_problems(0, job, team)
+    assert own == found.quota_problems(0, job, team) == []
+    assert found.quota_problems(0, bigger, team), "a 10,000-node variant must be over quota"
+    assert found.quota_problems(0, job, team) == own, "the variant must not replace the cache"
