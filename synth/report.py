@@ -16,6 +16,7 @@ from typing import Any
 from components import catalog
 from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
+from components.analysis.facts import stack_facts
 from synth.harness import Registration, SynthResult
 
 
@@ -654,10 +655,11 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 #: Launcher objects of training jobs (components/training_jobs/training.py).
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
     """One row per training job, from the plan the program built its objects from
-    (components/training_jobs/plan.py on the judged config and its facts). The plan annotations
+    (components/training_jobs/plan.py on the judged config) and the job's facts (planned
+    waste at the plan's checkpoint interval). The plan annotations
     on the launcher objects are deployed metadata for operators, never read back here: they
     are rounded (the checkpoint interval to a second)."""
-    from components.training_jobs.plan import plan_job, planned_waste
+    from components.training_jobs.plan import plan_job
 
     cfg = result.config
     if cfg is None:
@@ -679,7 +681,7 @@ def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
                 "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
                 "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
                 "interval_s": plan.interval_s,
-                "waste": planned_waste(plan),
+                "waste": stack_facts(cfg).job(job).planned_waste,
             }
         )
     return sorted(rows, key=lambda row: str(row["job"]))

@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from components import catalog
-from components.analysis import capacity, nodes, quota
+from components.analysis import capacity, memory, nodes, quota
 from components.analysis import checkpoint as checkpointing
+from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.nodes import NodeSource
-from components.analysis.placement import Placement, job_placement
+from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.resources import JobResources, pod_requests, resources_on
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
@@ -52,11 +53,23 @@ class JobFacts:
     requests: Mapping[str, float]
     #: Node affinity, tolerations and zone term of its pods (placement.job_placement).
     placement: Placement
+    #: The private-subnet (AZ) index a single-zone job would be pinned to; None when its pods
+    #: may span zones (placement.zone_pin_index).
+    zone_pin: int | None
+    #: The node sources whose labels and taints admit its pods, and which of them hold one
+    #: (fit.fit_sources).
+    fit: SourceFit
     #: The provisioners of the flavors it may be placed on (capacity.flavor_provisioners).
     provisioners: frozenset[catalog.Provisioner]
     #: Seconds between checkpoints: the job's own, else Young/Daly from its save-blocking time
     #: and MTBF (checkpoint.young_daly_interval_s), unrounded.
     checkpoint_interval_s: float
+    #: Expected fraction of wall time lost to checkpoint saves and rework after failures at that
+    #: interval (checkpoint.wasted_fraction).
+    planned_waste: float
+    #: Parameters + gradients + optimizer state per rank in GiB; None without `modelParameters`
+    #: (memory.model_state_gib).
+    model_state_gib: float | None
 
 
 @dataclass
@@ -109,17 +122,25 @@ class StackFacts:
             if checkpoint.interval_seconds is not None
             else checkpointing.young_daly_interval_s(checkpoint.blocking, checkpoint.mtbf_seconds)
         )
+        requests = pod_requests(job, pod)
+        where = job_placement(job, pod.efa_devices)
         return JobFacts(
             instance_types=types,
             resources=pod,
-            requests=pod_requests(job, pod),
-            placement=job_placement(job, pod.efa_devices),
+            requests=requests,
+            placement=where,
+            zone_pin=zone_pin_index(self.cfg, job, pod.efa_devices),
+            fit=fit_sources(self.sources, where, requests),
             provisioners=frozenset(
                 self.provisioners[(job.gpu_class, c)]
                 for c in job.capacity_types
                 if (job.gpu_class, c) in self.provisioners
             ),
             checkpoint_interval_s=interval,
+            planned_waste=checkpointing.wasted_fraction(
+                interval, checkpoint.blocking, checkpoint.mtbf_seconds, checkpoint.restart_seconds
+            ),
+            model_state_gib=memory.model_state_gib(job, job.world_size),
         )
 
     @property

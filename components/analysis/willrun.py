@@ -16,9 +16,9 @@ Pure: config in, verdicts out; the figures come from facts.py, Volcano's gates f
 
 Why this module is long: it is the whole model of one verdict — one small helper per concern
 of a training job (admission, namespace limits, placement, scale-up and gang, zone, storage,
-memory) and the validation workloads' verdicts, sharing the matching helpers (`matches`,
-`shortfall`) that a split would have to import back and forth; per-job figures come from
-facts.JobFacts.
+memory) and the validation workloads' verdicts; per-job figures (pod resources, placement,
+the sources that fit, zone pin, model-state memory) come from facts.JobFacts, the matching
+helpers from fit.py.
 """
 
 from __future__ import annotations
@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from components import catalog
 from components.analysis import efa_placement, storage, volcano
 from components.analysis.facts import stack_facts
-from components.analysis.nodes import NodeSource, tolerates
-from components.analysis.placement import Placement, zone_pin_index
+from components.analysis.fit import SourceFit, fit_sources
+from components.analysis.nodes import NodeSource
+from components.analysis.placement import Placement
 from components.analysis.resources import JobResources
 from components.config import (
     GpuNodeGroup,
@@ -42,14 +43,6 @@ from components.config import (
     gpus_of_class,
 )
 from components.config.stack import nccl_instance_type
-
-#: Bytes of model state per parameter for mixed-precision Adam: bf16/fp16 parameters (2) and
-#: gradients (2), fp32 master parameters (4), Adam momentum and variance (4 + 4) — the "16
-#: bytes per parameter" of Rajbhandari et al., "ZeRO: Memory Optimizations Toward Training
-#: Trillion Parameter Models" (SC'20), section 3.1. Activations and buffers come on top.
-PARAM_BYTES = 2
-GRAD_BYTES = 2
-OPTIMIZER_BYTES = 12
 
 
 @dataclass(frozen=True)
@@ -85,60 +78,6 @@ def uncovered(
         for name, amount in requests.items()
         if amount and name not in covered and not any(name.startswith(p) for p in excluded)
     )
-
-
-def matches(source: NodeSource, placement: Placement) -> bool:
-    """Labels satisfy the required node affinity and every taint is tolerated."""
-    labels_ok = all(source.labels.get(k) in values for k, values in placement.required.items())
-    return labels_ok and all(tolerates(t, placement.tolerations) for t in source.taints)
-
-
-def shortfall(source: NodeSource, requests: dict[str, float]) -> str | None:
-    """What does not fit: a managed group may launch any of its types (the smallest must fit);
-    Karpenter picks a type that fits (one is enough)."""
-    misses: list[str] = []
-    for name, alloc in source.allocatable.items():
-        offered = {
-            "cpu": alloc.cpu,
-            "memory": float(alloc.memory_gib),
-            catalog.GPU_RESOURCE: alloc.gpus,
-            catalog.EFA_RESOURCE: alloc.efa,
-        }
-        miss = [
-            f"{resource} {amount:g} > {offered.get(resource, 0):g} on {name}"
-            for resource, amount in requests.items()
-            if amount > offered.get(resource, 0)
-        ]
-        if source.kind == "karpenter" and not miss:
-            return None
-        misses += miss
-    return "; ".join(misses) if misses else None
-
-
-def model_state_gib(job: TrainingJobConfig, world: int) -> float | None:
-    """Per-rank parameters + gradients + optimizer state in GiB (None without a model size).
-    DDP replicates all three; FSDP (full shard) and ZeRO-3 shard all three over the world;
-    ZeRO-1 shards the optimizer, ZeRO-2 optimizer and gradients; CPU offload moves the
-    optimizer (and with ZeRO-3 the parameters) to host memory."""
-    if job.model_parameters is None or world < 1:
-        return None
-    p = job.model_parameters
-    param, grad, opt = PARAM_BYTES * p, GRAD_BYTES * p, OPTIMIZER_BYTES * p
-    if job.mode == "fsdp":
-        total = (param + grad + opt) / world
-    elif job.mode == "deepspeed" and job.deepspeed is not None:
-        ds = job.deepspeed
-        stage = ds.zero_stage
-        opt = 0.0 if ds.offload_optimizer != "none" else opt
-        param_part = 0.0 if ds.offload_param != "none" else (param / world if stage == 3 else param)
-        total = (
-            param_part
-            + (grad / world if stage >= 2 else grad)
-            + (opt / world if stage >= 1 else opt)
-        )
-    else:
-        total = param + grad + opt
-    return total / 2**30
 
 
 def _awaits(job: TrainingJobConfig) -> str:
@@ -281,16 +220,10 @@ class _Placed:
 
 
 def _placement(
-    key: str,
-    job: TrainingJobConfig,
-    resources: JobResources,
-    *,
-    requests: dict[str, float],
-    where: Placement,
-    all_sources: Sequence[NodeSource],
+    key: str, job: TrainingJobConfig, resources: JobResources, *, where: Placement, fit: SourceFit
 ) -> _Placed:
     problems: list[Problem] = []
-    candidates = [s for s in all_sources if matches(s, where)]
+    candidates = list(fit.candidates)
     kinds = {s.provisioner for s in candidates}
     if job.scheduler != "kueue" and len(kinds) > 1:
         # Kueue pods carry their flavor's provisioner label; these carry only the affinity.
@@ -306,8 +239,8 @@ def _placement(
                 "same pending pod (or queue it with Kueue: each flavor selects one)",
             )
         )
-    misses = {s.name: shortfall(s, requests) for s in candidates}
-    fitting = [s for s in candidates if misses[s.name] is None]
+    misses = fit.misses
+    fitting = list(fit.fitting)
     want = ", ".join(f"{k} in {'/'.join(v)}" for k, v in sorted(where.required.items()))
     if not candidates:
         problems.append(
@@ -395,10 +328,10 @@ def _zone(
     resources: JobResources,
     where: Placement,
     placed: _Placed,
+    pin: int | None,
 ) -> Found:
     problems: list[Problem] = []
     zone = "any zone"
-    pin = zone_pin_index(cfg, job, resources.efa_devices)
     if pin is not None:
         zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
         if resources.efa_devices:
@@ -442,10 +375,10 @@ def _storage(
     return text, problems
 
 
-def _memory(key: str, job: TrainingJobConfig, resources: JobResources) -> Found:
+def _memory(
+    key: str, job: TrainingJobConfig, resources: JobResources, states: float | None
+) -> Found:
     problems: list[Problem] = []
-    world = job.world_size
-    states = model_state_gib(job, world)
     if states is None or not resources.instance_type:
         return "", problems
     row = catalog.instance(resources.instance_type)
@@ -499,13 +432,19 @@ def training_verdict(
         covered=covered,
         excluded=excluded,
     )
-    placed = _placement(
-        key, job, resources, requests=requests, where=where, all_sources=all_sources
+    # The facts' fit unless a test substitutes the sources or the pod's placement.
+    fit = (
+        derived.fit
+        if sources is None and placement is None
+        else fit_sources(all_sources, where, requests)
     )
+    placed = _placement(key, job, resources, where=where, fit=fit)
     scale_text, gang, scale_problems = _scale_and_gang(key, job, placed.fitting)
-    zone, zone_problems = _zone(cfg, key, job, resources=resources, where=where, placed=placed)
+    zone, zone_problems = _zone(
+        cfg, key, job, resources=resources, where=where, placed=placed, pin=derived.zone_pin
+    )
     storage_text, storage_problems = _storage(cfg, key, job, team, claim_mode)
-    memory, memory_problems = _memory(key, job, resources)
+    memory, memory_problems = _memory(key, job, resources, derived.model_state_gib)
     kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
     return Verdict(
         key=key,
@@ -648,13 +587,12 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
 
 def verdicts(cfg: StackConfig) -> list[Verdict]:
     """Every declared workload's verdict: training jobs in config order, then validation."""
-    sources = list(stack_facts(cfg).sources)
     out = [
         verdict
         for index, job in enumerate(cfg.training_jobs)
-        if (verdict := training_verdict(cfg, index, job, sources=sources)) is not None
+        if (verdict := training_verdict(cfg, index, job)) is not None
     ]
-    return out + validation_verdicts(cfg, sources)
+    return out + validation_verdicts(cfg)
 
 
 def check_will_it_run(cfg: StackConfig) -> list[Problem]:

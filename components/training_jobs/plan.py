@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components import catalog
-from components.analysis import checkpoint as checkpointing
 from components.analysis import placement
 from components.analysis.facts import stack_facts
 from components.analysis.resources import JobResources
@@ -244,12 +243,4 @@ def plan_job(
         config_hash=config_hash(semantic_parameters(job, image, job.nodes * gpus)),
         gpu_model=job.gpu_class.rsplit("-x", 1)[0],
         provenance=dict(provenance or deploy_provenance({})),
-    )
-
-
-def planned_waste(plan: JobPlan) -> float:
-    """Expected fraction of wall time lost to checkpoint saves and rework after failures."""
-    checkpoint = plan.job.checkpoint
-    return checkpointing.wasted_fraction(
-        plan.interval_s, checkpoint.blocking, checkpoint.mtbf_seconds, checkpoint.restart_seconds
     )

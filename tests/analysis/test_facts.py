@@ -1,7 +1,8 @@
 """Facts once: during one synth of the dev stack the config is parsed once, the pool capacity and
 the node sources are computed once, and each training job's pod resources once per job — every
 rule, component and the report read components/analysis/facts.py. Per job also its instance
-types, placement, quota problems and checkpoint interval; the team rules once. Counted with a
+types, placement, zone pin, fitting node sources, quota problems, checkpoint interval and
+planned waste, and model-state memory; the team rules once. Counted with a
 profiler hook on the functions' code objects, so a caller that imported a function by name is
 counted too."""
 
@@ -14,7 +15,17 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from components.analysis import capacity, checkpoint, facts, nodes, placement, quota, resources
+from components.analysis import (
+    capacity,
+    checkpoint,
+    facts,
+    fit,
+    memory,
+    nodes,
+    placement,
+    quota,
+    resources,
+)
 from synth.harness import SynthResult, run_program
 
 #: The module (components.config re-exports its `load` function under the same name).
@@ -47,6 +58,10 @@ COUNTED = {
     "check_teams": quota.check_teams,
     "job_quota": quota.job_quota_problems,
     "job_placement": placement.job_placement,
+    "zone_pin": placement.zone_pin_index,
+    "fit": fit.fit_sources,
+    "model_state": memory.model_state_gib,
+    "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
     "flavor_provisioners": capacity.flavor_provisioners,
 }
@@ -67,6 +82,10 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         job_resources=jobs,
         job_quota=jobs,
         job_placement=jobs,
+        zone_pin=jobs,
+        fit=jobs,
+        model_state=jobs,
+        waste=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in result.config.training_jobs),
     ), counts

@@ -13,11 +13,11 @@ import pytest
 
 from components import catalog
 from components.analysis import check, problems
+from components.analysis.memory import model_state_gib
 from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement
 from components.analysis.resources import job_resources, pod_requests
 from components.analysis.willrun import (
-    model_state_gib,
     training_verdict,
     uncovered,
     validation_verdicts,
