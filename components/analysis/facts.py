@@ -19,9 +19,9 @@ computed on the spot, never cached.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, TypeVar, cast
 
 from components import catalog
 from components.analysis import capacity, memory, nodes, quota
@@ -31,6 +31,8 @@ from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.resources import JobResources, pod_requests, resources_on
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
+
+T = TypeVar("T")
 
 #: Configs whose facts are kept: a synth has one (a job stack two: the platform's and its own);
 #: tests build many, and an old one is never asked again.
@@ -61,6 +63,9 @@ class JobFacts:
     fit: SourceFit
     #: The provisioners of the flavors it may be placed on (capacity.flavor_provisioners).
     provisioners: frozenset[catalog.Provisioner]
+    #: The Kueue ResourceFlavors its team's ClusterQueue offers it, in quota order: the team's
+    #: quota entries of its GPU class and capacity types (empty for an unknown team).
+    flavors: tuple[str, ...]
     #: Seconds between checkpoints: the job's own, else Young/Daly from its save-blocking time
     #: and MTBF (checkpoint.young_daly_interval_s), unrounded.
     checkpoint_interval_s: float
@@ -84,6 +89,9 @@ class StackFacts:
     _jobs: dict[int, JobFacts] = field(default_factory=dict)
     _quota: dict[int, tuple[Problem, ...]] = field(default_factory=dict)
     _team_problems: tuple[Problem, ...] | None = None
+    _judged: dict[str, object] = field(default_factory=dict)
+    _positions: dict[int, int] | None = None
+    _teams: dict[str, TeamConfig] | None = None
 
     @property
     def capacity(self) -> Mapping[tuple[str, catalog.CapacityType], int]:
@@ -100,8 +108,17 @@ class StackFacts:
         return self._provisioners
 
     def _index(self, job: TrainingJobConfig) -> int | None:
-        """`job`'s position in the config, None for a job that is not one of its own."""
-        return next((i for i, j in enumerate(self.cfg.training_jobs) if j is job), None)
+        """`job`'s position in the config, None for a job that is not one of its own (a map
+        built once: a scan per lookup would make a synth quadratic in jobs)."""
+        if self._positions is None:
+            self._positions = {id(j): i for i, j in enumerate(self.cfg.training_jobs)}
+        index = self._positions.get(id(job))
+        return index if index is not None and self.cfg.training_jobs[index] is job else None
+
+    def _team(self, name: str) -> TeamConfig | None:
+        if self._teams is None:
+            self._teams = {t.name: t for t in reversed(self.cfg.teams)}
+        return self._teams.get(name)
 
     def job(self, job: TrainingJobConfig) -> JobFacts:
         """The derived facts of one job (JobFacts), once per job of the config."""
@@ -124,6 +141,8 @@ class StackFacts:
         )
         requests = pod_requests(job, pod)
         where = job_placement(job, pod.efa_devices)
+        team = self._team(job.team)
+        quota_entries = team.quota if team is not None else ()
         return JobFacts(
             instance_types=types,
             resources=pod,
@@ -135,6 +154,11 @@ class StackFacts:
                 self.provisioners[(job.gpu_class, c)]
                 for c in job.capacity_types
                 if (job.gpu_class, c) in self.provisioners
+            ),
+            flavors=tuple(
+                entry.flavor
+                for entry in quota_entries
+                if entry.gpu_class == job.gpu_class and entry.capacity_type in job.capacity_types
             ),
             checkpoint_interval_s=interval,
             planned_waste=checkpointing.wasted_fraction(
@@ -172,7 +196,7 @@ class StackFacts:
         """`job` (at `trainingJobs[index]`, of `team`) against its team's quota, the namespace
         limit and the pools' capacity (quota.job_quota_problems); once per job of the config —
         the config check and the verdict both ask."""
-        own = self._index(job) == index and any(t is team for t in self.cfg.teams)
+        own = self._index(job) == index and self._team(team.name) is team
         found = self._quota.get(index) if own else None
         if found is None:
             found = tuple(
@@ -183,6 +207,14 @@ class StackFacts:
             if own:
                 self._quota[index] = found
         return list(found)
+
+    def once(self, name: str, compute: Callable[[StackConfig], T]) -> T:
+        """`compute(cfg)` the first time `name` is asked for, the kept result after: for the
+        judgements built on these facts in modules above this one (willrun.verdicts), which
+        the config check and the report both read."""
+        if name not in self._judged:
+            self._judged[name] = compute(self.cfg)
+        return cast(T, self._judged[name])
 
 
 _FACTS: OrderedDict[int, StackFacts] = OrderedDict()

@@ -135,11 +135,7 @@ def _admission(
             f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}",
             problems,
         )
-    flavors = [
-        q.flavor
-        for q in team.quota
-        if q.gpu_class == job.gpu_class and q.capacity_type in job.capacity_types
-    ]
+    flavors = stack_facts(cfg).job(job).flavors
     admission = (
         f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
         f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
@@ -586,13 +582,18 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
 
 
 def verdicts(cfg: StackConfig) -> list[Verdict]:
-    """Every declared workload's verdict: training jobs in config order, then validation."""
+    """Every declared workload's verdict: training jobs in config order, then validation —
+    judged once per config (the config check and the report read the same verdicts)."""
+    return list(stack_facts(cfg).once("verdicts", _judge))
+
+
+def _judge(cfg: StackConfig) -> tuple[Verdict, ...]:
     out = [
         verdict
         for index, job in enumerate(cfg.training_jobs)
         if (verdict := training_verdict(cfg, index, job)) is not None
     ]
-    return out + validation_verdicts(cfg)
+    return (*out, *validation_verdicts(cfg))
 
 
 def check_will_it_run(cfg: StackConfig) -> list[Problem]:

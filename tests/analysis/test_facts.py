@@ -25,7 +25,9 @@ from components.analysis import (
     placement,
     quota,
     resources,
+    willrun,
 )
+from synth import report_plan
 from synth.harness import SynthResult, run_program
 
 #: The module (components.config re-exports its `load` function under the same name).
@@ -89,6 +91,23 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in result.config.training_jobs),
     ), counts
+
+
+def test_the_verdicts_are_judged_once_for_the_check_and_the_report() -> None:
+    """The config check (analysis.check) and the report's "Will it run" section read one set of
+    verdicts: each training job is judged once per synth."""
+
+    def synth_and_report() -> tuple[SynthResult, str]:
+        result = run_program("dev")
+        assert isinstance(result, SynthResult)
+        return result, report_plan.will_it_run(result)
+
+    (result, section), counts = _count_calls(
+        synth_and_report, {"verdict": willrun.training_verdict}
+    )
+    jobs = result.config.training_jobs
+    assert counts["verdict"] == len(jobs), counts
+    assert all(f"`trainingJobs[{i}]`" in section for i in range(len(jobs))), section
 
 
 def test_the_report_reads_the_config_the_program_judged() -> None:
