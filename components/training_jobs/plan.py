@@ -240,7 +240,7 @@ def plan_job(
         interval_s=derived.checkpoint_interval_s,
         checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
         rendezvous_port=cfg.training.rendezvous_port,
-        config_hash=config_hash(semantic_parameters(job, image, job.nodes * gpus)),
+        config_hash=config_hash(semantic_parameters(job, image, job.world_size)),
         gpu_model=job.gpu_class.rsplit("-x", 1)[0],
         provenance=dict(provenance or deploy_provenance({})),
     )
