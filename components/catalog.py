@@ -98,7 +98,7 @@ def gpu_taint() -> dict[str, str]:
 
 def gpu_toleration() -> dict[str, str]:
     """The toleration matching `gpu_taint()`; every GPU workload and GPU daemon carries it."""
-    return {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}
+    return toleration_of(gpu_taint())
 
 
 def gpu_daemon_tolerations() -> list[dict[str, str]]:
@@ -111,6 +111,12 @@ def gpu_daemon_tolerations() -> list[dict[str, str]]:
     return [{"operator": "Exists"}]
 
 
+def toleration_of(taint: dict[str, str]) -> dict[str, str]:
+    """The toleration of one taint, whatever its value (`operator: Exists` on its key and
+    effect): `gpu_toleration` and `spot_toleration` are this for the GPU and spot taints."""
+    return {"key": taint["key"], "operator": "Exists", "effect": taint["effect"]}
+
+
 def spot_taint() -> dict[str, str]:
     """The taint of spot managed-group nodes (Kubernetes spelling)."""
     return {"key": SPOT_TAINT_KEY, "value": "true", "effect": "NoSchedule"}
@@ -119,7 +125,7 @@ def spot_taint() -> dict[str, str]:
 def spot_toleration() -> dict[str, str]:
     """The toleration of `spot_taint()`: pods that may run on spot (spot-safe training jobs,
     the node-group spot flavors' admitted pods, GPU daemons)."""
-    return {"key": SPOT_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"}
+    return toleration_of(spot_taint())
 
 
 # --- Instance types -----------------------------------------------------------------------------

@@ -32,12 +32,16 @@ def _resources_by_type(result: SynthResult) -> str:
     return _table(["type", "count"], rows) + f"\n\n{len(result.resources)} resources in all."
 
 
+#: EKS capacity type -> the platform's (catalog.EKS_CAPACITY_TYPE read backwards).
+_FROM_EKS_CAPACITY: dict[str, catalog.CapacityType] = {
+    eks: ours for ours, eks in catalog.EKS_CAPACITY_TYPE.items()
+}
+
+
 def _group_capacity(inputs: dict[str, Any]) -> catalog.CapacityType:
-    """A group's capacity type as its labels and queues name it (a Capacity Block: reserved)."""
-    eks = str(inputs.get("capacityType"))
-    if eks == "SPOT":
-        return "spot"
-    return "reserved" if eks == "CAPACITY_BLOCK" else "on-demand"
+    """A group's capacity type as its labels and queues name it (a Capacity Block: reserved;
+    EKS's default, unset: on-demand)."""
+    return _FROM_EKS_CAPACITY.get(str(inputs.get("capacityType")), "on-demand")
 
 
 def _node_groups(result: SynthResult) -> str:
@@ -656,9 +660,9 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
     """One row per training job, from the plan the program built its objects from
     (components/training_jobs/plan.py on the judged config) and the job's facts (planned
-    waste at the plan's checkpoint interval). The plan annotations
-    on the launcher objects are deployed metadata for operators, never read back here: they
-    are rounded (the checkpoint interval to a second)."""
+    waste at the plan's checkpoint interval). The plan annotations on the launcher objects are
+    deployed metadata for operators, never read back here: they are rounded (the checkpoint
+    interval to a second)."""
     from components.training_jobs.plan import plan_job
 
     cfg = result.config

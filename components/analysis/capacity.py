@@ -49,13 +49,12 @@ def flavor_provisioners(
 def provisioning_checked(cfg: StackConfig) -> frozenset[tuple[str, catalog.CapacityType]]:
     """Flavors whose workloads wait for Kueue's ProvisioningRequest admission check: those of
     managed groups the cluster-autoscaler resizes (docs/node-groups.md#gangs-wait-for-nodes)."""
-    scaler = cfg.cluster_autoscaler
-    if not (cfg.autoscaler_deployed and scaler.provisioning_requests):
+    if not cfg.cluster_autoscaler.provisioning_requests:
         return frozenset()
     return frozenset(
         (group.gpu_class, group.flavor_capacity_type)
         for group in cfg.node_groups.gpu
-        if group.resizable
+        if cfg.autoscaled(group)
     )
 
 

@@ -1,11 +1,14 @@
 """The stack's derived facts, computed once per validated config and read everywhere else.
 
 `stack_facts(cfg)` builds, once for a given `StackConfig` object, the figures several rules and
-components need: the GPU capacity per flavor, the node sources, and per training job its pods'
-resources, instance types, placement, quota problems and checkpoint interval (`JobFacts`).
-The rules that derive them (capacity.py, resources.py, placement.py, quota.py, checkpoint.py)
+components need: the GPU capacity per flavor, the node sources, each flavor's provisioner, the
+team rules' problems, and per training job (`JobFacts`) its instance types, pod resources and
+requests, placement and zone pin, the node sources that admit and fit it, its flavors, quota
+problems, checkpoint interval and planned waste, and model-state memory. The rules that derive
+them (capacity.py, resources.py, placement.py, fit.py, quota.py, checkpoint.py, memory.py)
 take values and never ask for the facts themselves, so this module is their only caller in a
-synth. Everyone who needs a fact asks here — the config checks (jobs.py, the team rules),
+synth; the verdicts built on the facts are kept here too (`StackFacts.once`). Everyone who
+needs a fact asks here — the config checks (jobs.py, the team rules),
 the will-it-run analysis, the start-up estimate, the training-job plan, the scheduling
 component and the job stacks' contract — so a synth computes each once, and the preview, the
 rules and what is deployed read the same numbers (the way Kueue's scheduler builds one
@@ -115,7 +118,9 @@ class StackFacts:
         index = self._positions.get(id(job))
         return index if index is not None and self.cfg.training_jobs[index] is job else None
 
-    def _team(self, name: str) -> TeamConfig | None:
+    def team(self, name: str) -> TeamConfig | None:
+        """The team called `name` (the first, as the config check reports duplicates), from a
+        map built once."""
         if self._teams is None:
             self._teams = {t.name: t for t in reversed(self.cfg.teams)}
         return self._teams.get(name)
@@ -141,7 +146,7 @@ class StackFacts:
         )
         requests = pod_requests(job, pod)
         where = job_placement(job, pod.efa_devices)
-        team = self._team(job.team)
+        team = self.team(job.team)
         quota_entries = team.quota if team is not None else ()
         return JobFacts(
             instance_types=types,
@@ -196,7 +201,7 @@ class StackFacts:
         """`job` (at `trainingJobs[index]`, of `team`) against its team's quota, the namespace
         limit and the pools' capacity (quota.job_quota_problems); once per job of the config —
         the config check and the verdict both ask."""
-        own = self._index(job) == index and self._team(team.name) is team
+        own = self._index(job) == index and self.team(team.name) is team
         found = self._quota.get(index) if own else None
         if found is None:
             found = tuple(

@@ -154,7 +154,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
     sources: list[NodeSource] = []
     for index, group in enumerate(cfg.node_groups.gpu):
         grouped = efa_placement.node_group_in_group(cfg, group)
-        autoscaled = group.resizable and cfg.autoscaler_deployed
+        autoscaled = cfg.autoscaled(group)
         # The autoscaler simulates the first type only (module docstring); static groups'
         # nodes already exist, of any of their types: a pod must fit the smallest.
         types = group.instance_types[:1] if autoscaled else group.instance_types

@@ -101,12 +101,13 @@ def _admission(
     team: TeamConfig,
     *,
     requests: dict[str, float],
+    flavors: Sequence[str],
     quota_problems: Sequence[Problem],
     covered: Sequence[str],
     excluded: Sequence[str],
 ) -> Found:
-    """Kueue (LocalQueue -> ClusterQueue -> flavor, covered resources) or Volcano (enqueue and
-    allocate against the team queue: volcano.py)."""
+    """Kueue (LocalQueue -> ClusterQueue -> `flavors`, covered resources) or Volcano (enqueue
+    and allocate against the team queue: volcano.py)."""
     problems: list[Problem] = []
     if job.scheduler != "kueue":
         gang_requests = {name: amount * job.nodes for name, amount in requests.items()}
@@ -135,7 +136,6 @@ def _admission(
             f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}",
             problems,
         )
-    flavors = stack_facts(cfg).job(job).flavors
     admission = (
         f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
         f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
@@ -407,10 +407,10 @@ def training_verdict(
     The keyword arguments default to what the stack builds; tests substitute them. Each
     concern is one helper above; the problems come in that order, quota problems first."""
     key = f"trainingJobs[{index}]"
-    team = next((t for t in cfg.teams if t.name == job.team), None)
+    facts = stack_facts(cfg)
+    team = facts.team(job.team)
     if team is None or gpus_of_class(job.gpu_class) is None:
         return None
-    facts = stack_facts(cfg)
     all_sources = list(sources if sources is not None else facts.sources)
     derived = facts.job(job)
     resources = derived.resources
@@ -424,6 +424,7 @@ def training_verdict(
         job,
         team,
         requests=requests,
+        flavors=derived.flavors,
         quota_problems=quota_problems,
         covered=covered,
         excluded=excluded,
@@ -599,13 +600,11 @@ def _judge(cfg: StackConfig) -> tuple[Verdict, ...]:
 def check_will_it_run(cfg: StackConfig) -> list[Problem]:
     """The problems of the rules above (quota problems come from jobs.py already)."""
     quota_keys: set[tuple[str, str]] = set()
-    teams = {t.name: t for t in cfg.teams}
+    facts = stack_facts(cfg)
     for index, job in enumerate(cfg.training_jobs):
-        team = teams.get(job.team)
+        team = facts.team(job.team)
         if team is not None and job.scheduler == "kueue" and gpus_of_class(job.gpu_class):
-            quota_keys.update(
-                (p[0], p[2]) for p in stack_facts(cfg).quota_problems(index, job, team)
-            )
+            quota_keys.update((p[0], p[2]) for p in facts.quota_problems(index, job, team))
     found: list[Problem] = []
     for verdict in verdicts(cfg):
         for problem in verdict.problems:

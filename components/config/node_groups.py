@@ -61,12 +61,6 @@ GPU_AMI_TYPES: Final = {
     "al2023-nvidia": "AL2023_x86_64_NVIDIA",
     "bottlerocket-nvidia": "BOTTLEROCKET_x86_64_NVIDIA",
 }
-#: EKS node-group capacity types (the API spelling).
-EKS_GROUP_CAPACITY: Final = {
-    "on-demand": "ON_DEMAND",
-    "spot": "SPOT",
-    "capacity-block": "CAPACITY_BLOCK",
-}
 ReservationId = Annotated[str, StringConstraints(pattern=r"^cr-[0-9a-f]{8,17}$")]
 #: Label keys a group may not set itself: the platform's own (catalog.gpu_node_labels) and the
 #: kubelet-reserved domains EKS refuses.

@@ -304,12 +304,16 @@ class StackConfig(Model):
         none it would only find the system group)."""
         return self.cluster_autoscaler.enabled and bool(self.node_groups.gpu)
 
+    def autoscaled(self, group: GpuNodeGroup) -> bool:
+        """Whether the cluster-autoscaler resizes `group`: it may change size and the
+        autoscaler runs (the one definition: capacity, node sources, Kueue's provisioning
+        check and the group's `ignoreScalingChanges` read it)."""
+        return group.resizable and self.autoscaler_deployed
+
     def group_max_nodes(self, group: GpuNodeGroup) -> int:
         """Most nodes a managed group holds: maxSize when the cluster-autoscaler resizes it,
         else desiredSize (nothing else changes it)."""
-        if group.resizable and self.autoscaler_deployed:
-            return group.max_size
-        return group.desired_size
+        return group.max_size if self.autoscaled(group) else group.desired_size
 
     def nccl_targets(self) -> dict[str, int]:
         """Pools the NCCL test may run on and the most nodes each reaches: GPU node groups

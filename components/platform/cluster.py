@@ -30,9 +30,8 @@ from components.platform.node_group_builders import (
     gpu_group_labels,
     launch_template_spec,
     node_group_extras,
-    node_repair_transform,
+    node_group_transform,
     reservation_spec,
-    update_config_transform,
 )
 from components.resource_options import child_options
 
@@ -65,8 +64,9 @@ class ClusterArgs:
     placement_zone_index: int = 0
     #: GPU node groups whose launch templates put their nodes into the group.
     placement_node_groups: frozenset[str] = frozenset()
-    #: Whether the cluster-autoscaler runs (resizable GPU groups then ignore scaling changes).
-    autoscaler_enabled: bool = True
+    #: GPU groups the cluster-autoscaler resizes (StackConfig.autoscaled): they ignore scaling
+    #: changes.
+    autoscaled_groups: frozenset[str] = frozenset()
     #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
     #: into an encrypted, expiring group instead of creating its own.
     control_plane_log_group: aws.cloudwatch.LogGroup | None = None
@@ -100,7 +100,7 @@ class ClusterArgs:
                 g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
             ),
             control_plane_log_group=control_plane_log_group,
-            autoscaler_enabled=cfg.autoscaler_deployed,
+            autoscaled_groups=frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g)),
         )
 
 
@@ -339,7 +339,7 @@ class Cluster(pulumi.ComponentResource):
                 auto_repair=group.auto_repair,
                 placement_group=group.name in args.placement_node_groups,
                 gpu_group=group,
-                autoscaled=group.resizable and args.autoscaler_enabled,
+                autoscaled=group.name in args.autoscaled_groups,
             )
             for group in args.node_groups.gpu
         }
@@ -478,12 +478,10 @@ class Cluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 transforms=[
-                    node_repair_transform(auto_repair),
-                    *(
-                        [update_config_transform(gpu_group.max_unavailable)]
-                        if gpu_group is not None
-                        else []
-                    ),
+                    node_group_transform(
+                        auto_repair=auto_repair,
+                        max_unavailable=gpu_group.max_unavailable if gpu_group else None,
+                    )
                 ],
             ),
             **extra,

@@ -66,42 +66,31 @@ def efa_network_interfaces(efa_devices: int, security_group_id: Any) -> list[dic
     ]
 
 
-def node_repair_transform(enabled: bool) -> pulumi.ResourceTransform:
-    """A `transforms` entry that sets `nodeRepairConfig` on the EKS node group a pulumi-eks
-    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it (runs.md item 9), and
-    `transforms` - unlike `transformations` - reach the children of packaged components such as
-    pulumi-eks's (https://www.pulumi.com/docs/iac/concepts/options/transformations/: "Transforms
-    support modifying child resources of packaged components (such as those in awsx and eks)").
-    The engine hands over wire-format properties (camelCase, pulumi/runtime/_callbacks.py
-    `deserialize_properties`), so the key is `nodeRepairConfig` (pulumi-aws 7.51.1
-    NodeGroupNodeRepairConfigArgs: `enabled`).
+def node_group_transform(
+    *, auto_repair: bool, max_unavailable: int | None = None
+) -> pulumi.ResourceTransform:
+    """A `transforms` entry that sets what pulumi-eks 4.4.0 has no input for on the EKS node
+    group a `ManagedNodeGroup` creates: `nodeRepairConfig` (runs.md item 9) and, for GPU groups,
+    `updateConfig.maxUnavailable` (nodes replaced at a time in a rolling AMI or launch-template
+    update). `transforms` - unlike `transformations` - reach the children of packaged
+    components such as pulumi-eks's (https://www.pulumi.com/docs/iac/concepts/options/
+    transformations/: "Transforms support modifying child resources of packaged components
+    (such as those in awsx and eks)"). The engine hands over wire-format properties (camelCase,
+    pulumi/runtime/_callbacks.py `deserialize_properties`), hence the keys (pulumi-aws 7.51.1
+    NodeGroupNodeRepairConfigArgs `enabled`, NodeGroupUpdateConfigArgs `maxUnavailable`).
 
     What EKS then does (https://docs.aws.amazon.com/eks/latest/userguide/node-repair.html): on a
     condition the node monitoring agent reports, replace (or, for AcceleratedHardwareReady,
     reboot) the node after 10 min (GPU) or 30 min (Ready, KernelReady, NetworkingReady, ...);
     it stops repairing when more than 20 % of a group of more than five nodes is unhealthy."""
+    extra: dict[str, Any] = {"nodeRepairConfig": {"enabled": auto_repair}}
+    if max_unavailable is not None:
+        extra["updateConfig"] = {"maxUnavailable": max_unavailable}
 
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
         if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
             return None
-        props = {**args.props, "nodeRepairConfig": {"enabled": enabled}}
-        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
-
-    return transform
-
-
-def update_config_transform(max_unavailable: int) -> pulumi.ResourceTransform:
-    """A `transforms` entry that sets `updateConfig.maxUnavailable` (nodes replaced at a time in
-    a rolling AMI or launch-template update) on the EKS node group a pulumi-eks
-    `ManagedNodeGroup` creates: pulumi-eks 4.4.0 has no input for it; same mechanism and wire
-    format as `node_repair_transform` (pulumi-aws NodeGroupUpdateConfigArgs:
-    `maxUnavailable`)."""
-
-    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult | None:
-        if args.type_ != catalog.EKS_NODE_GROUP_TYPE:
-            return None
-        props = {**args.props, "updateConfig": {"maxUnavailable": max_unavailable}}
-        return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+        return pulumi.ResourceTransformResult(props={**args.props, **extra}, opts=args.opts)
 
     return transform
 

@@ -132,12 +132,14 @@ class Storage(pulumi.ComponentResource):
         super().__init__("gpu-platform:storage:Storage", name, None, opts)
         self._name = name
         self._args = args
+        #: The component's options: every child merges them (child_options).
+        self._opts = opts
         config = args.config
         child = child_options(self, opts)
         # Deliberate: protect stops `pulumi destroy`/a refactor from deleting the data;
         # retain_on_delete leaves it in AWS even if protection is lifted (docs/storage.md).
-        keep = pulumi.ResourceOptions(
-            parent=self, protect=config.protect_data, retain_on_delete=config.protect_data
+        keep = child_options(
+            self, opts, protect=config.protect_data, retain_on_delete=config.protect_data
         )
         account_id = args.aws_account.account_id
         region = args.aws_account.region
@@ -216,7 +218,7 @@ class Storage(pulumi.ComponentResource):
             tags={**self._args.tags, f"{catalog.LABEL_DOMAIN}/bucket-role": role},
             opts=keep,
         )
-        child = child_options(self)
+        child = child_options(self, self._opts)
         aws.s3.BucketOwnershipControls(
             f"{name}-{role}",
             bucket=bucket.id,
@@ -259,20 +261,20 @@ class Storage(pulumi.ComponentResource):
                     "bucket_key_enabled": True,
                 }
             ],
-            opts=child_options(self),
+            opts=child_options(self, self._opts),
         )
         aws.s3.BucketPolicy(
             f"{name}-{role}",
             bucket=bucket.id,
             policy=bucket.arn.apply(lambda arn: json.dumps(bucket_policy(arn))),
-            opts=child_options(self, depends_on=[public_access]),
+            opts=child_options(self, self._opts, depends_on=[public_access]),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{role}",
             bucket=bucket.id,
             rules=cast(Any, lifecycle_rules(self._args.config.lifecycle, role=role)),
             # Noncurrent-version rules only mean something once versioning is on.
-            opts=child_options(self, depends_on=[versioning]),
+            opts=child_options(self, self._opts, depends_on=[versioning]),
         )
         return bucket
 
@@ -283,7 +285,7 @@ class Storage(pulumi.ComponentResource):
         S3 log delivery; the AWS managed aws/s3 key would not work for log delivery)."""
         name = self._name
         bucket, public_access, versioning = self._bucket(LOG_BUCKET_ROLE, account_id, keep)
-        child = child_options(self)
+        child = child_options(self, self._opts)
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
@@ -305,13 +307,13 @@ class Storage(pulumi.ComponentResource):
             policy=pulumi.Output.all(bucket.arn, *sources).apply(
                 lambda arns: json.dumps(log_bucket_policy(arns[0], list(arns[1:]), account_id))
             ),
-            opts=child_options(self, depends_on=[public_access]),
+            opts=child_options(self, self._opts, depends_on=[public_access]),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
             rules=cast(Any, log_lifecycle_rules(self._args.config.lifecycle)),
-            opts=child_options(self, depends_on=[versioning]),
+            opts=child_options(self, self._opts, depends_on=[versioning]),
         )
         return bucket
 
@@ -322,7 +324,7 @@ class Storage(pulumi.ComponentResource):
     ) -> aws.eks.PodIdentityAssociation:
         """An IAM role for one CSI controller service account, handed out by Pod Identity."""
         name, args = self._name, self._args
-        child = child_options(self)
+        child = child_options(self, self._opts)
         account_id = self._args.aws_account.account_id
         role = iam.pod_identity_role(
             f"{name}-{driver}-csi",
@@ -350,14 +352,14 @@ class Storage(pulumi.ComponentResource):
             vpc_id=self._args.vpc_id,
             description=f"{purpose}: reachable from the cluster's nodes only",
             tags={**self._args.tags, "Name": f"{self._args.bucket_prefix}-{purpose}"},
-            opts=child_options(self),
+            opts=child_options(self, self._opts),
         )
 
     def _efs(
         self, key: aws.kms.Key, region: str, account_id: str, keep: pulumi.ResourceOptions
     ) -> None:
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        child = child_options(self)
+        child = child_options(self, self._opts)
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,
@@ -435,7 +437,7 @@ class Storage(pulumi.ComponentResource):
         the nodes: clients reach the servers, the servers reach each other and call clients
         back."""
         name, args = self._name, self._args
-        child = child_options(self)
+        child = child_options(self, self._opts)
         group = self._security_group("lustre")
         nodes = args.node_security_group_id
         for low, high in LUSTRE_PORTS:
@@ -479,7 +481,7 @@ class Storage(pulumi.ComponentResource):
         """The datasets bucket linked into the file system (lazy import on first read; export
         only when configured)."""
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        child = child_options(self)
+        child = child_options(self, self._opts)
         datasets = self.buckets["datasets"]
         s3_policy: dict[str, Any] = {
             "auto_import_policy": {"events": rwx.fsx_import_events},

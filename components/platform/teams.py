@@ -407,7 +407,7 @@ class Team(pulumi.ComponentResource):
             opts=in_ns,
         )
 
-        self._identity(name, args, in_ns)
+        self._identity(name, args, in_ns, child_options(self, opts))
         self._access(name, args, in_ns)
         self._queues(name, args)
 
@@ -430,7 +430,13 @@ class Team(pulumi.ComponentResource):
             "labels": {f"{catalog.LABEL_DOMAIN}/team": self._team.name},
         }
 
-    def _identity(self, name: str, args: TeamArgs, in_ns: pulumi.ResourceOptions) -> None:
+    def _identity(
+        self,
+        name: str,
+        args: TeamArgs,
+        in_ns: pulumi.ResourceOptions,
+        aws_opts: pulumi.ResourceOptions,
+    ) -> None:
         """The `trainer` role (S3 prefixes of the team only), its service account and Pod Identity
         association."""
         team, ns, meta = self._team, self._team.namespace, self._meta
@@ -442,7 +448,7 @@ class Team(pulumi.ComponentResource):
             service_account=TRAINER_SERVICE_ACCOUNT,
             description=f"Training pods of team {team.name}: its S3 prefixes only",
             tags=args.tags,
-            opts=child_options(self),
+            opts=aws_opts,
         )
         # Until Storage hands over its key: this account's keys, and (below) only through S3.
         key_arn = args.kms_key_arn or f"arn:aws:kms:*:{args.account_id}:key/*"
@@ -453,7 +459,7 @@ class Team(pulumi.ComponentResource):
             f"{name}-trainer-s3",
             role=self.trainer_role.id,
             policy=policy,
-            opts=child_options(self),
+            opts=aws_opts,
         )
         k8s.core.v1.ServiceAccount(
             f"{name}-trainer-sa", metadata=meta(TRAINER_SERVICE_ACCOUNT), opts=in_ns
@@ -465,7 +471,7 @@ class Team(pulumi.ComponentResource):
             service_account=TRAINER_SERVICE_ACCOUNT,
             role_arn=self.trainer_role.arn,
             tags=args.tags,
-            opts=child_options(self),
+            opts=aws_opts,
         )
 
     def _access(self, name: str, args: TeamArgs, in_ns: pulumi.ResourceOptions) -> None:

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.analysis import placement, pod_security, volcano
+from components.analysis.nodes import managed_gpu_taints
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 from components.config.stack import nccl_instance_type
 from components.platform.handles import ClusterHandles
@@ -48,8 +49,9 @@ class GpuPool:
     gpus_per_node: int
     #: The type the NCCL threshold, EFA count and NVLink check are read from (catalog).
     instance_type: str = ""
-    #: A spot managed group's nodes carry the spot taint (components/analysis/nodes.py).
-    spot_tainted: bool = False
+    #: The taints of the pool's nodes (components/analysis/nodes.py: the GPU taint, a spot
+    #: group's spot taint, a group's own): validation pods tolerate exactly these.
+    taints: tuple[dict[str, str], ...] = (catalog.gpu_taint(),)
 
     @property
     def efa_devices(self) -> int:
@@ -75,7 +77,7 @@ def pools_from_node_groups(groups: Sequence[GpuNodeGroup]) -> list[GpuPool]:
             },
             gpus_per_node=group.gpus_per_node,
             instance_type=nccl_instance_type(group),
-            spot_tainted=group.capacity_type == "spot",
+            taints=managed_gpu_taints(group),
         )
         for group in groups
     ]
@@ -104,10 +106,7 @@ def pools_from_karpenter(pools: Sequence[KarpenterPool]) -> list[GpuPool]:
 def _pod_placement(pool: GpuPool) -> dict[str, Any]:
     return {
         "nodeSelector": dict(pool.labels),
-        "tolerations": [
-            catalog.gpu_toleration(),
-            *([catalog.spot_toleration()] if pool.spot_tainted else []),
-        ],
+        "tolerations": [catalog.toleration_of(taint) for taint in pool.taints],
     }
 
 

@@ -98,13 +98,13 @@ class TeamJobs(pulumi.ComponentResource):
             kubeconfig=args.kubeconfig,
             # Objects without a namespace would land here rather than in `default`.
             namespace=team.namespace,
-            opts=child_options(self),
+            opts=child_options(self, opts),
         )
         self.jobs = {
             plan.name: TrainingJob(
                 f"{name}-{plan.name}",
                 TrainingJobArgs(plan=plan, k8s_provider=provider),
-                opts=child_options(self),
+                opts=child_options(self, opts),
             )
             for plan in plans
         }

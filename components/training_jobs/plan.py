@@ -226,10 +226,13 @@ def plan_job(
 ) -> JobPlan:
     """Derive a job's plan; the config was validated, so the team and class exist.
     `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown)."""
-    team = next(t for t in cfg.teams if t.name == job.team)
+    facts = stack_facts(cfg)
+    team = facts.team(job.team)
+    if team is None:
+        raise ValueError(f"trainingJobs: unknown team {job.team!r} (the config check reports it)")
     image = job.image or cfg.training.default_image
     gpus = job.node_gpus
-    derived = stack_facts(cfg).job(job)
+    derived = facts.job(job)
     return JobPlan(
         job=job,
         team=team,

@@ -228,6 +228,6 @@ class TrainingJobs(pulumi.ComponentResource):
                     k8s_provider=args.k8s_provider,
                     depends_on=[*args.team_resources.get(job.team, ()), *scheduler],
                 ),
-                opts=child_options(self),
+                opts=child_options(self, opts),
             )
         self.register_outputs({"jobs": sorted(self.jobs)})

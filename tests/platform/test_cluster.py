@@ -15,7 +15,7 @@ from components.platform.node_group_builders import (
     eks_taints,
     gpu_group_labels,
     launch_template_spec,
-    node_repair_transform,
+    node_group_transform,
 )
 from synth.harness import SynthResult, run_program
 from synth.report import report
@@ -352,7 +352,7 @@ def test_managed_groups_turn_on_eks_node_auto_repair(prod: SynthResult) -> None:
         assert child["nodeRepairConfig"] == {"enabled": True}, group.name
         assert child["scalingConfig"] == {"desiredSize": 2}  # the rest passes through
     # Only the EKS node group is touched (the launch template, roles... are not).
-    transform = node_repair_transform(True)
+    transform = node_group_transform(auto_repair=True, max_unavailable=1)
     other = pulumi.ResourceTransformArgs(
         custom=True,
         type_="aws:ec2/launchTemplate:LaunchTemplate",
@@ -361,6 +361,28 @@ def test_managed_groups_turn_on_eks_node_auto_repair(prod: SynthResult) -> None:
         opts=pulumi.ResourceOptions(),
     )
     assert transform(other) is None
+
+
+def test_gpu_groups_set_max_unavailable_and_the_system_group_keeps_the_eks_default(
+    prod: SynthResult,
+) -> None:
+    groups = {g.name: g for g in prod.of_type("eks:index:ManagedNodeGroup")}
+    gpu = [n for n in groups if not n.endswith("system")]
+    assert gpu
+    for name in gpu:
+        assert _node_group_child(groups[name])["updateConfig"] == {"maxUnavailable": 1}, name
+    (system,) = [n for n in groups if n.endswith("system")]
+    assert "updateConfig" not in _node_group_child(groups[system])
+    overrides = stack_values("prod")["gpu-platform:nodeGroups"]
+    changed = json.loads(json.dumps(overrides))
+    changed["gpu"][0]["maxUnavailable"] = 2
+    result = run_program("prod", overrides={"gpu-platform:nodeGroups": changed})
+    first = next(
+        g
+        for g in result.of_type("eks:index:ManagedNodeGroup")
+        if g.name.endswith(changed["gpu"][0]["name"])
+    )
+    assert _node_group_child(first)["updateConfig"] == {"maxUnavailable": 2}
 
 
 def test_auto_repair_can_be_turned_off_per_group() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -10,7 +11,8 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.config import ValidationConfig
+from components.analysis.nodes import node_sources, tolerates
+from components.config import ConfigError, ValidationConfig
 from components.platform import validation
 from components.platform import validation_scripts as scripts
 from synth import __main__ as synth_cli
@@ -43,6 +45,38 @@ def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> N
     (smoke,) = [j for j in jobs if j.inputs["metadata"]["name"] == "gpu-smoke-ng-l4-spot"]
     pod = smoke.inputs["spec"]["template"]["spec"]
     assert catalog.spot_toleration() in pod["tolerations"]
+
+
+def test_smoke_pods_tolerate_every_taint_of_their_group_its_own_too() -> None:
+    """A group's own taint (nodeGroups.gpu[].taints) keeps other pods off its nodes, not the
+    smoke Job pinned to it: a smoke pod that did not tolerate it would never schedule."""
+    groups = json.loads(json.dumps(stack_values("dev")["gpu-platform:nodeGroups"]))
+    own = {"key": "example.com/dedicated", "value": "research", "effect": "NoSchedule"}
+    groups["gpu"][0]["taints"] = [own]
+    # The dev job on that group does not tolerate the taint: "will it run" refuses it.
+    with pytest.raises(ConfigError, match=r"trainingJobs\[\d+\]\.gpuClass.*taints"):
+        run_program("dev", overrides={"gpu-platform:nodeGroups": groups})
+    jobs = [
+        j
+        for j in stack_values("dev")["gpu-platform:trainingJobs"]
+        if j["gpuClass"] != "l4-x1"  # the class of the group (g6: L4)
+    ]
+    overrides = {"gpu-platform:nodeGroups": groups, "gpu-platform:trainingJobs": jobs}
+    result = run_program("dev", overrides=overrides)
+    name = groups["gpu"][0]["name"]
+    (smoke,) = [j for j in _jobs(result) if j.inputs["metadata"]["name"] == f"gpu-smoke-{name}"]
+    tolerations = tuple(smoke.inputs["spec"]["template"]["spec"]["tolerations"])
+    assert result.config is not None
+    (source,) = [s for s in node_sources(result.config) if s.name == name]
+    assert own in source.taints and catalog.spot_taint() in source.taints
+    for taint in source.taints:
+        assert tolerates(taint, tolerations), taint
+    # Karpenter pools' smoke pods tolerate the GPU taint only.
+    (karpenter,) = [
+        j for j in _jobs(result) if j.inputs["metadata"]["name"] == "gpu-smoke-kp-a10g-od"
+    ]
+    pod = karpenter.inputs["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [catalog.gpu_toleration()]
 
 
 def test_prod_has_no_validation_jobs_by_config(prod: SynthResult) -> None:
