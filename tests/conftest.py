@@ -13,6 +13,7 @@ import yaml
 
 from components import catalog
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
+from synth.jobs import run_job_stack
 
 #: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
 SCHEMAS = PROJECT_ROOT / "schemas"
@@ -130,6 +131,23 @@ def karpenter_gpu_overrides() -> dict[str, Any]:
             "nccl": {**validation["nccl"], "pool": "kp-h100-od"},
         },
     }
+
+
+# The committed team job stacks, each against the session's platform synth (shared by the job
+# stack tests and the golden hashes).
+@pytest.fixture(scope="session")
+def research_dev(dev: SynthResult) -> SynthResult:
+    return run_job_stack("research-dev", platform=dev)
+
+
+@pytest.fixture(scope="session")
+def pretrain_prod(prod: SynthResult) -> SynthResult:
+    return run_job_stack("pretrain-prod", platform=prod)
+
+
+@pytest.fixture(scope="session")
+def research_prod(prod: SynthResult) -> SynthResult:
+    return run_job_stack("research-prod", platform=prod)
 
 
 @pytest.fixture(scope="session")

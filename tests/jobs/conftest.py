@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from synth.harness import SynthResult
-from synth.jobs import JOBS_ROOT, run_job_stack
+from synth.jobs import JOBS_ROOT
 
 #: The committed job stacks: stack name -> (platform fixture, team, team namespace).
 JOB_STACKS = {
@@ -19,21 +18,6 @@ JOB_STACKS = {
     "pretrain-prod": ("prod", "pretrain", "team-pretrain"),
     "research-prod": ("prod", "research", "team-research"),
 }
-
-
-@pytest.fixture(scope="session")
-def research_dev(dev: SynthResult) -> SynthResult:
-    return run_job_stack("research-dev", platform=dev)
-
-
-@pytest.fixture(scope="session")
-def pretrain_prod(prod: SynthResult) -> SynthResult:
-    return run_job_stack("pretrain-prod", platform=prod)
-
-
-@pytest.fixture(scope="session")
-def research_prod(prod: SynthResult) -> SynthResult:
-    return run_job_stack("research-prod", platform=prod)
 
 
 @pytest.fixture

@@ -34,3 +34,23 @@ def test_a_changed_byte_changes_the_digest(dev: SynthResult) -> None:
         assert golden.digests(dev)["resources.json"] != before["resources.json"]
     finally:
         del dev.resources[0].inputs["__golden_probe__"]
+
+
+@pytest.mark.parametrize("stack", golden.JOB_STACKS)
+def test_job_stack_output_matches_the_golden_hashes(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    """Every team job stack is pinned too (the fixtures of tests/jobs/conftest.py synthesize
+    it against the session's platform synth, as `python -m synth --project jobs` does)."""
+    result: SynthResult = request.getfixturevalue(stack.replace("-", "_"))
+    found = golden.digests(result, jobs=True)
+    assert found == golden.read(stack, jobs=True), (
+        f"job stack {stack}: synth output changed; if that is intended, run "
+        "`python -m synth.golden --write` and commit tests/golden/"
+    )
+
+
+def test_every_job_stack_is_pinned() -> None:
+    assert set(golden.JOB_STACKS) == {"pretrain-prod", "research-dev", "research-prod"}
+    for stack in golden.JOB_STACKS:
+        assert golden.golden_path(stack, jobs=True).exists(), stack
