@@ -76,6 +76,8 @@ class NodeTaint(Model):
     """An extra taint of a group's nodes (Kubernetes spelling)."""
 
     key: Annotated[str, StringConstraints(pattern=r"^([a-z0-9.-]+/)?[A-Za-z0-9._-]{1,63}$")]
+    #: Required on a group the cluster-autoscaler resizes: it drops value-less taints when it
+    #: scales a group from zero (GpuNodeGroup._check).
     value: Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._-]{0,63}$")] = ""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
@@ -194,6 +196,20 @@ class GpuNodeGroup(Model):
             if taint.key in (catalog.GPU_TAINT_KEY, catalog.SPOT_TAINT_KEY):
                 problems.append(
                     (f"taints[{index}].key", taint.key, "a key the platform does not set itself")
+                )
+            elif self.resizable and not taint.value:
+                # The cluster-autoscaler builds an empty group's node from eks:DescribeNodegroup
+                # and drops every taint without a value (kubernetes/autoscaler@
+                # cluster-autoscaler-1.33.6 cloudprovider/aws/aws_wrapper.go
+                # getManagedNodegroupInfo: `taint.Value != nil`): it would scale the group up
+                # for pods that do not tolerate the taint, and the nodes would sit unused.
+                problems.append(
+                    (
+                        f"taints[{index}].value",
+                        taint.value,
+                        "a non-empty value on a group the cluster-autoscaler resizes (it ignores "
+                        "value-less taints when it scales a group from zero)",
+                    )
                 )
         if problems:
             raise problems_error(problems)

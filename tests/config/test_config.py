@@ -172,6 +172,12 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "a key the platform does not set itself",
     ),
     (
+        "a value-less taint on a group the autoscaler scales from zero",
+        lambda c: _set(c, "nodeGroups.gpu[0].taints", [{"key": "example.com/dedicated"}]),
+        "gpu-platform:nodeGroups.gpu[0].taints[0].value",
+        "a non-empty value on a group the cluster-autoscaler resizes",
+    ),
+    (
         "reserved capacity on a managed group",
         lambda c: _set(c, "nodeGroups.gpu[0].capacityType", "reserved"),
         "gpu-platform:nodeGroups.gpu[0].capacityType",
@@ -398,3 +404,20 @@ def test_gpu_class_names_model_and_count() -> None:
         name="a", instance_types=["p5.48xlarge"], capacity_type="on-demand", max_size=1
     )
     assert (group.gpu_model, group.gpus_per_node, group.gpu_class) == ("h100", 8, "h100-x8")
+
+
+def test_group_taints_the_autoscaler_can_see_are_accepted() -> None:
+    """The compliant side of the value-less taint rule: a valued taint on a resizable group, and
+    a value-less one on a fixed group (never scaled from zero), both parse."""
+    base = stack_values("prod")["gpu-platform:nodeGroups"]["gpu"][0]
+    valued = {**base, "taints": [{"key": "example.com/dedicated", "value": "pretrain"}]}
+    group = stack_config.GpuNodeGroup.model_validate(valued)
+    assert group.resizable and group.taints[0].value == "pretrain"
+    fixed = {
+        **base,
+        "minSize": 1,
+        "desiredSize": 1,
+        "maxSize": 1,
+        "taints": [{"key": "example.com/dedicated"}],
+    }
+    assert not stack_config.GpuNodeGroup.model_validate(fixed).resizable
