@@ -10,7 +10,7 @@ key path), as `ConfigError`.
 
 from __future__ import annotations
 
-from components.analysis.efa_placement import check_placement_group
+from components.analysis.efa_placement import check_node_group_zones, check_placement_group
 from components.analysis.facts import stack_facts
 from components.analysis.jobs import check_training_jobs
 from components.analysis.volcano import check_queues
@@ -26,6 +26,7 @@ def problems(cfg: StackConfig) -> list[Problem]:
         *check_queues(cfg),
         *check_training_jobs(cfg),
         *check_placement_group(cfg),
+        *check_node_group_zones(cfg),
     ]
     if found:
         # "Will it run" builds on a consistent config (known teams, classes, quotas).

@@ -74,6 +74,36 @@ def node_group_in_group(cfg: StackConfig, group: GpuNodeGroup) -> bool:
     return cfg.network.efa_placement_group.enabled and group.efa_devices > 0
 
 
+def node_group_zone_index(cfg: StackConfig, group: GpuNodeGroup) -> int | None:
+    """The one private subnet (AZ index) a managed GPU group launches into, None for all of
+    them: a reservation's zone first (a reservation lives in one AZ), else the placement
+    group's (a cluster placement group cannot span zones), else the group's `zoneIndex`. The
+    Cluster component picks the group's subnets from this, and the node sources count its
+    zones from it."""
+    if group.capacity_reservation_id is not None:
+        return group.reservation_zone_index
+    if node_group_in_group(cfg, group):
+        return cfg.network.efa_placement_group.zone_index
+    return group.zone_index
+
+
+def check_node_group_zones(cfg: StackConfig) -> list[Problem]:
+    """A group's `zoneIndex` that contradicts the placement group's zone it launches in."""
+    pg_zone = cfg.network.efa_placement_group.zone_index
+    return [
+        (
+            f"nodeGroups.gpu[{index}].zoneIndex",
+            group.zone_index,
+            f"unset or {pg_zone}: the group launches into the EFA placement group, which lives "
+            f"in network.efaPlacementGroup.zoneIndex ({pg_zone})",
+        )
+        for index, group in enumerate(cfg.node_groups.gpu)
+        if group.zone_index not in (None, pg_zone)
+        and group.capacity_reservation_id is None
+        and node_group_in_group(cfg, group)
+    ]
+
+
 def needed(cfg: StackConfig) -> bool:
     """Something launches into the group, so the stack creates it."""
     return any(pool_in_group(cfg, p) for p in cfg.karpenter.pools) or any(

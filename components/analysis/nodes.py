@@ -168,8 +168,9 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 instance_types=tuple(group.instance_types),
                 labels=managed_gpu_labels(group),
                 taints=managed_gpu_taints(group),
-                # A placement group's or a reservation's capacity gets one private subnet.
-                zones=1 if grouped or group.capacity_reservation_id else zones,
+                # A reservation's, a placement group's or a confined group's capacity gets one
+                # private subnet (efa_placement.node_group_zone_index).
+                zones=1 if efa_placement.node_group_zone_index(cfg, group) is not None else zones,
                 allocatable={t: allocatable(t, efa=True) for t in types},
                 scaler="autoscaler" if autoscaled else "static",
                 max_nodes=cfg.group_max_nodes(group),

@@ -343,7 +343,44 @@ def _zone(
                 "does not cross zones); the pod template does not confine them",
             )
         )
+    if where.single_zone and job.nodes > 1:
+        problems += [
+            (
+                f"{key}.zones",
+                job.zones,
+                "`any` (a TCP job) or node sources confined to one zone: "
+                + scattered_text(source, job.nodes),
+            )
+            for source in scattered(placed.fitting)
+        ]
     return zone, problems
+
+
+def scattered(sources: Sequence[NodeSource]) -> list[NodeSource]:
+    """Managed groups the cluster-autoscaler resizes across more than one zone: a gang kept in
+    one zone cannot count on them. The autoscaler builds an empty group's would-be nodes in the
+    Auto Scaling group's first zone (kubernetes/autoscaler@cluster-autoscaler-1.33.6
+    cloudprovider/aws/aws_manager.go getAsgTemplate: `az := asg.AvailabilityZones[0]`), so its
+    simulation puts the whole gang there and it raises the desired size by the gang; the Auto
+    Scaling group then launches the new instances balanced across its zones. The pods whose
+    nodes land in another zone stay Pending under the zone podAffinity: another scale-up, same
+    spread, while the stray nodes sit idle until scale-down. Upstream's answer is a single-AZ
+    group for zone-bound pods (cloudprovider/aws/README.md, "Common Notes and Gotchas"); the
+    platform's is `nodeGroups.gpu[i].zoneIndex` (efa_placement.node_group_zone_index).
+    Karpenter pools are not affected: Karpenter simulates the zone affinity and launches in
+    the zone it picked."""
+    return [s for s in sources if s.scaler == "autoscaler" and s.zones > 1]
+
+
+def scattered_text(source: NodeSource, nodes: int) -> str:
+    """Why a gang of `nodes` pods in one zone cannot rely on `source` (see `scattered`)."""
+    return (
+        f"the {nodes} pods must share one zone, but node group `{source.name}` "
+        f"({source.key}) spans {source.zones} zones: the cluster-autoscaler sizes the gang in "
+        "its Auto Scaling group's first zone while the group spreads the new nodes across all "
+        "of them, so pods whose node lands in another zone stay Pending; confine the group to "
+        f"one zone with {source.key}.zoneIndex"
+    )
 
 
 def _storage(
@@ -540,7 +577,13 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
         nccl_source = by_name.get(pool.name)
         nodes = validation.nccl.nodes
         reach = nccl_source.max_nodes if nccl_source else 0
-        problems = []
+        problems: list[Problem] = []
+        if nccl_source is not None and pool_efa_devices(pool) and nodes > 1:
+            # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
+            problems += [
+                (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
+                for s in scattered([nccl_source])
+            ]
         if reach < nodes:
             problems.append(
                 (

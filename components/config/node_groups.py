@@ -113,6 +113,12 @@ class GpuNodeGroup(Model):
     capacity_reservation_id: ReservationId | None = None
     #: Private-subnet index (AZ) of the reservation: a reservation lives in one AZ.
     reservation_zone_index: Annotated[int, Field(ge=0, le=5)] = 0
+    #: Confine a group without a reservation to one private subnet (AZ index). Unset, the
+    #: group spans every private subnet (an EFA group in the placement group: its zone). A
+    #: group the cluster-autoscaler resizes must be confined for multi-node jobs that keep
+    #: their pods in one zone: the autoscaler simulates new nodes in the Auto Scaling group's
+    #: first zone while the group spreads launches over all of them (docs/node-groups.md).
+    zone_index: Annotated[int, Field(ge=0, le=5)] | None = None
     #: Rolling updates (AMI, launch template): nodes replaced at a time (EKS `updateConfig`).
     max_unavailable: Annotated[int, Field(ge=1, le=100)] = 1
     #: Training images are 10-20 GB compressed; unpacked layers plus the image cache need room.
@@ -237,6 +243,15 @@ class GpuNodeGroup(Model):
                     "capacityReservationId",
                     self.capacity_reservation_id,
                     "only on on-demand (ODCR) or capacity-block groups",
+                )
+            )
+        if self.capacity_reservation_id is not None and self.zone_index is not None:
+            problems.append(
+                (
+                    "zoneIndex",
+                    self.zone_index,
+                    "unset on a group bound to a reservation (reservationZoneIndex names the "
+                    "reservation's zone, where the group launches)",
                 )
             )
         if self.capacity_reservation_id is not None and len(self.instance_types) != 1:

@@ -182,6 +182,14 @@ class StackConfig(Model):
                         f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
                     )
                 )
+            if group.zone_index is not None and group.zone_index >= subnets:
+                problems.append(
+                    (
+                        f"{key}.zoneIndex",
+                        group.zone_index,
+                        f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
+                    )
+                )
         if self.autoscaler_deployed:
             if not system.min_size == system.desired_size == system.max_size:
                 # EKS tags every managed group's Auto Scaling group for the autoscaler's

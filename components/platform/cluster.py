@@ -8,6 +8,7 @@ StorageClass and the explicit Kubernetes provider every Kubernetes resource must
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,6 +68,9 @@ class ClusterArgs:
     #: GPU groups the cluster-autoscaler resizes (StackConfig.autoscaled): they ignore scaling
     #: changes.
     autoscaled_groups: frozenset[str] = frozenset()
+    #: The one private-subnet index of each GPU group confined to a zone (a reservation's, the
+    #: placement group's or its own `zoneIndex`: efa_placement.node_group_zone_index).
+    group_zone_index: Mapping[str, int] = field(default_factory=dict)
     #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
     #: into an encrypted, expiring group instead of creating its own.
     control_plane_log_group: aws.cloudwatch.LogGroup | None = None
@@ -101,6 +105,11 @@ class ClusterArgs:
             ),
             control_plane_log_group=control_plane_log_group,
             autoscaled_groups=frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g)),
+            group_zone_index={
+                g.name: zone
+                for g in cfg.node_groups.gpu
+                if (zone := efa_placement.node_group_zone_index(cfg, g)) is not None
+            },
         )
 
 
@@ -518,13 +527,12 @@ class Cluster(pulumi.ComponentResource):
             # (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004, #L2292-2294),
             # in the group's one AZ: a cluster placement group cannot span zones.
             spec["placement"] = {"group_name": self.efa_placement_group.name}
-            assert self.efa_subnet_id is not None
-            subnet_ids = [self.efa_subnet_id]
         if gpu_group is not None:
             spec.update(reservation_spec(gpu_group))
-            if gpu_group.capacity_reservation_id is not None:
-                # A reservation lives in one AZ: the group launches there only.
-                subnet_ids = [args.private_subnet_ids[gpu_group.reservation_zone_index]]
+            zone = args.group_zone_index.get(gpu_group.name)
+            if zone is not None:
+                # A reservation's zone, the placement group's, or the group's own zoneIndex.
+                subnet_ids = [args.private_subnet_ids[zone]]
         return spec, subnet_ids
 
     def _launch_template(

@@ -46,13 +46,23 @@ def test_grouped_sources_have_one_zone_and_the_others_every_zone() -> None:
 
 
 def test_without_the_group_the_report_says_so() -> None:
+    """Without the placement group the autoscaled H100 group spans every zone, so the EFA gang
+    cannot count on it (willrun.scattered) until the group is confined with `zoneIndex`; then
+    the report says there is no placement group."""
     raw = values_with_jobs("prod")
     network = {**raw.get("gpu-platform:network", {}), "efaPlacementGroup": {"enabled": False}}
     cfg = _cfg(**{"gpu-platform:network": network})
+    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 3
+    (verdict,) = [v for v in verdicts(cfg) if v.workload == "team-pretrain/pretrain-7b"]
+    assert [p[0] for p in verdict.problems] == ["trainingJobs[0].zones"], verdict.problems
+    assert "nodeGroups.gpu[0].zoneIndex" in verdict.problems[0][2]
+    groups = copy.deepcopy(raw["gpu-platform:nodeGroups"])
+    groups["gpu"][0]["zoneIndex"] = 2
+    cfg = _cfg(**{"gpu-platform:network": network, "gpu-platform:nodeGroups": groups})
+    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 1
     zone = _pretrain_zone(cfg)
     assert "placement group `" not in zone
     assert "`ng-h100-od`: no placement group" in zone
-    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 3
 
 
 def test_fsx_in_another_zone_than_the_group_is_called_out() -> None:

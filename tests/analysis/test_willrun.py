@@ -318,6 +318,75 @@ def test_zones_single_confines_a_tcp_gang_and_any_lets_an_efa_free_gang_spread()
     assert not job_placement(job, job_resources(cfg, job).efa_devices).single_zone
 
 
+def _confine_l4_group(zone: int) -> Callable[[dict[str, Any]], None]:
+    def apply(values: dict[str, Any]) -> None:
+        (group,) = [g for g in values["nodeGroups"]["gpu"] if g["name"] == "ng-l4-spot"]
+        group["zoneIndex"] = zone
+
+    return apply
+
+
+def test_single_zone_gang_on_an_autoscaled_group_across_zones_cannot_run() -> None:
+    """The autoscaler sizes the gang in the Auto Scaling group's first zone, the group spreads
+    the nodes over its zones (willrun.scattered): violating, then confined to one zone."""
+    single = _change_job("ddp-l4-nodegroup", zones="single")
+    cfg = _cfg("dev", single)
+    index, job = _job(cfg, "ddp-l4-nodegroup")
+    (source,) = [s for s in node_sources(cfg) if s.name == "ng-l4-spot"]
+    assert source.scaler == "autoscaler" and source.zones == 2 and job.nodes == 2
+    verdict = training_verdict(cfg, index, job)
+    assert verdict is not None and not verdict.runnable
+    (problem,) = [p for p in verdict.problems if p[0] == f"trainingJobs[{index}].zones"]
+    assert "ng-l4-spot" in problem[2] and "nodeGroups.gpu[0].zoneIndex" in problem[2], problem
+
+    def confined_and_single(values: dict[str, Any]) -> None:
+        single(values)
+        _confine_l4_group(1)(values)
+
+    cfg = _cfg("dev", confined_and_single)
+    (source,) = [s for s in node_sources(cfg) if s.name == "ng-l4-spot"]
+    assert source.zones == 1
+    verdict = training_verdict(cfg, index, _job(cfg, "ddp-l4-nodegroup")[1])
+    assert verdict is not None and verdict.runnable, verdict.problems
+    # A gang free to spread needs no confinement (the committed dev job).
+    default = _cfg("dev")
+    verdict = training_verdict(default, index, _job(default, "ddp-l4-nodegroup")[1])
+    assert verdict is not None and verdict.runnable
+
+
+def test_single_zone_gang_on_a_spread_autoscaled_group_exits_2_naming_zones(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = copy.deepcopy(stack_values("dev"))
+    jobs = config["gpu-platform:trainingJobs"]
+    index = next(i for i, j in enumerate(jobs) if j["name"] == "ddp-l4-nodegroup")
+    jobs[index]["zones"] = "single"
+    expect_config_error(
+        config, f"gpu-platform:trainingJobs[{index}].zones", "nodeGroups.gpu[0].zoneIndex"
+    )
+
+
+def test_nccl_over_efa_on_a_spread_autoscaled_group_names_its_zone_index() -> None:
+    """The NCCL test keeps its ranks in one zone over EFA: an autoscaled EFA group outside the
+    placement group (which would confine it) must be confined itself."""
+
+    def nccl_on_the_h100_group(values: dict[str, Any]) -> None:
+        values["validation"]["enabled"] = True
+        values["validation"]["nccl"] = {**values["validation"]["nccl"], "pool": "ng-h100-od"}
+        values.setdefault("network", {})["efaPlacementGroup"] = {"enabled": False}
+
+    cfg = _cfg("prod", nccl_on_the_h100_group)
+    (nccl,) = [v for v in verdicts(cfg) if v.key == "validation.nccl"]
+    assert ("nodeGroups.gpu[0].zoneIndex", None) in [p[:2] for p in nccl.problems], nccl.problems
+
+    def confined(values: dict[str, Any]) -> None:
+        nccl_on_the_h100_group(values)
+        values["nodeGroups"]["gpu"][0]["zoneIndex"] = 0
+
+    (nccl,) = [v for v in verdicts(_cfg("prod", confined)) if v.key == "validation.nccl"]
+    assert not any(p[0].endswith("zoneIndex") for p in nccl.problems), nccl.problems
+
+
 def test_spread_efa_job_exits_2_naming_zones(
     expect_config_error: Callable[[dict[str, Any], str, str], None],
 ) -> None:

@@ -172,6 +172,27 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "a key the platform does not set itself",
     ),
     (
+        "a group confined to a zone the stack does not have",
+        lambda c: _set(c, "nodeGroups.gpu[1].zoneIndex", 3),
+        "gpu-platform:nodeGroups.gpu[1].zoneIndex",
+        "the index of one of the 3 private subnets (0-2)",
+    ),
+    (
+        "zoneIndex on a reservation-bound group",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].capacityReservationId", "cr-0123456789abcdef0"),
+            _set(c, "nodeGroups.gpu[0].zoneIndex", 1),
+        ),
+        "gpu-platform:nodeGroups.gpu[0].zoneIndex",
+        "reservationZoneIndex names the reservation's zone",
+    ),
+    (
+        "zoneIndex away from the EFA placement group's zone",
+        lambda c: _set(c, "nodeGroups.gpu[0].zoneIndex", 2),
+        "gpu-platform:nodeGroups.gpu[0].zoneIndex",
+        "unset or 0: the group launches into the EFA placement group",
+    ),
+    (
         "a value-less taint on a group the autoscaler scales from zero",
         lambda c: _set(c, "nodeGroups.gpu[0].taints", [{"key": "example.com/dedicated"}]),
         "gpu-platform:nodeGroups.gpu[0].taints[0].value",

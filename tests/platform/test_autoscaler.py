@@ -225,6 +225,22 @@ def test_an_odcr_group_launches_in_the_reservations_zone_only() -> None:
     assert len(group.inputs["subnetIds"]) == 1
 
 
+def test_a_group_confined_by_zone_index_launches_in_that_subnet_only(dev: SynthResult) -> None:
+    """`zoneIndex` (efa_placement.node_group_zone_index): the group's one private subnet."""
+
+    def l4_group(result: SynthResult) -> Any:
+        groups = result.of_type("eks:index:ManagedNodeGroup")
+        (group,) = [g for g in groups if g.name == "cluster-ng-l4-spot"]
+        return group
+
+    spread = l4_group(dev).inputs["subnetIds"]
+    assert len(spread) == 2
+    groups = copy.deepcopy(stack_values("dev")["gpu-platform:nodeGroups"])
+    groups["gpu"][0]["zoneIndex"] = 1
+    result = run_program("dev", overrides={"gpu-platform:nodeGroups": groups})
+    assert l4_group(result).inputs["subnetIds"] == [spread[1]]
+
+
 # --- one provisioner per pod ----------------------------------------------------------------------
 
 
