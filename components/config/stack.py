@@ -171,25 +171,22 @@ class StackConfig(Model):
                         "clusterAutoscaler.enabled is false (Karpenter never does)",
                     )
                 )
-            if (
-                group.capacity_reservation_id is not None
-                and group.reservation_zone_index >= subnets
+            # The subnet indices a group names: its reservation's zone, or its own zoneIndex.
+            reservation = (
+                group.reservation_zone_index if group.capacity_reservation_id is not None else None
+            )
+            for field_name, zone in (
+                ("reservationZoneIndex", reservation),
+                ("zoneIndex", group.zone_index),
             ):
-                problems.append(
-                    (
-                        f"{key}.reservationZoneIndex",
-                        group.reservation_zone_index,
-                        f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
+                if zone is not None and zone >= subnets:
+                    problems.append(
+                        (
+                            f"{key}.{field_name}",
+                            zone,
+                            f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
+                        )
                     )
-                )
-            if group.zone_index is not None and group.zone_index >= subnets:
-                problems.append(
-                    (
-                        f"{key}.zoneIndex",
-                        group.zone_index,
-                        f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
-                    )
-                )
         if self.autoscaler_deployed:
             if not system.min_size == system.desired_size == system.max_size:
                 # EKS tags every managed group's Auto Scaling group for the autoscaler's
