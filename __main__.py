@@ -5,10 +5,13 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 each `XxxArgs.of(...)` takes its component's slice of the config.
 """
 
+from pathlib import Path
+
 import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.config.images import TRAINER_CONTEXT, TRAINER_REPOSITORY
 from components.contract.platform_facts import exported, platform_facts
 from components.platform.admission import Admission, AdmissionArgs
 from components.platform.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
@@ -25,7 +28,9 @@ from components.platform.storage import Storage, StorageArgs
 from components.platform.team_deploy import deploy_identity
 from components.platform.team_secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.teams import Team, TeamArgs
+from components.platform.trainer_image import TrainerImage, TrainerImageArgs, context_tag
 from components.platform.validation import Validation, ValidationArgs
+from components.training_jobs.plan import JobImage
 from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 
 # Validate everything before the first resource is registered: a bad config deploys nothing.
@@ -58,7 +63,28 @@ autoscaler = (
 )
 kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
 scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, eks, kueue_after))
-admission = Admission("admission", AdmissionArgs.of(cfg, eks, account, tags))
+# The reference trainer as the registry holds it: built, pushed and signed by this deploy (or a
+# published tag resolved); every job and runtime without an image of its own runs its digest.
+trainer: JobImage | None = None
+if cfg.uses_reference_trainer:
+    build_tag = context_tag(Path(__file__).parent / TRAINER_CONTEXT)
+    trainer_image = TrainerImage(
+        "trainer-image",
+        TrainerImageArgs(
+            config=cfg.images.trainer,
+            context=TRAINER_CONTEXT,
+            tag=build_tag,
+            repository_url=registry.repository_urls[TRAINER_REPOSITORY],
+            repository_name=registry.repository_names[TRAINER_REPOSITORY],
+            account_id=account.account_id,
+            signing_key_arn=registry.signing_key_arn,
+        ),
+    )
+    identity = f"built:{build_tag}" if cfg.images.trainer.build else f"tag:{cfg.images.trainer.tag}"
+    trainer = JobImage(reference=trainer_image.ref, digest=trainer_image.digest, identity=identity)
+admission = Admission(
+    "admission", AdmissionArgs.of(cfg, eks, account, tags, registry.signing_public_key)
+)
 team_resources: dict[str, list[pulumi.Resource]] = {}
 buckets = {role: bucket.bucket for role, bucket in storage.buckets.items()}
 platform = {"scheduling": scheduling.handles, "buckets": buckets, "cluster": eks, "tags": tags}
@@ -73,7 +99,16 @@ for team in cfg.teams:
     component = Team(f"team-{team.name}", args)
     volumes = storage.team_volumes(team.name, team.namespace, depends_on=[component])
     team_resources[team.name] = [component, *volumes, *admission.guards]
-    deploy_identity(team, cfg.cluster.name, cluster.name, account.account_id, tags)
+    repository = registry.team_repositories.get(team.name)
+    deploy_identity(
+        team,
+        cfg.cluster.name,
+        cluster.name,
+        account.account_id,
+        tags,
+        image_repository_arn=repository.arn if repository is not None else None,
+        signing_key_arn=registry.signing_key_arn,
+    )
 teams = {name: resources[0] for name, resources in team_resources.items()}
 secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, eks, account, tags, teams))
 for name, store in secrets.stores.items():
@@ -83,7 +118,13 @@ Validation("validation", ValidationArgs.of(cfg, eks, gpu.release, monitoring[1],
 
 # Workload layer.
 training_args = TrainingJobsArgs.of(
-    cfg, eks, scheduling.handles, account, team_resources, autoscaler=autoscaler
+    cfg,
+    eks,
+    scheduling.handles,
+    account,
+    team_resources,
+    autoscaler=autoscaler,
+    trainer_image=trainer,
 )
 TrainingJobs("training", training_args)
 
@@ -98,7 +139,16 @@ pulumi.export("karpenterInterruptionQueueUrl", karpenter.interruption_queue.url)
 pulumi.export("buckets", buckets)
 pulumi.export("rwxStorageClass", storage.storage_class_name)
 pulumi.export("ecrRepositories", registry.repository_urls)
+pulumi.export(
+    "trainerImage", trainer.reference if trainer is not None else cfg.training.default_image
+)
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
 # What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
-facts = platform_facts(cfg, account_id=account.account_id, storage_class=storage.storage_class_name)
+facts = platform_facts(
+    cfg,
+    account_id=account.account_id,
+    storage_class=storage.storage_class_name,
+    trainer_image=trainer.reference if trainer is not None else None,
+    image_repositories={t: r.repository_url for t, r in registry.team_repositories.items()},
+)
 pulumi.export("jobPlatform", exported(facts))

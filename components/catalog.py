@@ -7,6 +7,7 @@ Kueue ResourceFlavors, tolerations and training jobs can never disagree.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -526,3 +527,16 @@ def image_repository(image: str) -> str:
     if ":" in name.rsplit("/", 1)[-1]:
         name = name[: name.rindex(":")]
     return name
+
+
+#: ECR tags exempt from immutability (IMMUTABLE_WITH_EXCLUSION wildcard filters): cosign's
+#: signature tags `sha256-<digest>.sig`, which a second signature rewrites (sigstore/cosign
+#: issue #313), and BuildKit's registry cache tag, which every build rewrites
+#: (components/platform/registry.py; the policy gpu-platform-ecr-repository-hardened).
+ECR_MUTABLE_TAG_FILTERS: Final = ("sha256-*", "buildcache")
+
+
+def in_repositories(repository: str, repositories: Iterable[str]) -> bool:
+    """Whether `repository` is one of `repositories` or below one of them (`ghcr.io/org` covers
+    `ghcr.io/org/trainer`): the scope of what a signer signs (security.imageAdmission)."""
+    return any(repository == r or repository.startswith(f"{r}/") for r in repositories)

@@ -19,7 +19,7 @@ import pulumi
 
 from components.config.job_stack import load_job_stack
 from components.contract.platform_facts import job_stack_config
-from components.training_jobs.job_stack import TeamJobs, TeamJobsArgs, read_platform
+from components.training_jobs.job_stack import TeamJobs, TeamJobsArgs, read_platform, trainer_image
 
 jobs = load_job_stack()
 platform = read_platform(jobs)
@@ -34,6 +34,8 @@ team_jobs = TeamJobs(
         # The platform's account (bucket names); the job stack makes no AWS calls of its own.
         account_id=str(platform.facts["accountId"]) if platform.facts else "",
         kubeconfig=platform.kubeconfig,
+        # The platform's reference trainer, by the digest its deploy pushed (or resolved).
+        trainer_image=trainer_image(platform.facts),
     ),
 )
 

@@ -15,6 +15,8 @@ onto a ClusterTrainingRuntime by the Trainer controller (no image, no securityCo
 own): the runtime they patch is scanned instead.
 
     python -m synth.checkov_input build/prod/manifests.yaml > build/prod/checkov-input.yaml
+    python -m synth.checkov_input build/jobs/research-dev/manifests.yaml \
+        --platform build/dev/manifests.yaml > build/jobs/research-dev/checkov-input.yaml
 """
 
 from __future__ import annotations
@@ -105,9 +107,30 @@ def checkov_documents(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def namespace_policies(
+    docs: list[dict[str, Any]], platform: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The platform's NetworkPolicies in the namespaces `docs` create objects in: a team job
+    stack's pods live under the policies the platform stack put in the team's namespace, and
+    checkov's CKV2_K8S_6 (a pod with no NetworkPolicy) must see them to judge its pods."""
+    namespaces = {d.get("metadata", {}).get("namespace") for d in docs} - {None}
+    return [
+        d
+        for d in platform
+        if d.get("kind") == "NetworkPolicy" and d["metadata"].get("namespace") in namespaces
+    ]
+
+
+def _read(path: str) -> list[dict[str, Any]]:
+    with open(path) as handle:
+        return [d for d in yaml.safe_load_all(handle) if d]
+
+
 def main(argv: list[str]) -> int:
-    with open(argv[0]) as handle:
-        docs = [d for d in yaml.safe_load_all(handle) if d]
+    """`manifests.yaml [--platform <platform manifests.yaml>]` (a job stack's platform)."""
+    docs = _read(argv[0])
+    if len(argv) == 3 and argv[1] == "--platform":
+        docs += namespace_policies(docs, _read(argv[2]))
     yaml.safe_dump_all(checkov_documents(docs), sys.stdout, sort_keys=False)
     return 0
 

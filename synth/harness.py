@@ -9,14 +9,14 @@ always gives the same output. Facts and pitfalls: docs/architecture.md ("Offline
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import importlib
 import json
 import os
 import runpy
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,10 +29,10 @@ from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
+from synth.mocks import PlatformMocks, published_tags
 from synth.sdk_fast import SDK_STACK_TRACE, InlineExecutor, stack_trace
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ACCOUNT_ID = "123456789012"
 SECRET_PLACEHOLDER = "[secret]"
 
 # Wire-format signatures (pulumi/sdk/go/common/resource/sig).
@@ -203,124 +203,6 @@ def load_stack_config(
     return project, config, sorted(secret_keys)
 
 
-# --- mocks --------------------------------------------------------------------------------------
-
-
-def _digest(*parts: str) -> str:
-    return hashlib.sha256("/".join(parts).encode()).hexdigest()
-
-
-#: Provider modules whose ARN service prefix differs from the module name.
-ARN_SERVICE = {"efs": "elasticfilesystem"}
-
-#: Zones per region as new accounts see them (us-west-1 offers two); others get three.
-_ZONES = {"us-east-1": 6, "us-west-2": 4, "us-west-1": 2}
-
-
-class PlatformMocks(pulumi_mocks.Mocks):
-    """Deterministic outputs: ids and ARNs derived from the resource's type and name."""
-
-    def __init__(self, region: str, stack_refs: Mapping[str, SynthResult] | None = None) -> None:
-        self.region = region
-        #: Referenced stack name -> its synth, for `pulumi.StackReference` reads (jobs/).
-        self.stack_refs = dict(stack_refs or {})
-
-    def new_resource(self, args: pulumi_mocks.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        name, typ = args.name, args.typ
-        if typ == "pulumi:pulumi:StackReference":
-            # A read of another stack's outputs: those of its synth (jobs/ reads the platform).
-            target = str(args.inputs.get("name") or args.resource_id or name)
-            ref = self.stack_refs.get(target) or SynthResult(stack=target)
-            return target, {
-                "name": target,
-                "outputs": dict(ref.outputs),
-                "secretOutputNames": list(ref.secret_outputs),
-            }
-        short = _digest(typ, name)[:17]
-        service = typ.split(":")[1].split("/")[0] if typ.count(":") >= 2 else "mock"
-        state: dict[str, Any] = dict(args.inputs)
-        state.setdefault(
-            "arn", f"arn:aws:{ARN_SERVICE.get(service, service)}:{self.region}:{ACCOUNT_ID}:{name}"
-        )
-        physical_id = f"{name}-{short[:8]}"
-        if typ == "aws:iam/role:Role":
-            state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:role/{name}"
-            state["name"] = state.get("name") or name
-        elif typ == "aws:kms/key:Key":
-            state["keyId"] = f"{short[:8]}-mock-key"
-            state["arn"] = f"arn:aws:kms:{self.region}:{ACCOUNT_ID}:key/{state['keyId']}"
-        elif typ == "aws:sqs/queue:Queue":
-            queue = state.get("name") or name
-            state["arn"] = f"arn:aws:sqs:{self.region}:{ACCOUNT_ID}:{queue}"
-            state["url"] = f"https://sqs.{self.region}.amazonaws.com/{ACCOUNT_ID}/{queue}"
-            return state["url"], state
-        elif typ == "aws:iam/instanceProfile:InstanceProfile":
-            state["name"] = state.get("name") or name
-            state["arn"] = f"arn:aws:iam::{ACCOUNT_ID}:instance-profile/{state['name']}"
-        elif typ == "aws:cloudwatch/eventRule:EventRule":
-            state["name"] = state.get("name") or name
-            state["arn"] = f"arn:aws:events:{self.region}:{ACCOUNT_ID}:rule/{state['name']}"
-        elif typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            state["latestVersion"] = 1
-        elif typ == "eks:index:Cluster":
-            issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{short.upper()}"
-            state.update(
-                kubeconfigJson=json.dumps({"apiVersion": "v1", "kind": "Config", "mock": name}),
-                oidcProviderArn=(
-                    f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer.removeprefix('https://')}"
-                ),
-                oidcProviderUrl=issuer.removeprefix("https://"),
-                oidcIssuer=issuer,
-                clusterSecurityGroupId=f"sg-{short}",
-                nodeSecurityGroupId=f"sg-{_digest(name, 'nodes')[:17]}",
-            )
-        elif typ == "aws:s3/bucket:Bucket":
-            physical_id = state.get("bucket") or physical_id
-            state.update(bucket=physical_id, arn=f"arn:aws:s3:::{physical_id}")
-        elif typ in ("aws:efs/fileSystem:FileSystem", "aws:fsx/lustreFileSystem:LustreFileSystem"):
-            physical_id = f"fs-{short}"
-            # ARNs name the IAM service prefix, not the provider module: EFS is
-            # `elasticfilesystem` (arn:aws:elasticfilesystem:region:account:file-system/fs-...,
-            # EFS user guide "Resources defined by Amazon EFS"); FSx is `fsx`.
-            arn_service = ARN_SERVICE.get(service, service)
-            state["arn"] = (
-                f"arn:aws:{arn_service}:{self.region}:{ACCOUNT_ID}:file-system/{physical_id}"
-            )
-            state["dnsName"] = f"{physical_id}.{service}.{self.region}.amazonaws.com"
-            if service == "fsx":
-                state["mountName"] = _digest(name, "mount")[:8]
-        elif typ == "aws:ec2/securityGroup:SecurityGroup":
-            physical_id = f"sg-{short}"
-        elif typ == "aws:ec2/subnet:Subnet":
-            # EC2NodeClass subnetSelectorTerms[].id must match ^subnet-[0-9a-z]+$ (CRD).
-            physical_id = f"subnet-{short}"
-        elif typ == "aws:ec2/placementGroup:PlacementGroup":
-            # placementGroupSelector.id must match ^pg-[0-9a-z]+$ (CRD); the ARN names the group
-            # (arn:aws:ec2:region:account:placement-group/<name>, EC2 service authorization).
-            physical_id = f"pg-{short}"
-            group = state.get("name") or name
-            state["arn"] = f"arn:aws:ec2:{self.region}:{ACCOUNT_ID}:placement-group/{group}"
-        return physical_id, state
-
-    def call(self, args: pulumi_mocks.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]]]:
-        token = args.token
-        if token == "aws:index/getAvailabilityZones:getAvailabilityZones":
-            names = [f"{self.region}{s}" for s in "abcdef"[: _ZONES.get(self.region, 3)]]
-            return {"names": names, "zoneIds": [f"az{i}" for i in range(len(names))]}, []
-        if token == "aws:index/getCallerIdentity:getCallerIdentity":
-            return {
-                "accountId": ACCOUNT_ID,
-                "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/synth",
-                "userId": "SYNTH",
-                "id": ACCOUNT_ID,
-            }, []
-        if token == "aws:index/getRegion:getRegion":
-            return {"region": self.region, "name": self.region, "id": self.region}, []
-        if token == "aws:index/getPartition:getPartition":
-            return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"}, []
-        return {}, []
-
-
 def _plain_value(value: struct_pb2.Value) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "string_value":
@@ -444,6 +326,23 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
 # --- running ------------------------------------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
+    """The deploy provenance variables the program sees: `deploy_env` only, whatever this
+    process's environment holds; restored afterwards."""
+    from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
+
+    saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
+    os.environ.update(deploy_env or {})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            os.environ.pop(name, None)
+            if value is not None:
+                os.environ[name] = value
+
+
 #: Where the program under synth leaves the config it judged (platform, job stack).
 _JUDGES = ("config.load", "contract.platform_facts")
 
@@ -457,6 +356,7 @@ def run_program(
     stack_refs: Mapping[str, SynthResult] | None = None,
     sdk_stack_traces: bool = False,
     deploy_env: Mapping[str, str] | None = None,
+    published: Mapping[str, list[str]] | None = None,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
     `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
@@ -465,9 +365,11 @@ def run_program(
     Raises `components.config.ConfigError` for an invalid config (nothing registered),
     `StackFileError` for unreadable stack files; anything else is a bug. `stack_refs` answer
     StackReferences (referenced stack name -> that stack's synth, whose outputs they read).
-    `deploy_env`: the deploy workflow's provenance variables (plan.DEPLOYED_BY_ENV, ...) the
-    program sees; none by default, whatever this process's environment holds, so that synth
-    output (and the golden hashes) never depends on who runs it.
+    `published`: ECR repository -> tags the mocked registry holds (default: every tag the stack
+    config names, `published_tags`). `deploy_env`: the deploy workflow's provenance variables
+    (plan.DEPLOYED_BY_ENV, ...) the program sees; none by default, whatever this process's
+    environment holds, so that synth output (and the golden hashes) never depends on who runs
+    it.
     """
     project, config, secret_keys = load_stack_config(stack, root)
     for key, value in (overrides or {}).items():
@@ -476,7 +378,8 @@ def run_program(
         else:
             config[key] = _encode(value)
     region = config.get("aws:region", "us-east-1")
-    mocks = PlatformMocks(region, stack_refs)
+    registry = published_tags(config) if published is None else published
+    mocks = PlatformMocks(region, stack_refs, registry)
     monitor = CapturingMonitor(mocks, echo_nested=echo_nested)
     # set_mocks builds a root Stack resource only when none exists: without this reset a second
     # stack synthesized in the same process (the test session) parents its top-level components
@@ -501,21 +404,14 @@ def run_program(
 
     if not sdk_stack_traces:
         pulumi_resource._get_stack_trace = stack_trace
-    from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
-
-    saved = {name: os.environ.pop(name, None) for name in (DEPLOYED_BY_ENV, DEPLOY_RUN_ENV)}
-    os.environ.update(deploy_env or {})
     config_load, contract = (importlib.import_module(f"components.{m}") for m in _JUDGES)
     config_load.forget()
     contract.forget_judged()
     try:
-        program()
+        with _deploy_environment(deploy_env):
+            program()
     finally:
         pulumi_resource._get_stack_trace = SDK_STACK_TRACE
-        for name, value in saved.items():
-            os.environ.pop(name, None)
-            if value is not None:
-                os.environ[name] = value
     from components.config.base import NAMESPACE
 
     return SynthResult(

@@ -40,6 +40,7 @@ def will_it_run(result: SynthResult) -> str:
         lines = [
             f"### `{v.workload}` ({v.kind}, `{v.key}`) — {verdict}",
             "",
+            *([f"- image: {v.image}"] if v.image else []),
             f"- admission: {v.admission}",
             f"- placement: {v.placement}",
             f"- scale-up: {v.scale_up}",

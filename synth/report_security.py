@@ -98,7 +98,14 @@ def _attestor_text(attestor: dict[str, Any]) -> str:
     pem = str(cosign.get("key", {}).get("data", ""))
     body = "".join(line for line in pem.splitlines() if line and not line.startswith("-----"))
     fingerprint = hashlib.sha256(base64.b64decode(body)).hexdigest()[:16] if body else "?"
-    return f"`{attestor.get('name')}`: cosign public key (SHA-256 of its DER `{fingerprint}…`)"
+    tlog = (
+        ", no transparency log (signed with `--tlog-upload=false`)"
+        if (cosign.get("ctlog") or {}).get("insecureIgnoreTlog")
+        else ", with a Rekor bundle"
+    )
+    return (
+        f"`{attestor.get('name')}`: cosign public key (SHA-256 of its DER `{fingerprint}…`{tlog})"
+    )
 
 
 def _signatures(result: SynthResult) -> str:
@@ -132,10 +139,12 @@ def _signatures(result: SynthResult) -> str:
                     verdict = "rejected: no digest (`verifyDigest`), before any signature check"
                 elif not any(g.match(image) for g in globs):
                     verdict = "not checked by Kyverno (outside `matchImageReferences`)"
-                elif signed and catalog.image_repository(image) not in signed:
+                elif signed and not catalog.in_repositories(
+                    catalog.image_repository(image), signed
+                ):
                     verdict = (
                         ("**rejected**" if deny else "fails (Audit: recorded, admitted)")
-                        + ": the release identity signs only "
+                        + ": the trusted signer signs only "
                         + ", ".join(f"`{r}`" for r in sorted(signed))
                     )
                 else:
@@ -150,11 +159,13 @@ def _signatures(result: SynthResult) -> str:
         "(and, through autogen, a batch Job) only when every image it selects carries a "
         f"signature by attestor {attestors}.\n\n{table}\n\nSynth cannot see signatures: it "
         "reaches no registry, so an unsigned image passes synth and is rejected at admission "
-        "(Deny) or recorded in an admission report (Audit). What synth does see: an image "
-        "from a repository the release identity never signs (`signedRepositories`, the "
-        "repositories .github/workflows/release.yml publishes) can never pass, and under Deny "
-        "is a config error before deploy. Images outside `matchImageReferences` are left to "
-        "the trusted-images policy above (docs/security.md)."
+        "(Deny) or recorded in an admission report (Audit); the deploy's own signing step "
+        "verifies the trainer it signs as admission will (docs/images.md). What synth does "
+        "see: an image from a repository the trusted signer never signs (the platform key: "
+        "the platform's ECR repositories; another signer: `signedRepositories`) can never "
+        "pass, and under Deny is a config error before deploy. Images outside "
+        "`matchImageReferences` are left to the trusted-images policy above "
+        "(docs/security.md)."
     )
 
 

@@ -27,12 +27,19 @@ LAYERS = {
     "components.config": 1,
     "components.analysis": 2,
     "components.resource_options": 3,
+    "components.ecr_tags": 3,
     "components.platform": 3,
     "components.training_jobs": 3,
     "components.contract": 3,
 }
 #: Third-party modules that create cloud resources: never imported below the platform layer.
-RESOURCE_SDKS = ("pulumi_aws", "pulumi_eks", "pulumi_kubernetes")
+RESOURCE_SDKS = (
+    "pulumi_aws",
+    "pulumi_command",
+    "pulumi_docker_build",
+    "pulumi_eks",
+    "pulumi_kubernetes",
+)
 
 
 def _module_name(path: Path) -> str:

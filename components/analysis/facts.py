@@ -30,6 +30,7 @@ from components import catalog
 from components.analysis import capacity, memory, nodes, quota
 from components.analysis import checkpoint as checkpointing
 from components.analysis.fit import SourceFit, fit_sources
+from components.analysis.images import ImageSource, image_source
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.resources import JobResources, pod_requests, resources_on
@@ -78,6 +79,9 @@ class JobFacts:
     #: Parameters + gradients + optimizer state per rank in GiB; None without `modelParameters`
     #: (memory.model_state_gib).
     model_state_gib: float | None
+    #: Where its image digest comes from (images.image_source); None for a tag no deploy can
+    #: resolve (a config error).
+    image: ImageSource | None
 
 
 @dataclass
@@ -170,6 +174,7 @@ class StackFacts:
                 interval, checkpoint.blocking, checkpoint.mtbf_seconds, checkpoint.restart_seconds
             ),
             model_state_gib=memory.model_state_gib(job, job.world_size),
+            image=image_source(self.cfg, job),
         )
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from components import catalog
 from components.analysis.facts import stack_facts
-from components.analysis.images import image_problems
+from components.analysis.images import image_problems, image_source_problems, trainer_problems
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
@@ -71,9 +71,12 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
 
 
 def _image_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
-    """A digest where the stack requires one; else what the namespace's admission would reject
-    (an image admission refuses is a job that cannot run)."""
+    """A digest where the stack requires one; a source that pins one at deploy; else what the
+    namespace's admission would reject (an image admission refuses is a job that cannot run)."""
     image = job.image or cfg.training.default_image
+    if image is None:
+        # The reference trainer: always pinned by the digest its push (or tag) resolves to.
+        return trainer_problems(cfg, f"{key}.image")
     if cfg.training.require_image_digest and "@sha256:" not in image:
         return [
             (
@@ -83,7 +86,7 @@ def _image_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[
                 "training.requireImageDigest is on",
             )
         ]
-    return list(image_problems(cfg, f"{key}.image", image))
+    return image_source_problems(cfg, key, job) or image_problems(cfg, f"{key}.image", image)
 
 
 def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:

@@ -60,6 +60,8 @@ class Verdict:
     awaits: str
     memory: str = ""
     zone: str = ""
+    #: Where the image digest comes from (images.ImageSource.describe).
+    image: str = ""
     problems: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
@@ -492,6 +494,7 @@ def training_verdict(
         awaits=_awaits(job),
         memory=memory,
         zone=zone,
+        image=derived.image.describe(cfg.cluster.name) if derived.image else "",
         problems=(
             *quota_problems,
             *admission_problems,

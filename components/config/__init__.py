@@ -112,7 +112,6 @@ from components.config.teams import (
     VolcanoQueue,
 )
 from components.config.training import (
-    REFERENCE_TRAINER_IMAGE,
     SPOT_NOTICE_SECONDS,
     DeepSpeedSettings,
     EnvName,
@@ -142,7 +141,6 @@ __all__ = [
     "GPU_CLASS_PATTERN",
     "LOG_TYPES",
     "NAMESPACE",
-    "REFERENCE_TRAINER_IMAGE",
     "RESERVED_NAMESPACES",
     "SPOT_NOTICE_SECONDS",
     "SUPPORTED_KUBERNETES_VERSIONS",

@@ -29,34 +29,64 @@ LOG_RETENTION_DAYS = (1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 
 
 
 class SignatureConfig(Model):
-    """Image signatures verified by Kyverno's ImageValidatingPolicy (cosign)."""
+    """Image signatures verified by Kyverno's ImageValidatingPolicy (cosign): exactly one
+    signer is trusted (docs/images.md)."""
 
     enabled: bool = True
     #: kyverno/kyverno chart 3.9.0 = Kyverno v1.19.0 (supports Kubernetes 1.33-1.35).
     kyverno_chart_version: ChartVersion = "3.9.0"
-    #: Keyless (Sigstore): the OIDC issuer and a regular expression for the signer's subject,
-    #: e.g. the release workflow of this repository.
-    keyless_issuer: str | None = "https://token.actions.githubusercontent.com"
-    keyless_subject_regexp: str | None = (
-        r"^https://github\.com/gpu-platform/gpu-platform/\.github/workflows/release\.yml@refs/tags/.*$"
-    )
-    #: Or a cosign public key (PEM; a public key is not a secret) instead of keyless.
+    #: Trust the platform's own signing key: an asymmetric AWS KMS key (ECC_NIST_P256) this
+    #: stack creates. `pulumi up` signs the trainer it builds with it, and team deploy roles
+    #: may sign the images they push to their repository. The default: admission then trusts
+    #: exactly the signer the deploy path uses. Signs only the platform's ECR repositories.
+    platform_key: bool = True
+    #: Keyless (Sigstore) instead: the OIDC issuer and a regular expression for the signer's
+    #: subject, e.g. this repository's release workflow (.github/workflows/release.yml).
+    keyless_issuer: str | None = None
+    keyless_subject_regexp: str | None = None
+    #: Or a cosign public key (PEM; a public key is not a secret) of a signer outside the stack.
     public_key: str | None = None
-    #: Repositories the trusted signer publishes and signs (the release workflow's `IMAGE`,
-    #: .github/workflows/release.yml). An image in a team namespace from any other repository
-    #: of an allowed registry can never carry that signature: under Deny, synth refuses it
-    #: (policy gpu-platform-k8s-signable-images) instead of admission rejecting it after `up`.
-    #: Empty: no such check (e.g. a key several pipelines share).
-    signed_repositories: list[RegistryPrefix] = ["ghcr.io/gpu-platform/trainer"]
+    #: Repositories a keyless or public-key signer publishes and signs (the release workflow's
+    #: `IMAGE`; an entry covers the repositories below it too). Under Deny, an image in a team
+    #: namespace from any other repository of an allowed registry can never carry that
+    #: signature: synth refuses it (policy gpu-platform-k8s-signable-images) instead of
+    #: admission after `up`. The platform key signs the platform's ECR repositories
+    #: (`<account ECR>/<cluster>/...`) and needs no list. Empty: no such check.
+    signed_repositories: list[RegistryPrefix] = []
 
     @model_validator(mode="after")
     def _one_attestor(self) -> SignatureConfig:
-        keyless = self.keyless_issuer is not None and self.keyless_subject_regexp is not None
-        if self.enabled and keyless == (self.public_key is not None):
-            raise problems_error(
-                [("publicKey", self.public_key, "exactly one of publicKey and keyless*")]
+        keyless = self.keyless_issuer is not None or self.keyless_subject_regexp is not None
+        complete = self.keyless_issuer is not None and self.keyless_subject_regexp is not None
+        problems: list[Problem] = []
+        if keyless and not complete:
+            problems.append(
+                (
+                    "keylessSubjectRegexp" if self.keyless_issuer else "keylessIssuer",
+                    None,
+                    "both keylessIssuer and keylessSubjectRegexp for a keyless signer",
+                )
             )
+        signers = [self.platform_key, keyless, self.public_key is not None]
+        if self.enabled and sum(signers) != 1:
+            problems.append(
+                (
+                    "platformKey",
+                    self.platform_key,
+                    "exactly one signer: platformKey, publicKey or keyless* (turn platformKey "
+                    "off to trust another signer)",
+                )
+            )
+        if problems:
+            raise problems_error(problems)
         return self
+
+    @property
+    def signer(self) -> Literal["platform", "keyless", "publicKey"]:
+        """Which signer admission trusts."""
+        if self.platform_key:
+            return "platform"
+        return "publicKey" if self.public_key is not None else "keyless"
 
 
 class ImageAdmissionConfig(Model):

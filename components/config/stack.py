@@ -17,6 +17,7 @@ from components.config.autoscaler import IMAGE_FOR_MINOR, ClusterAutoscalerConfi
 from components.config.base import Model, Problem, problems_error
 from components.config.cluster import ClusterConfig
 from components.config.gpu import GpuOperatorConfig
+from components.config.images import TRAINER_REPOSITORY, ImagesConfig
 from components.config.karpenter import KarpenterConfig, KarpenterPool
 from components.config.network import NetworkConfig
 from components.config.node_groups import GpuNodeGroup, NodeGroupsConfig
@@ -49,6 +50,7 @@ class StackConfig(Model):
     validation: ValidationConfig = Field(default_factory=ValidationConfig)
     scheduling: SchedulingConfig = Field(default_factory=SchedulingConfig)
     teams: list[TeamConfig] = []
+    images: ImagesConfig = Field(default_factory=ImagesConfig)
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     training_jobs: list[TrainingJobConfig] = []
     security: SecurityConfig = Field(default_factory=SecurityConfig)
@@ -298,6 +300,33 @@ class StackConfig(Model):
         if problems:
             raise problems_error(problems)
         return self
+
+    @model_validator(mode="after")
+    def _reference_trainer_repository(self) -> StackConfig:
+        # Without a default image by digest the reference trainer is what the runtimes and the
+        # jobs without an image run: it is pushed to (or resolved in) the platform's ECR
+        # `trainer` repository, which must then exist.
+        registry = self.security.registry
+        if self.training.default_image is None and not (
+            registry.enabled and TRAINER_REPOSITORY in registry.repositories
+        ):
+            raise problems_error(
+                [
+                    (
+                        "training.defaultImage",
+                        None,
+                        "an image by digest, or security.registry enabled with a "
+                        f"{TRAINER_REPOSITORY!r} repository for the reference trainer "
+                        "(images.trainer)",
+                    )
+                ]
+            )
+        return self
+
+    @property
+    def uses_reference_trainer(self) -> bool:
+        """Whether the reference trainer (images.trainer) is what jobs and runtimes default to."""
+        return self.training.default_image is None
 
     @property
     def bucket_prefix(self) -> str:

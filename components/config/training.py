@@ -11,6 +11,7 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 from components import catalog
 from components.config.base import (
     GPU_CLASS_PATTERN,
+    DigestImage,
     Model,
     Name,
     Problem,
@@ -24,14 +25,6 @@ ImageRef = Annotated[
     StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
 ]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
-#: The reference trainer (images/trainer) as its Dockerfile builds it. No release has been
-#: pushed yet, so this digest identifies no published image: set `training.defaultImage` (or
-#: each job's `image`) to the digest your registry returns after the first push
-#: (`crane digest ghcr.io/<org>/trainer:0.1.0`). docs/training-jobs.md says the same.
-REFERENCE_TRAINER_IMAGE: Final = (
-    "ghcr.io/gpu-platform/trainer:0.1.0"
-    "@sha256:3b1f0c6f1d0e2a4c5b7d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
-)
 #: Seconds between the spot interruption notice and the instance's reclaim (EC2 user guide).
 SPOT_NOTICE_SECONDS: Final = 120
 
@@ -42,8 +35,10 @@ class TrainingConfig(Model):
     #: Jobs must reference their image by digest (`@sha256:`): what ran is then known exactly.
     #: The prod-safe default; dev relaxes it to iterate on tags.
     require_image_digest: bool = True
-    #: Image of jobs that name none: the reference trainer.
-    default_image: ImageRef = REFERENCE_TRAINER_IMAGE
+    #: Image of jobs that name none, by digest. None (the default): the reference trainer as
+    #: `images.trainer` makes it exist (built and pushed by `pulumi up`, or a published tag
+    #: resolved at deploy time); its digest comes from the registry, never from config.
+    default_image: DigestImage | None = None
     #: torchrun's c10d rendezvous port on node 0.
     rendezvous_port: Annotated[int, Field(ge=1024, le=65535)] = 29400
     #: Unpacked size (GiB) of a job's image when the job names none: the reference trainer
@@ -183,6 +178,10 @@ class TrainingJobConfig(Model):
     launcher: Literal["native", "kubeflow", "volcano"] = "native"
     scheduler: Literal["kueue", "volcano"] = "kueue"
     priority: Literal["production", "research", "dev"] = "research"
+    #: The job's own image: by digest (`repo[:tag]@sha256:...`), or, where
+    #: `training.requireImageDigest` is false, a tag in an ECR registry
+    #: (`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`) that the deploy resolves to its
+    #: digest. None: `training.defaultImage`, else the reference trainer (`images.trainer`).
     image: ImageRef | None = None
     #: Unpacked image size (GiB) for the time-to-first-step estimate; None = training.imageSizeGib.
     image_size_gib: Annotated[float, Field(gt=0, le=200)] | None = None

@@ -25,7 +25,8 @@ from components.config import ConfigError, Problem, StackConfig, parse
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 
-FACTS_VERSION: Final = 1
+#: 2: `trainerImage` (the reference trainer by the digest the platform's deploy pinned).
+FACTS_VERSION: Final = 2
 #: The platform stack output a job stack reads, and the one holding the (secret) kubeconfig.
 FACTS_OUTPUT: Final = "jobPlatform"
 KUBECONFIG_OUTPUT: Final = "kubeconfig"
@@ -62,8 +63,19 @@ def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> dict[str, Any]:
-    """The `jobPlatform` output of a platform stack (plain JSON; see the module docstring)."""
+def platform_facts(
+    cfg: StackConfig,
+    *,
+    account_id: str,
+    storage_class: str,
+    trainer_image: Any = None,
+    image_repositories: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The `jobPlatform` output of a platform stack (plain JSON once resolved; see the module
+    docstring). `trainer_image`: the reference trainer's `repo@sha256:...` (an Output of its
+    push or resolution), or None where `training.defaultImage` gives the default by digest.
+    `image_repositories`: team -> the URL of its own image repository (teams with a deploy
+    identity; components/platform/registry.py)."""
     buckets = {
         purpose: catalog.bucket_name(cfg.bucket_prefix, purpose, account_id)
         for purpose in catalog.DATA_BUCKET_PURPOSES
@@ -77,6 +89,8 @@ def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> 
             "serviceAccount": catalog.TRAINER_SERVICE_ACCOUNT,
             "group": team.group,
             "claims": {role: f"{team.name}-{role}" for role in ("checkpoints", "datasets")},
+            # Where the team's CI pushes (and signs) its own images; None without a deploy role.
+            "imageRepository": (image_repositories or {}).get(team.name),
             "quota": [
                 {
                     "flavor": entry.flavor,
@@ -116,6 +130,7 @@ def platform_facts(cfg: StackConfig, *, account_id: str, storage_class: str) -> 
         "teams": teams,
         "gpuClasses": _flavors(cfg),
         "training": cfg.training.model_dump(mode="json", by_alias=True),
+        "trainerImage": trainer_image if trainer_image is not None else cfg.training.default_image,
         "platformJobs": {ns: sorted(names) for ns, names in sorted(platform_jobs.items())},
         "platformConfig": cfg.model_dump(mode="json", by_alias=True, exclude={"training_jobs"}),
     }
@@ -186,7 +201,7 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
             jobs.platform_stack, "facts this program can read: " + "; ".join(exc.lines)
         ) from None
     cfg = platform.model_copy(update={"training_jobs": list(jobs.training_jobs)})
-    found = job_problems(cfg)
+    found = job_problems(cfg) + job_stack_image_problems(cfg, facts.get("trainerImage"))
     taken = set(facts.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:
@@ -202,6 +217,35 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
         raise ConfigError(jobs_lines(problem_lines(found)))
     _judged[:] = [cfg]
     return cfg
+
+
+def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Problem]:
+    """What a job stack cannot do with images: resolve a tag (it makes no AWS call of its own,
+    and its deploy role has no ECR permission), or run the reference trainer of a platform that
+    publishes none."""
+    problems: list[Problem] = []
+    for index, job in enumerate(cfg.training_jobs):
+        key = f"trainingJobs[{index}].image"
+        if job.image is not None and "@sha256:" not in job.image:
+            problems.append(
+                (
+                    key,
+                    job.image,
+                    "an image by digest (repo[:tag]@sha256:...): a job stack resolves no tags; "
+                    "`crane digest <image>` prints it, or leave image out to run the platform's "
+                    "reference trainer",
+                )
+            )
+        elif job.image is None and not (isinstance(trainer_image, str) and "@" in trainer_image):
+            problems.append(
+                (
+                    key,
+                    None,
+                    "an image by digest: the platform stack publishes no trainerImage in "
+                    f"`{FACTS_OUTPUT}` (deploy it first)",
+                )
+            )
+    return problems
 
 
 def job_problems(cfg: StackConfig) -> list[Problem]:

@@ -136,7 +136,21 @@ def trusted_images_binding(config: ImageAdmissionConfig) -> dict[str, Any]:
     }
 
 
-def attestor(signatures: SignatureConfig) -> dict[str, Any]:
+def attestor(signatures: SignatureConfig, platform_key: Any = None) -> dict[str, Any]:
+    """The one trusted signer as a Kyverno cosign attestor. The platform key: its public key
+    (PEM, read from KMS at deploy time, `platform_key`) with `ctlog.insecureIgnoreTlog`, since
+    the deploy signs without a transparency-log entry — without it Kyverno verifies "offline"
+    and fails a signature that carries no Rekor bundle (kyverno/kyverno@v1.19.0:
+    pkg/image/verifiers/ivpol/cosign/opts.go checkOptions; sigstore/cosign@v3.1.2
+    pkg/cosign/verify.go verifyInternal), and key + ignored tlog skips TUF and Rekor entirely,
+    so the cluster needs no egress to Sigstore."""
+    if signatures.signer == "platform":
+        if platform_key is None:
+            raise ValueError("the platform signer needs the platform key's public key")
+        return {
+            "name": "platform",
+            "cosign": {"key": {"data": platform_key}, "ctlog": {"insecureIgnoreTlog": True}},
+        }
     if signatures.public_key is not None:
         return {"name": "platform", "cosign": {"key": {"data": signatures.public_key}}}
     identity = {
@@ -152,17 +166,31 @@ def attestor(signatures: SignatureConfig) -> dict[str, Any]:
     }
 
 
-def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) -> dict[str, Any]:
+def signed_repositories(
+    config: ImageAdmissionConfig, account: AwsAccount, cluster: str
+) -> list[str]:
+    """The repositories the trusted signer signs (an entry covers those below it): the
+    platform's own ECR repositories for the platform key, else `signedRepositories`."""
+    if config.signatures.signer == "platform":
+        return [f"{ecr_registry(account)}/{cluster}"]
+    return list(config.signatures.signed_repositories)
+
+
+def signed_images_policy(
+    config: ImageAdmissionConfig,
+    registries: list[str],
+    signed: list[str],
+    platform_key: Any = None,
+) -> dict[str, Any]:
     """Kyverno ImageValidatingPolicy: every image of a team pod from the allowed registries is
-    signed by the platform's identity; `verifyDigest` also rejects tag-only references."""
+    signed by the one trusted signer; `verifyDigest` also rejects tag-only references. `signed`:
+    the repositories that signer signs (an annotation the pre-deploy policy reads)."""
     return {
         "apiVersion": KYVERNO_API,
         "kind": "ImageValidatingPolicy",
         "metadata": {
             "name": SIGNATURE_POLICY_NAME,
-            "annotations": {
-                SIGNED_REPOSITORIES_ANNOTATION: json.dumps(config.signatures.signed_repositories)
-            },
+            "annotations": {SIGNED_REPOSITORIES_ANNOTATION: json.dumps(signed)},
         },
         "spec": {
             "failurePolicy": "Fail",
@@ -185,7 +213,7 @@ def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) ->
                 "verifyDigest": config.require_digest,
                 "required": True,
             },
-            "attestors": [attestor(config.signatures)],
+            "attestors": [attestor(config.signatures, platform_key)],
             "validations": [
                 {
                     # Every category Kyverno extracts (containers, initContainers,
@@ -195,7 +223,7 @@ def signed_images_policy(config: ImageAdmissionConfig, registries: list[str]) ->
                     "expression": "(images.containers + images.initContainers"
                     " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
                     " [attestors.platform])).all(e, e > 0)",
-                    "message": "every image must be signed by the platform's release identity",
+                    "message": "every image must be signed by the platform's trusted signer",
                 }
             ],
         },
@@ -226,12 +254,20 @@ class AdmissionArgs:
     #: Kyverno's webhook pods need nodes before the release can become ready.
     system_nodes: pulumi.Resource
     tags: dict[str, str]
+    #: The platform signing key's public key (PEM) when admission trusts it.
+    signing_public_key: pulumi.Input[str] | None = None
 
     @classmethod
     def of(
-        cls, cfg: StackConfig, cluster: ClusterHandles, account: AwsAccount, tags: dict[str, str]
+        cls,
+        cfg: StackConfig,
+        cluster: ClusterHandles,
+        account: AwsAccount,
+        tags: dict[str, str],
+        signing_public_key: pulumi.Input[str] | None = None,
     ) -> AdmissionArgs:
         return cls(
+            signing_public_key=signing_public_key,
             config=cfg.security.image_admission,
             account=account,
             cluster_name=cluster.name,
@@ -322,7 +358,8 @@ class Admission(pulumi.ComponentResource):
                 k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_nodes, association])
             ),
         )
-        policy = signed_images_policy(config, registries)
+        scope = signed_repositories(config, args.account, args.physical_cluster_name)
+        policy = signed_images_policy(config, registries, scope, args.signing_public_key)
         signed = k8s.apiextensions.CustomResource(
             f"{name}-signed-images",
             api_version=policy["apiVersion"],

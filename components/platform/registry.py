@@ -1,14 +1,27 @@
 """The platform's container registry: ECR repositories for its own images (trainer, validation)
 and pull-through cache rules for the public registries jobs use.
 
-Repositories are immutable (a tag cannot be moved under a running job; digests are what the
-admission policy requires anyway), KMS-encrypted with the registry's own key, scanned on push,
-and expire untagged images and old releases. Pull-through caches put one scanning point and one
-egress path (ECR's VPC endpoints, not NAT) in front of public.ecr.aws, registry.k8s.io and
-quay.io; their repositories are created on first pull from a creation template with the same
-KMS key and lifecycle, and stay MUTABLE (the cache re-syncs tags from upstream). nvcr.io is not
-a supported upstream (ECR CreatePullThroughCacheRule `upstreamRegistryUrl`): NGC images are
-copied into the `validation` repository by digest in CI (docs/security.md#registry).
+Repositories' tags are immutable (a tag cannot be moved under a running job; digests are what
+the admission policy requires anyway) except two kinds that tools rewrite by design: cosign's
+signature tags `sha256-<digest>.sig` (a second signature appends to the tag: sigstore/cosign
+issue #313, "Cosign support for registries with immutable tags") and BuildKit's registry cache
+tag `buildcache` (rewritten by every build) — ECR's IMMUTABLE_WITH_EXCLUSION with wildcard
+filters (pulumi-aws 7.51.1 `aws.ecr.Repository.image_tag_mutability_exclusion_filters`). They are
+KMS-encrypted with the registry's own key, scanned on push, and expire untagged images and old
+releases.
+
+The platform's signing key (when admission trusts it, `signatures.platformKey`): an asymmetric
+KMS key (ECC_NIST_P256, SIGN_VERIFY) that cosign signs with through `awskms:///<key ARN>`
+(components/platform/trainer_image.py); its public key (`kms:GetPublicKey`, read at deploy
+time) is what Kyverno verifies against, so the cluster needs no KMS permission. AWS does not
+rotate asymmetric keys (the rotation policy exempts them).
+
+Pull-through caches put one scanning point and one egress path (ECR's VPC endpoints, not NAT) in
+front of public.ecr.aws, registry.k8s.io and quay.io; their repositories are created on first pull
+from a creation template with the same KMS key and lifecycle, and stay MUTABLE (the cache re-syncs
+tags from upstream). nvcr.io is not a supported upstream (ECR CreatePullThroughCacheRule
+`upstreamRegistryUrl`): NGC images are copied into the `validation` repository by digest in CI
+(docs/security.md#registry).
 
 Amazon Inspector enhanced scanning (continuous) is one registry-wide setting per account and
 region: it is managed only where `security.registry.manageRegistryScanning` is true (prod), so
@@ -24,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_aws as aws
 
+from components import catalog
 from components.config.security import RegistryConfig
 from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
@@ -32,6 +46,10 @@ if TYPE_CHECKING:
     from components.config import StackConfig
     from components.platform.iam import AwsAccount
 
+#: Tags exempt from immutability: cosign signatures and BuildKit's registry cache
+#: (components/platform/trainer_image.py CACHE_TAG). ECR filters allow letters, digits and
+#: `._*-`, at most two wildcards (pulumi-aws 7.51.1 RepositoryImageTagMutabilityExclusionFilter).
+MUTABLE_TAG_FILTERS: Final = catalog.ECR_MUTABLE_TAG_FILTERS
 #: What a node needs to pull through a cache rule for the first time (ECR user guide,
 #: "IAM permissions required to sync an upstream registry with an Amazon ECR private registry").
 PULL_THROUGH_ACTIONS: Final = ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
@@ -40,6 +58,15 @@ PULL_THROUGH_ACTIONS: Final = ("ecr:BatchImportUpstreamImage", "ecr:CreateReposi
 def repository_name(cluster: str, repository: str) -> str:
     """Per cluster, so two stacks in one account own distinct repositories."""
     return f"{cluster}/{repository}"
+
+
+def team_repository_name(cluster: str, team: str) -> str:
+    """Where a team's CI pushes its own images (signable with the platform key)."""
+    return f"{cluster}/teams/{team}"
+
+
+def signing_key_alias(cluster: str) -> str:
+    return f"alias/{cluster}-image-signing"
 
 
 def cache_prefix(cluster: str, prefix: str) -> str:
@@ -98,6 +125,11 @@ class RegistryArgs:
     #: Node roles (managed node groups, Karpenter) that pull through the caches.
     node_roles: list[aws.iam.Role]
     tags: dict[str, str]
+    #: Create the platform's image-signing key (admission trusts it: signatures.platformKey).
+    signing_key: bool = False
+    #: Teams with a deploy identity: each gets a repository `<cluster>/teams/<team>` its CI
+    #: pushes (and signs) its own images to (components/platform/team_deploy.py).
+    teams: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -108,12 +140,15 @@ class RegistryArgs:
         account: AwsAccount,
         tags: dict[str, str],
     ) -> RegistryArgs:
+        signatures = cfg.security.image_admission.signatures
         return cls(
             config=cfg.security.registry,
             cluster_name=cfg.cluster.name,
             account=account,
             node_roles=[cluster.node_role, karpenter_node_role],
             tags=tags,
+            signing_key=signatures.enabled and signatures.signer == "platform",
+            teams=tuple(team.name for team in cfg.teams if team.deploy is not None),
         )
 
 
@@ -122,6 +157,13 @@ class Registry(pulumi.ComponentResource):
 
     #: repository role (`trainer`, `validation`) -> repository URL.
     repository_urls: dict[str, pulumi.Output[str]]
+    #: repository role -> repository name (`<cluster>/<role>`).
+    repository_names: dict[str, pulumi.Output[str]]
+    #: The platform's image-signing key (`signing_key`), and its public key in PEM.
+    signing_key_arn: pulumi.Output[str] | None
+    signing_public_key: pulumi.Output[str] | None
+    #: team -> its repository (`<cluster>/teams/<team>`) for the images its CI builds.
+    team_repositories: dict[str, aws.ecr.Repository]
 
     def __init__(
         self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None
@@ -130,6 +172,11 @@ class Registry(pulumi.ComponentResource):
         config = args.config
         child = child_options(self, opts)
         self.repository_urls = {}
+        self.repository_names = {}
+        self.team_repositories = {}
+        self.signing_key_arn = self.signing_public_key = None
+        if args.signing_key:
+            self._signing_key(name, args)
         if not config.enabled:
             self.register_outputs({})
             return
@@ -140,29 +187,21 @@ class Registry(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        encryption = [
-            aws.ecr.RepositoryEncryptionConfigurationArgs(encryption_type="KMS", kms_key=key.arn)
-        ]
         lifecycle = json.dumps(lifecycle_policy(config))
         for role in config.repositories:
-            repository = aws.ecr.Repository(
-                f"{name}-{role}",
-                name=repository_name(args.cluster_name, role),
-                image_tag_mutability="IMMUTABLE",
-                encryption_configurations=encryption,
-                image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
-                    scan_on_push=True
-                ),
-                tags=args.tags,
-                opts=child,
-            )
-            aws.ecr.LifecyclePolicy(
-                f"{name}-{role}-lifecycle",
-                repository=repository.name,
-                policy=lifecycle,
-                opts=child,
+            repository = self._repository(
+                f"{name}-{role}", repository_name(args.cluster_name, role), args, key, lifecycle
             )
             self.repository_urls[role] = repository.repository_url
+            self.repository_names[role] = repository.name
+        for team in args.teams:
+            self.team_repositories[team] = self._repository(
+                f"{name}-team-{team}",
+                team_repository_name(args.cluster_name, team),
+                args,
+                key,
+                lifecycle,
+            )
         self._pull_through_caches(name, args, key, lifecycle)
         for index, node_role in enumerate(args.node_roles):
             aws.iam.RolePolicy(
@@ -184,6 +223,61 @@ class Registry(pulumi.ComponentResource):
                 opts=child,
             )
         self.register_outputs({"repositories": sorted(self.repository_urls)})
+
+    def _repository(
+        self, name: str, repo_name: str, args: RegistryArgs, key: aws.kms.Key, lifecycle: str
+    ) -> aws.ecr.Repository:
+        """One repository: immutable tags (but cosign's and the build cache's), KMS-encrypted
+        with the registry key, scanned on push, with the lifecycle rules."""
+        repository = aws.ecr.Repository(
+            name,
+            name=repo_name,
+            image_tag_mutability="IMMUTABLE_WITH_EXCLUSION",
+            image_tag_mutability_exclusion_filters=[
+                aws.ecr.RepositoryImageTagMutabilityExclusionFilterArgs(
+                    filter=pattern, filter_type="WILDCARD"
+                )
+                for pattern in MUTABLE_TAG_FILTERS
+            ],
+            encryption_configurations=[
+                aws.ecr.RepositoryEncryptionConfigurationArgs(
+                    encryption_type="KMS", kms_key=key.arn
+                )
+            ],
+            image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
+                scan_on_push=True
+            ),
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        aws.ecr.LifecyclePolicy(
+            f"{name}-lifecycle",
+            repository=repository.name,
+            policy=lifecycle,
+            opts=child_options(self),
+        )
+        return repository
+
+    def _signing_key(self, name: str, args: RegistryArgs) -> None:
+        """The asymmetric KMS key cosign signs with, its alias, and its public key."""
+        key = aws.kms.Key(
+            f"{name}-signing-key",
+            description=f"cosign image signatures of {args.cluster_name}",
+            customer_master_key_spec="ECC_NIST_P256",
+            key_usage="SIGN_VERIFY",
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        aws.kms.Alias(
+            f"{name}-signing-key",
+            name=signing_key_alias(args.cluster_name),
+            target_key_id=key.key_id,
+            opts=child_options(self),
+        )
+        self.signing_key_arn = key.arn
+        self.signing_public_key = aws.kms.get_public_key_output(
+            key_id=key.arn, opts=pulumi.InvokeOutputOptions(parent=self)
+        ).public_key_pem
 
     def _pull_through_caches(
         self, name: str, args: RegistryArgs, key: aws.kms.Key, lifecycle: str

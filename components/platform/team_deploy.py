@@ -10,8 +10,13 @@ Per team with `deploy:` set:
   pulumi-kubernetes previews need `patch` for a server-side dry run and fall back to a
   client-side preview when it is forbidden (pulumi/pulumi-kubernetes#2213, #2419), so a
   read-only role previews without being able to change anything.
-Neither role has an IAM policy: the job stack reads the platform's kubeconfig from its stack
-output and `aws eks get-token` signs with STS only (no IAM permission needed).
+The preview role has no IAM policy: the job stack reads the platform's kubeconfig from its stack
+output and `aws eks get-token` signs with STS only (no IAM permission needed). The deploy role
+has one policy, for the team's own images (docs/images.md, "A custom image"): push to the team's
+ECR repository `<cluster>/teams/<team>` (the ECR user guide's push actions, on that repository
+only; `ecr:GetAuthorizationToken` has no resource-level scope) and sign with the platform key
+(`kms:Sign`, `kms:GetPublicKey`, `kms:DescribeKey`: what cosign's AWS KMS signer calls, on that
+key only), so prod's admission, which trusts the platform key, admits what the team's CI built.
 
 EKS facts: access policy scopes are `cluster` or `namespace` with a list of namespaces
 (https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessScope.html); the cluster uses
@@ -36,6 +41,19 @@ from components.contract.platform_facts import deploy_role_name, preview_role_na
 from components.resource_options import child_options
 
 GITHUB_OIDC_HOST: Final = "token.actions.githubusercontent.com"
+#: Pushing an image (ECR user guide, "Required IAM permissions for pushing an image").
+ECR_PUSH_ACTIONS: Final = (
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:CompleteLayerUpload",
+    "ecr:DescribeImages",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:InitiateLayerUpload",
+    "ecr:PutImage",
+    "ecr:UploadLayerPart",
+)
+#: What cosign's AWS KMS signer calls (sigstore/sigstore pkg/signature/kms/aws client).
+KMS_SIGN_ACTIONS: Final = ("kms:DescribeKey", "kms:GetPublicKey", "kms:Sign")
 EDIT_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy"
 VIEW_POLICY: Final = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy"
 
@@ -75,6 +93,35 @@ def github_trust_policy(account_id: str, deploy: TeamDeploy, *, preview: bool) -
     }
 
 
+def image_policy(repository_arn: str, signing_key_arn: str | None) -> dict[str, Any]:
+    """The deploy role's only policy: push to the team's repository, sign with the platform
+    key (when admission trusts it)."""
+    statements: list[dict[str, Any]] = [
+        {
+            "Sid": "RegistryLogin",
+            "Effect": "Allow",
+            "Action": "ecr:GetAuthorizationToken",
+            "Resource": "*",
+        },
+        {
+            "Sid": "PushTeamImages",
+            "Effect": "Allow",
+            "Action": list(ECR_PUSH_ACTIONS),
+            "Resource": repository_arn,
+        },
+    ]
+    if signing_key_arn is not None:
+        statements.append(
+            {
+                "Sid": "SignWithThePlatformKey",
+                "Effect": "Allow",
+                "Action": list(KMS_SIGN_ACTIONS),
+                "Resource": signing_key_arn,
+            }
+        )
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
 def namespace_scope(namespace: str) -> dict[str, Any]:
     """The only access scope a team identity gets: its own namespace."""
     return {"type": "namespace", "namespaces": [namespace]}
@@ -91,6 +138,9 @@ class TeamDeployArgs:
     cluster_config_name: str
     account_id: str
     tags: dict[str, str]
+    #: The team's image repository (Registry.team_repositories) and the platform signing key.
+    image_repository_arn: pulumi.Input[str] | None = None
+    signing_key_arn: pulumi.Input[str] | None = None
 
 
 class TeamDeployIdentity(pulumi.ComponentResource):
@@ -145,6 +195,15 @@ class TeamDeployIdentity(pulumi.ComponentResource):
             roles[kind] = role
         self.deploy_role = roles["deploy"]
         self.preview_role = roles["preview"]
+        if args.image_repository_arn is not None:
+            aws.iam.RolePolicy(
+                f"{name}-deploy-images",
+                role=self.deploy_role.name,
+                policy=pulumi.Output.all(args.image_repository_arn, args.signing_key_arn).apply(
+                    lambda arns: json.dumps(image_policy(arns[0], arns[1]))
+                ),
+                opts=child,
+            )
         self.register_outputs(
             {"deployRoleArn": self.deploy_role.arn, "previewRoleArn": self.preview_role.arn}
         )
@@ -156,6 +215,9 @@ def deploy_identity(
     cluster_name: pulumi.Input[str],
     account_id: str,
     tags: dict[str, str],
+    *,
+    image_repository_arn: pulumi.Input[str] | None = None,
+    signing_key_arn: pulumi.Input[str] | None = None,
 ) -> TeamDeployIdentity | None:
     """The team's deploy identity when its config asks for one (`teams[].deploy`)."""
     if team.deploy is None:
@@ -169,5 +231,7 @@ def deploy_identity(
             cluster_config_name=cluster_config_name,
             account_id=account_id,
             tags=tags,
+            image_repository_arn=image_repository_arn,
+            signing_key_arn=signing_key_arn,
         ),
     )

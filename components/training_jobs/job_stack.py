@@ -24,12 +24,14 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.analysis.facts import stack_facts
+from components.analysis.images import ImageSource
 from components.config import ConfigError, StackConfig
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
 from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
-from components.training_jobs.plan import deploy_provenance, plan_job
+from components.training_jobs.plan import JobImage, deploy_provenance, digest_image, plan_job
 from components.training_jobs.training import TrainingJob, TrainingJobArgs
 
 
@@ -51,6 +53,10 @@ def read_platform(jobs: JobStackConfig) -> PlatformStack:
     return PlatformStack(facts=facts, kubeconfig=ref.get_output(KUBECONFIG_OUTPUT))
 
 
+def _runs_trainer(source: ImageSource | None) -> bool:
+    return source is not None and source.trainer
+
+
 def namespace_problems(manifests: list[dict[str, Any]], namespace: str) -> list[str]:
     """`kind/name` of each manifest that is cluster-scoped or outside `namespace`."""
     return [
@@ -70,6 +76,15 @@ class TeamJobsArgs:
     config: StackConfig
     account_id: str
     kubeconfig: pulumi.Input[Any]
+    #: The platform's reference trainer (`jobPlatform.trainerImage`, pinned by the digest its
+    #: deploy pushed or resolved); None when the platform publishes none.
+    trainer_image: JobImage | None = None
+
+
+def trainer_image(facts: Mapping[str, Any] | None) -> JobImage | None:
+    """The platform's reference trainer from its `jobPlatform` facts (`repo@sha256:...`)."""
+    reference = (facts or {}).get("trainerImage")
+    return digest_image(reference) if isinstance(reference, str) and "@" in reference else None
 
 
 class TeamJobs(pulumi.ComponentResource):
@@ -83,7 +98,18 @@ class TeamJobs(pulumi.ComponentResource):
         cfg = args.config
         team = next(t for t in cfg.teams if t.name == args.jobs.team)
         provenance = deploy_provenance(os.environ)
-        plans = [plan_job(cfg, job, args.account_id, provenance) for job in cfg.training_jobs]
+        facts = stack_facts(cfg)
+        # A job stack resolves no tags (job_problems refuses them): the trainer or a digest.
+        plans = [
+            plan_job(
+                cfg,
+                job,
+                args.account_id,
+                provenance,
+                image=args.trainer_image if _runs_trainer(facts.job(job).image) else None,
+            )
+            for job in cfg.training_jobs
+        ]
         outside = [
             f"{JOBS_NAMESPACE}:trainingJobs[{index}]: renders {problem}; only objects in "
             f"namespace {team.namespace}"

@@ -37,7 +37,6 @@ from components.training_jobs.plan import (
     VOLCANO_TASK,
     JobPlan,
     ds_config,
-    image_digest,
     runtime_name,
 )
 
@@ -144,7 +143,7 @@ def run_metadata(plan: JobPlan) -> dict[str, str]:
     return {
         "RUN_ID": plan.run_id,
         "GIT_SHA": plan.job.git_sha or "unknown",
-        "IMAGE_DIGEST": image_digest(plan.image),
+        "IMAGE_DIGEST": plan.pod_image.digest,
         "CONFIG_HASH": plan.config_hash,
         "TEAM": plan.team.name,
     }
@@ -252,7 +251,7 @@ def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
 def trainer_container(plan: JobPlan) -> dict[str, Any]:
     return {
         "name": TRAINER_CONTAINER,
-        "image": plan.image,
+        "image": plan.pod_image.reference,
         # Exec form: the launcher (torchrun in-process) is PID 1 and receives SIGTERM itself.
         "command": list(plan.job.entrypoint),
         "args": launch_args(plan),
@@ -479,7 +478,7 @@ def volcano_job(plan: JobPlan) -> dict[str, Any]:
     }
 
 
-def cluster_training_runtime(priority: str, default_image: str) -> dict[str, Any]:
+def cluster_training_runtime(priority: str, default_image: Any) -> dict[str, Any]:
     """The platform's torch runtime for Trainer v2: one JobSet replicated job `node`, restart
     semantics as the native launcher (podFailurePolicy), whole-gang restarts by JobSet."""
     return {
@@ -559,7 +558,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
         },
         "suspend": True,
         "trainer": {
-            "image": plan.image,
+            "image": plan.pod_image.reference,
             "command": container["command"],
             "args": container["args"],
             "env": container["env"],

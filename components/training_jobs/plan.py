@@ -62,9 +62,24 @@ def runtime_name(priority: str) -> str:
     return f"gpu-platform-torch-{priority}"
 
 
-def image_digest(image: str) -> str:
-    """The `sha256:` digest of an image reference, or `unpinned` for a tag-only reference."""
-    return image.split("@", 1)[1] if "@" in image else "unpinned"
+@dataclass(frozen=True)
+class JobImage:
+    """The image a job's pods run. `reference` (`repo@sha256:...`) and `digest` are Pulumi
+    Outputs where the registry returns the digest at deploy time (the reference trainer this
+    stack builds, a tag resolved in ECR), plain strings for an image given by digest; the plan
+    passes them through untouched. `identity` is known before the deploy and is what the run's
+    config hash reads (images.ImageSource.identity; the build context's tag for a build)."""
+
+    reference: Any
+    digest: Any
+    identity: str
+
+
+def digest_image(reference: str) -> JobImage:
+    """A JobImage of a reference that carries its digest (`repo[:tag]@sha256:...`)."""
+    if "@" not in reference:
+        raise ValueError(f"{reference!r} is not pinned by digest")
+    return JobImage(reference=reference, digest=reference.split("@", 1)[1], identity=reference)
 
 
 def ds_config(job: TrainingJobConfig, world_size: int) -> dict[str, Any]:
@@ -158,7 +173,9 @@ class JobPlan:
 
     job: TrainingJobConfig
     team: TeamConfig
-    image: str
+    #: What its pods run; None in a plan made without the deploy's images (the report's rows),
+    #: which no manifest is rendered from.
+    image: JobImage | None
     resources: JobResources
     gpus_per_node: int
     grace: GraceSeconds
@@ -177,6 +194,13 @@ class JobPlan:
     @property
     def name(self) -> str:
         return self.job.name
+
+    @property
+    def pod_image(self) -> JobImage:
+        """The image its manifests render; a plan without one renders nothing."""
+        if self.image is None:
+            raise ValueError(f"job {self.job.name}: planned without its image")
+        return self.image
 
     @property
     def namespace(self) -> str:
@@ -223,16 +247,25 @@ def plan_job(
     job: TrainingJobConfig,
     account_id: str,
     provenance: Mapping[str, str] | None = None,
+    image: JobImage | None = None,
 ) -> JobPlan:
     """Derive a job's plan; the config was validated, so the team and class exist.
-    `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown)."""
+    `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown).
+    `image`: what its pods run (components/training_jobs/images.py); without it, an image the
+    config gives by digest, else none (a plan that renders no manifest)."""
     facts = stack_facts(cfg)
     team = facts.team(job.team)
     if team is None:
         raise ValueError(f"trainingJobs: unknown team {job.team!r} (the config check reports it)")
-    image = job.image or cfg.training.default_image
     gpus = job.node_gpus
     derived = facts.job(job)
+    if image is None and derived.image is not None and derived.image.kind == "digest":
+        image = digest_image(derived.image.identity)
+    identity = (
+        image.identity
+        if image is not None
+        else (derived.image.identity if derived.image is not None else "")
+    )
     return JobPlan(
         job=job,
         team=team,
@@ -243,7 +276,7 @@ def plan_job(
         interval_s=derived.checkpoint_interval_s,
         checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
         rendezvous_port=cfg.training.rendezvous_port,
-        config_hash=config_hash(semantic_parameters(job, image, job.world_size)),
+        config_hash=config_hash(semantic_parameters(job, identity, job.world_size)),
         gpu_model=job.gpu_class.rsplit("-x", 1)[0],
         provenance=dict(provenance or deploy_provenance({})),
     )

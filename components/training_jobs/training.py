@@ -34,12 +34,19 @@ import pulumi_kubernetes as k8s
 from components.analysis.facts import stack_facts
 from components.config import StackConfig
 from components.resource_options import child_options
+from components.training_jobs.job_images import job_images
 from components.training_jobs.manifests import (
     cluster_training_runtime,
     job_manifests,
     rendezvous_endpoint,
 )
-from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan, deploy_provenance, plan_job
+from components.training_jobs.plan import (
+    POD_PRIORITY_CLASS,
+    JobImage,
+    JobPlan,
+    deploy_provenance,
+    plan_job,
+)
 
 if TYPE_CHECKING:
     from components.platform.handles import ClusterHandles
@@ -154,6 +161,11 @@ class TrainingJobsArgs:
     #: The cluster-autoscaler: a job that can land on a managed node group comes after it (its
     #: ProvisioningRequest, or its pending pods, need someone to grow the group).
     autoscaler: pulumi.Resource | None = None
+    #: The reference trainer as the deploy pinned it (TrainerImage); None when
+    #: `training.defaultImage` gives the runtimes' and jobs' default image by digest.
+    trainer_image: JobImage | None = None
+    #: The stack's region (an ECR tag without one of its own resolves there).
+    region: str = ""
 
     @classmethod
     def of(
@@ -165,10 +177,13 @@ class TrainingJobsArgs:
         team_resources: Mapping[str, Sequence[pulumi.Resource]],
         *,
         autoscaler: pulumi.Resource | None = None,
+        trainer_image: JobImage | None = None,
     ) -> TrainingJobsArgs:
         """The stack config, the schedulers the jobs use, and each team's objects."""
         return cls(
             config=cfg,
+            trainer_image=trainer_image,
+            region=aws_account.region,
             account_id=aws_account.account_id,
             k8s_provider=cluster.k8s_provider,
             team_resources=team_resources,
@@ -192,8 +207,13 @@ class TrainingJobs(pulumi.ComponentResource):
         runtimes: list[pulumi.Resource] = []
         # Always: team job stacks (jobs/) run TrainJobs on these runtimes without owning them
         # (they are cluster-scoped; a job stack creates objects in its team's namespace only).
+        default_image = cfg.training.default_image or (
+            args.trainer_image.reference if args.trainer_image is not None else None
+        )
+        if default_image is None:
+            raise ValueError("the runtimes need training.defaultImage or the trainer image")
         for priority in POD_PRIORITY_CLASS:
-            manifest = cluster_training_runtime(priority, cfg.training.default_image)
+            manifest = cluster_training_runtime(priority, default_image)
             runtimes.append(
                 k8s.apiextensions.CustomResource(
                     f"{name}-runtime-{priority}",
@@ -209,17 +229,28 @@ class TrainingJobs(pulumi.ComponentResource):
                 )
             )
         self.jobs = {}
-        for job in cfg.training_jobs:
-            plan = plan_job(cfg, job, args.account_id, deploy_provenance(os.environ))
+        facts = stack_facts(cfg)
+        images = job_images(
+            {f"trainingJobs[{i}]": facts.job(job).image for i, job in enumerate(cfg.training_jobs)},
+            trainer=args.trainer_image,
+            account_id=args.account_id,
+            region=args.region,
+            parent=self,
+        )
+        for index, job in enumerate(cfg.training_jobs):
+            plan = plan_job(
+                cfg,
+                job,
+                args.account_id,
+                deploy_provenance(os.environ),
+                image=images[f"trainingJobs[{index}]"],
+            )
             scheduler = {
                 "native": [args.kueue_release],
                 "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
                 "volcano": [args.volcano_release],
             }[job.launcher]
-            if (
-                args.autoscaler is not None
-                and "node-group" in stack_facts(cfg).job(job).provisioners
-            ):
+            if args.autoscaler is not None and "node-group" in facts.job(job).provisioners:
                 scheduler.append(args.autoscaler)
             self.jobs[f"{job.team}/{job.name}"] = TrainingJob(
                 f"{name}-{job.team}-{job.name}",

@@ -257,10 +257,10 @@ def _check_signable_images(
                     image = container.get("image")
                     if not isinstance(image, str) or not any(g.match(image) for g in globs):
                         continue
-                    if catalog.image_repository(image) not in signed:
+                    if not catalog.in_repositories(catalog.image_repository(image), signed):
                         yield (
                             f"{template.where} container {container.get('name')!r}: image "
-                            f"{image!r} needs a signature by the platform's release identity, "
+                            f"{image!r} needs a signature by the platform's trusted signer, "
                             f"which signs only {', '.join(sorted(signed))}: admission "
                             f"({policy.name}, Deny) would reject it",
                             r.urn,
@@ -294,8 +294,23 @@ def _check_admission_enforced(
 
 def _check_ecr_repository(resource: Resource, _config: Config) -> Iterator[str]:
     props = resource.props
-    if props.get("imageTagMutability") != "IMMUTABLE":
-        yield f"tags are {props.get('imageTagMutability') or 'MUTABLE'}, not IMMUTABLE"
+    mutability = props.get("imageTagMutability") or "MUTABLE"
+    filters = [
+        str(f.get("filter"))
+        for f in as_list(props.get("imageTagMutabilityExclusionFilters"))
+        if is_map(f)
+    ]
+    if mutability == "IMMUTABLE_WITH_EXCLUSION":
+        # Only the tags tools rewrite by design may move: cosign's signature tags and
+        # BuildKit's registry cache (components/platform/registry.py).
+        extra = sorted(set(filters) - set(catalog.ECR_MUTABLE_TAG_FILTERS))
+        if extra:
+            yield (
+                f"tags matching {', '.join(extra)} are mutable; only "
+                f"{', '.join(catalog.ECR_MUTABLE_TAG_FILTERS)} may be"
+            )
+    elif mutability != "IMMUTABLE":
+        yield f"tags are {mutability}, not IMMUTABLE"
     encryption = [e for e in as_list(props.get("encryptionConfigurations")) if is_map(e)]
     if not any(e.get("encryptionType") == "KMS" for e in encryption):
         yield "not encrypted with KMS"

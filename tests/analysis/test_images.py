@@ -1,5 +1,6 @@
-"""Images the team namespaces' admission policies would reject are refused before deploy under
-Deny (prod), and let through under Audit (dev), as admission itself does."""
+"""Where a job's image digest comes from (built by the stack, an ECR tag resolved at deploy, a
+digest given), and images the team namespaces' admission policies would reject: refused before
+deploy under Deny (prod), let through under Audit (dev), as admission itself does."""
 
 from __future__ import annotations
 
@@ -7,36 +8,67 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from components.analysis import problems
-from components.analysis.images import image_problems
+from components.analysis.images import image_problems, image_source
 from components.config.load import namespace_values, parse
 from tests.conftest import stack_values, values_with_jobs
 
 DIGEST = "@sha256:" + "e" * 64
 RELEASED = f"ghcr.io/gpu-platform/trainer:0.2.0{DIGEST}"
-ECR_IMAGE = f"123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1{DIGEST}"
+ECR = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
+ECR_IMAGE = f"{ECR}/mine:1{DIGEST}"
+#: The prod cluster's own repositories: what the platform key signs.
+PROD_TEAM_IMAGE = f"{ECR}/gpu-prod/teams/pretrain/llm:7{DIGEST}"
+KEYLESS = {
+    "platformKey": False,
+    "keylessIssuer": "https://token.actions.githubusercontent.com",
+    "keylessSubjectRegexp": r"^https://github\.com/org/repo/\.github/workflows/release\.yml@.*$",
+    "signedRepositories": ["ghcr.io/gpu-platform/trainer"],
+}
 
 
-def _cfg(stack: str, image: str | None = None) -> Any:
+def _cfg(
+    stack: str,
+    image: str | None = None,
+    *,
+    signatures: dict[str, Any] | None = None,
+    update: dict[str, Any] | None = None,
+) -> Any:
     raw = copy.deepcopy(values_with_jobs(stack) if stack == "prod" else stack_values(stack))
     values = namespace_values(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
     )
     if image is not None:
         values["trainingJobs"][0]["image"] = image
+    if signatures is not None:
+        values.setdefault("security", {}).setdefault("imageAdmission", {})
+        values["security"]["imageAdmission"]["signatures"] = signatures
+    values.update(update or {})
     return parse(values)
 
 
-def test_prod_refuses_what_admission_would_deny() -> None:
+def test_prod_trusts_the_platform_key_which_signs_the_platforms_own_repositories() -> None:
     cfg = _cfg("prod")
-    assert image_problems(cfg, "k", RELEASED) == []
+    assert cfg.security.image_admission.signatures.signer == "platform"
+    assert image_problems(cfg, "k", PROD_TEAM_IMAGE) == []
+    assert image_problems(cfg, "k", f"{ECR}/gpu-prod/trainer{DIGEST}") == []
+    # Allowed registry, but nothing signs it with the platform key.
+    for unsigned in (RELEASED, ECR_IMAGE, f"{ECR}/gpu-prod-x/trainer{DIGEST}"):
+        (problem,) = image_problems(cfg, "k", unsigned)
+        assert "platform key" in problem[2] and "signature" in problem[2], unsigned
     (problem,) = image_problems(cfg, "k", f"docker.io/library/python:3.11{DIGEST}")
     assert "trusted-images admission policy denies" in problem[2]
     (problem,) = image_problems(cfg, "k", "ghcr.io/gpu-platform/trainer:0.2.0")
     assert "pinned by digest" in problem[2]
-    # Allowed registry, but the release identity never signs this repository.
+
+
+def test_a_keyless_signer_signs_its_listed_repositories_only() -> None:
+    cfg = _cfg("prod", signatures=KEYLESS)
+    assert image_problems(cfg, "k", RELEASED) == []
     (problem,) = image_problems(cfg, "k", ECR_IMAGE)
-    assert "ghcr.io/gpu-platform/trainer" in problem[2] and "signature" in problem[2]
+    assert "keyless identity" in problem[2]
     (problem,) = image_problems(cfg, "k", f"ghcr.io/gpu-platform/tools:1{DIGEST}")
     assert "signature" in problem[2]
 
@@ -44,7 +76,18 @@ def test_prod_refuses_what_admission_would_deny() -> None:
 def test_a_prod_job_with_such_an_image_is_a_config_error_naming_it() -> None:
     found = problems(_cfg("prod", ECR_IMAGE))
     assert any(key == "trainingJobs[0].image" and value == ECR_IMAGE for key, value, _ in found)
-    assert not problems(_cfg("prod", RELEASED))
+    assert not problems(_cfg("prod", PROD_TEAM_IMAGE))
+
+
+def test_the_built_trainer_under_another_trusted_signer_cannot_run() -> None:
+    # The deploy signs the trainer it builds with the platform key; admission trusting only a
+    # keyless release identity would deny every job that runs it.
+    found = problems(_cfg("prod", signatures=KEYLESS))
+    keys = {key for key, _, why in found if "platform key" in why}
+    assert "trainingJobs[0].image" in keys
+    # A release that signer signed, by digest, runs.
+    cfg = _cfg("prod", signatures=KEYLESS, update={"training": {"defaultImage": RELEASED}})
+    assert not problems(cfg)
 
 
 def test_dev_audits_and_lets_it_through() -> None:
@@ -55,10 +98,50 @@ def test_dev_audits_and_lets_it_through() -> None:
 
 
 def test_no_signed_repositories_means_no_signature_check() -> None:
-    cfg = _cfg("prod")
-    admission = cfg.security.image_admission
-    open_signer = admission.model_copy(
-        update={"signatures": admission.signatures.model_copy(update={"signed_repositories": []})}
+    cfg = _cfg("prod", signatures={**KEYLESS, "signedRepositories": []})
+    assert image_problems(cfg, "k", ECR_IMAGE) == []
+
+
+@pytest.mark.parametrize(
+    ("image", "kind", "trainer", "identity"),
+    [
+        (None, "built", True, "built:images/trainer"),
+        (RELEASED, "digest", False, RELEASED),
+        (f"{ECR}/mine:1.2", "resolved", False, "ecr:123456789012/us-east-1/mine:1.2"),
+    ],
+)
+def test_each_job_names_where_its_digest_comes_from(
+    image: str | None, kind: str, trainer: bool, identity: str
+) -> None:
+    cfg = _cfg("dev", image)
+    source = image_source(cfg, cfg.training_jobs[0])
+    assert source is not None
+    assert (source.kind, source.trainer, source.identity) == (kind, trainer, identity)
+    assert source.describe(cfg.cluster.name)
+
+
+def test_a_published_trainer_tag_is_resolved_in_the_platforms_repository() -> None:
+    cfg = _cfg("dev", update={"images": {"trainer": {"build": False, "tag": "ctx-0123"}}})
+    source = image_source(cfg, cfg.training_jobs[0])
+    assert source is not None and source.kind == "resolved" and source.trainer
+    assert source.ecr is not None and (source.ecr.repository, source.ecr.tag) == (
+        "gpu-dev/trainer",
+        "ctx-0123",
     )
-    security = cfg.security.model_copy(update={"image_admission": open_signer})
-    assert image_problems(cfg.model_copy(update={"security": security}), "k", ECR_IMAGE) == []
+    assert "gpu-dev/trainer:ctx-0123" in source.describe("gpu-dev")
+
+
+@pytest.mark.parametrize(
+    "image",
+    ["ghcr.io/gpu-platform/trainer:0.2.0", f"{ECR}/mine", "docker.io/library/python"],
+)
+def test_a_tag_no_deploy_can_resolve_is_a_job_that_cannot_run(image: str) -> None:
+    cfg = _cfg("dev", image)
+    assert image_source(cfg, cfg.training_jobs[0]) is None
+    found = [p for p in problems(cfg) if p[0] == "trainingJobs[0].image"]
+    assert found and found[0][1] == image and "ECR registry" in found[0][2]
+
+
+def test_an_ecr_tag_in_dev_is_runnable() -> None:
+    cfg = _cfg("dev", f"{ECR}/gpu-dev/teams/research/llm:7")
+    assert not [p for p in problems(cfg) if p[0].startswith("trainingJobs[0]")]

@@ -316,6 +316,39 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "gpu-platform:nodeGroups.gpu[0].diskSizeGib",
         "greater than or equal to 100",
     ),
+    # issue 30: the reference trainer exists only as the deploy builds or resolves it.
+    (
+        "trainer build off without a published tag to resolve",
+        lambda c: _set(c, "images", {"trainer": {"build": False}}),
+        "gpu-platform:images.trainer.tag",
+        "the published tag to resolve",
+    ),
+    (
+        "trainer tag set while the build derives its own",
+        lambda c: _set(c, "images", {"trainer": {"tag": "0.2.0"}}),
+        "gpu-platform:images.trainer.tag",
+        "no tag with build: true",
+    ),
+    (
+        "no registry to push the reference trainer to, and no default image",
+        lambda c: c["gpu-platform:security"].update(registry={"enabled": False}),
+        "gpu-platform:training.defaultImage",
+        "an image by digest, or security.registry enabled",
+    ),
+    (
+        "a default image by tag only",
+        lambda c: _set(c, "training", {"defaultImage": "ghcr.io/gpu-platform/trainer:0.2.0"}),
+        "gpu-platform:training.defaultImage",
+        "sha256",
+    ),
+    (
+        "no signer trusted",
+        lambda c: c["gpu-platform:security"].update(
+            imageAdmission={"signatures": {"platformKey": False}}
+        ),
+        "gpu-platform:security.imageAdmission.signatures.platformKey",
+        "exactly one signer",
+    ),
     (
         "KMS deletion window below the AWS minimum",
         lambda c: _set(c, "cluster.kmsDeletionWindowDays", 3),

@@ -16,7 +16,7 @@ import pytest
 
 from components.config import ConfigError
 from synth import __main__ as synth_cli
-from synth import policy
+from synth import output, policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from synth.jobs import JOBS_ROOT, run_job_stack
 from synth.report import PLATFORM_SECTIONS, report
@@ -178,7 +178,14 @@ def _with_job(stack: str, **changes: Any) -> list[dict[str, Any]]:
             "research-prod",
             {"image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1@sha256:" + "a" * 64},
             "trainingJobs[0].image",
-            "signature by the platform's release identity",
+            "a repository the platform key",
+        ),
+        # issue 30: a job stack resolves no tags (it makes no AWS call of its own).
+        (
+            "research-dev",
+            {"image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/mine:1"},
+            "trainingJobs[0].image",
+            "a job stack resolves no tags",
         ),
         ("research-dev", {"team": "applied"}, "trainingJobs[0].team", "research (a job stack"),
         # The platform stack's own smoke job holds this name in team-research.
@@ -221,7 +228,39 @@ def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
     stale = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "version": 0}}
     with pytest.raises(ConfigError) as caught:
         run_job_stack("research-dev", platform=SynthResult(stack="dev", outputs=stale))
-    assert "version 1 (it has 0)" in caught.value.lines[0]
+    assert "version 2 (it has 0)" in caught.value.lines[0]
+
+
+def _containers(value: Any) -> list[dict[str, Any]]:
+    """Every entry of every `containers` list in a manifest (pod templates at any depth)."""
+    if isinstance(value, dict):
+        own = [c for c in value.get("containers") or [] if isinstance(c, dict)]
+        return own + [c for item in value.values() for c in _containers(item)]
+    if isinstance(value, list):
+        return [c for item in value for c in _containers(item)]
+    return []
+
+
+def test_a_job_without_an_image_runs_the_platforms_trainer_by_its_pushed_digest(
+    dev: SynthResult, research_dev: SynthResult
+) -> None:
+    trainer = dev.outputs["trainerImage"]
+    assert trainer == dev.outputs["jobPlatform"]["trainerImage"]
+    assert trainer.startswith(
+        "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-dev/trainer@sha256:"
+    )
+    images = {
+        container["image"] for m in output.manifests(research_dev) for container in _containers(m)
+    }
+    assert images == {trainer}
+    # A platform that publishes no trainer: a job without an image cannot run.
+    facts = {**dev.outputs["jobPlatform"], "trainerImage": None}
+    with pytest.raises(ConfigError) as caught:
+        run_job_stack(
+            "research-dev",
+            platform=SynthResult(stack="dev", outputs={**dev.outputs, "jobPlatform": facts}),
+        )
+    assert any("publishes no trainerImage" in line for line in caught.value.lines)
 
 
 def test_cli_job_stack_exit_codes(

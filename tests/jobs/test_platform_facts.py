@@ -14,8 +14,9 @@ from components.analysis.capacity import gpu_capacity
 from components.config import parse
 from components.config.load import namespace_values
 from components.contract.platform_facts import FACTS_VERSION, platform_facts
-from synth.harness import ACCOUNT_ID, SynthResult, load_stack_config, run_program
+from synth.harness import SynthResult, load_stack_config, run_program
 from synth.jobs import run_job_stack
+from synth.mocks import ACCOUNT_ID
 from tests.conftest import stack_values
 
 
@@ -48,7 +49,18 @@ def test_facts_carry_capacity_quotas_and_the_rebuildable_config(stack: str) -> N
 
 def test_the_platform_exports_the_facts(dev: SynthResult) -> None:
     exported = dev.outputs["jobPlatform"]
-    assert exported == platform_facts(_cfg("dev"), account_id=ACCOUNT_ID, storage_class="efs-rwx")
+    expected = platform_facts(
+        _cfg("dev"),
+        account_id=ACCOUNT_ID,
+        storage_class="efs-rwx",
+        trainer_image=dev.outputs["trainerImage"],
+        image_repositories={
+            team: facts["imageRepository"]
+            for team, facts in dev.outputs["jobPlatform"]["teams"].items()
+            if facts["imageRepository"]
+        },
+    )
+    assert exported == expected
     # The kubeconfig is a separate, secret output; the facts stay readable.
     assert dev.secret_outputs == [exported["cluster"]["kubeconfigOutput"]]
     assert exported["platformJobs"]["team-research"] == ["ddp-smoke"]

@@ -22,6 +22,7 @@ from tests.conftest import stack_values
 ASSOCIATION = "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"
 ENTRY = "aws:eks/accessEntry:AccessEntry"
 ROLE = "aws:iam/role:Role"
+POLICY = "aws:iam/rolePolicy:RolePolicy"
 
 
 def _identity(stack: SynthResult, team: str) -> list[Registration]:
@@ -43,12 +44,14 @@ def test_team_identity_is_scoped_to_the_team_namespace(
             "type": "namespace",
             "namespaces": [f"team-{team}"],
         }
-    # Nothing else grants the roles anything: no IAM policies, no other access entries.
+    # Nothing else grants the roles anything: no other access entries, and one IAM policy, the
+    # deploy role's, for the team's own images (push to its repository, sign with the key).
     assert {r.type for r in resources} == {
         "gpu-platform:teams:TeamDeployIdentity",
         ROLE,
         ENTRY,
         ASSOCIATION,
+        POLICY,
     }
     roles = {r.inputs["name"] for r in resources if r.type == ROLE}
     attached = [
@@ -56,7 +59,26 @@ def test_team_identity_is_scoped_to_the_team_namespace(
         for r in stack.resources
         if r.type.startswith("aws:iam/") and r.type != ROLE and _names_role(r, roles)
     ]
-    assert attached == []
+    assert [r.name for r in attached] == [f"team-{team}-jobs-deploy-images"]
+
+
+def test_the_deploy_role_pushes_to_its_teams_repository_and_signs_with_the_platform_key(
+    prod: SynthResult,
+) -> None:
+    (policy,) = [r for r in prod.of_type(POLICY) if r.name == "team-research-jobs-deploy-images"]
+    statements = {s["Sid"]: s for s in json.loads(policy.inputs["policy"])["Statement"]}
+    assert statements["RegistryLogin"]["Resource"] == "*"  # no resource-level scope exists
+    assert statements["RegistryLogin"]["Action"] == "ecr:GetAuthorizationToken"
+    push = statements["PushTeamImages"]
+    assert push["Resource"].endswith(":repository/gpu-prod/teams/research")
+    assert "ecr:PutImage" in push["Action"] and not any("*" in a for a in push["Action"])
+    sign = statements["SignWithThePlatformKey"]
+    assert sign["Action"] == ["kms:DescribeKey", "kms:GetPublicKey", "kms:Sign"]
+    assert sign["Resource"].startswith("arn:aws:kms:") and sign["Resource"].endswith("-mock-key")
+    repositories = {r.inputs["name"] for r in prod.of_type("aws:ecr/repository:Repository")}
+    assert {"gpu-prod/teams/research", "gpu-prod/teams/pretrain"} <= repositories
+    facts = prod.outputs["jobPlatform"]["teams"]
+    assert facts["research"]["imageRepository"].endswith("/gpu-prod/teams/research")
 
 
 def _names_role(resource: Registration, roles: set[str]) -> bool:

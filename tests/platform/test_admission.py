@@ -122,9 +122,12 @@ def test_prod_verifies_signatures_with_kyverno(prod: SynthResult) -> None:
         "verifyDigest": True,
         "required": True,
     }
+    # The one trusted signer: the platform key, by its public key read from KMS at deploy
+    # time, without a transparency log (the deploy signs with --tlog-upload=false).
     (attestor,) = spec["attestors"]
-    identity = attestor["cosign"]["keyless"]["identities"][0]
-    assert identity["issuer"] == "https://token.actions.githubusercontent.com"
+    assert attestor["cosign"]["key"]["data"].startswith("-----BEGIN PUBLIC KEY-----")
+    assert attestor["cosign"]["ctlog"] == {"insecureIgnoreTlog": True}
+    assert "keyless" not in attestor["cosign"]
     assert "verifyImageSignatures" in spec["validations"][0]["expression"]
     globs = [ref["glob"] for ref in spec["matchImageReferences"]]
     assert globs[0].endswith(".dkr.ecr.us-east-1.amazonaws.com/*")
@@ -133,15 +136,34 @@ def test_prod_verifies_signatures_with_kyverno(prod: SynthResult) -> None:
     assert releases["kyverno"].inputs["version"] == "3.9.0"
 
 
-def test_a_public_key_replaces_keyless() -> None:
+def test_a_public_key_or_a_keyless_identity_replaces_the_platform_key() -> None:
     key = "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"
-    signatures = SignatureConfig(keyless_issuer=None, keyless_subject_regexp=None, public_key=key)
+    signatures = SignatureConfig(platform_key=False, public_key=key)
     assert admission.attestor(signatures)["cosign"] == {"key": {"data": key}}
+    keyless = SignatureConfig(
+        platform_key=False,
+        keyless_issuer="https://token.actions.githubusercontent.com",
+        keyless_subject_regexp="^x$",
+    )
+    assert admission.attestor(keyless)["cosign"]["keyless"]["identities"] == [
+        {"issuer": "https://token.actions.githubusercontent.com", "subjectRegExp": "^x$"}
+    ]
+    # The platform signer needs the key's public half (the deploy reads it from KMS).
+    with pytest.raises(ValueError, match="public key"):
+        admission.attestor(SignatureConfig())
 
 
-def test_signatures_need_exactly_one_attestor() -> None:
-    with pytest.raises(ValueError, match="exactly one of publicKey and keyless"):
-        SignatureConfig(public_key="-----BEGIN PUBLIC KEY-----")
+@pytest.mark.parametrize(
+    ("fields", "key"),
+    [
+        ({"public_key": "-----BEGIN PUBLIC KEY-----"}, "platformKey"),
+        ({"platform_key": False}, "platformKey"),
+        ({"platform_key": False, "keyless_issuer": "https://issuer"}, "keylessSubjectRegexp"),
+    ],
+)
+def test_signatures_need_exactly_one_signer(fields: dict[str, Any], key: str) -> None:
+    with pytest.raises(ValueError, match=key):
+        SignatureConfig(**fields)
 
 
 def test_kyverno_values_exist_in_the_chart() -> None:

@@ -24,9 +24,19 @@ SCANNING = "aws:ecr/registryScanningConfiguration:RegistryScanningConfiguration"
 
 def test_platform_repositories_are_immutable_encrypted_and_scanned(prod: SynthResult) -> None:
     repos = prod.of_type(REPO)
-    assert sorted(r.inputs["name"] for r in repos) == ["gpu-prod/trainer", "gpu-prod/validation"]
+    assert sorted(r.inputs["name"] for r in repos) == [
+        "gpu-prod/teams/pretrain",
+        "gpu-prod/teams/research",
+        "gpu-prod/trainer",
+        "gpu-prod/validation",
+    ]
     for repo in repos:
-        assert repo.inputs["imageTagMutability"] == "IMMUTABLE"
+        # Immutable but for cosign's signature tags and BuildKit's cache tag.
+        assert repo.inputs["imageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
+        assert repo.inputs["imageTagMutabilityExclusionFilters"] == [
+            {"filter": "sha256-*", "filterType": "WILDCARD"},
+            {"filter": "buildcache", "filterType": "WILDCARD"},
+        ]
         (encryption,) = repo.inputs["encryptionConfigurations"]
         assert encryption["encryptionType"] == "KMS" and encryption["kmsKey"].startswith("arn:")
         assert repo.inputs["imageScanningConfiguration"] == {"scanOnPush": True}
@@ -99,3 +109,28 @@ def test_a_cache_prefix_too_long_for_the_cluster_is_a_config_error(
     expect_config_error(
         config, "gpu-platform:security.registry.pullThroughCaches[0].prefix", "at most"
     )
+
+
+def test_the_signing_key_is_an_asymmetric_p256_key_with_an_alias(prod: SynthResult) -> None:
+    (key,) = [k for k in prod.of_type("aws:kms/key:Key") if k.name == "registry-signing-key"]
+    assert key.inputs["customerMasterKeySpec"] == "ECC_NIST_P256"
+    assert key.inputs["keyUsage"] == "SIGN_VERIFY"
+    aliases = [a.inputs["name"] for a in prod.of_type("aws:kms/alias:Alias")]
+    assert "alias/gpu-prod-image-signing" in aliases
+
+
+def test_no_signing_key_when_admission_trusts_another_signer() -> None:
+    from synth.harness import run_program
+
+    signatures = {"platformKey": False, "publicKey": "-----BEGIN PUBLIC KEY-----\nx\n"}
+    result = run_program(
+        "dev",
+        overrides={
+            "gpu-platform:security": {
+                "imageAdmission": {"action": "Audit", "signatures": signatures}
+            }
+        },
+    )
+    assert not [k for k in result.of_type("aws:kms/key:Key") if "signing" in k.name]
+    assert not result.of_type("command:local:Command"), "nothing to sign with"
+    assert result.of_type("docker-build:index:Image"), "the trainer is still built"

@@ -4,9 +4,13 @@ signatures in a fake registry (tests/platform/cosign_registry.py), together with
 ValidatingAdmissionPolicy (tests/platform/cel_eval.py): what a team pod meets in prod (Deny)
 and dev (Audit).
 
-Prod's config holds a keyless identity (GitHub OIDC), which the evaluator does not model
-(Fulcio chains, SCTs): these tests render prod with `signatures.publicKey` set to a PEM key
-generated here instead — the same policy with the key attestor, every other input prod's own.
+Prod trusts the platform key: the first section signs what the deploy's signing step signs
+(its image and key as synth rendered them) with the mocked KMS key, exactly as that step's
+cosign flags write it (no Rekor entry, the `.sig` layout), and checks that the rendered policy
+admits it and denies an unsigned or otherwise-signed image. The rest renders prod with
+`signatures.publicKey` set to a PEM key generated here (a signer outside the stack, with Rekor
+bundles) — the same policy with that attestor, every other input prod's own. Keyless
+identities (Fulcio chains, SCTs) are not modelled.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from synth import output
 from synth.harness import SynthResult, run_program
 from synth.jobs import run_job_stack
+from synth.mocks import mock_kms_key
 from synth.report_security import security_section
 from tests.conftest import values_with_jobs
 from tests.platform import cel_eval
@@ -43,8 +48,9 @@ from tests.platform.ivpol_eval import (
 IVP = "kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy"
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"
 BINDING = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicyBinding"
+COMMAND = "command:local:Command"
 REPO = "ghcr.io/gpu-platform/trainer"
-DIGEST = "sha256:3b1f0c6f1d0e2a4c5b7d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b"
+DIGEST = "sha256:" + hashlib.sha256(b"a released trainer").hexdigest()
 OTHER_DIGEST = "sha256:" + "e" * 64
 SIGNED = f"{REPO}:0.1.0@{DIGEST}"
 
@@ -60,18 +66,22 @@ def rekor() -> RekorLog:
 
 
 def _render(stack: str, public_key: str) -> SynthResult:
+    """`stack` with a signer outside the stack (`publicKey`) that releases `REPO`, whose
+    release the jobs run (`training.defaultImage`)."""
     values = values_with_jobs(stack)
     security = copy.deepcopy(values.get("gpu-platform:security", {}))
     admission = security.setdefault("imageAdmission", {})
     admission["signatures"] = {
-        "keylessIssuer": None,
-        "keylessSubjectRegexp": None,
+        "platformKey": False,
         "publicKey": public_key,
+        "signedRepositories": [REPO],
     }
+    training = {**values.get("gpu-platform:training", {}), "defaultImage": SIGNED}
     return run_program(
         stack,
         overrides={
             "gpu-platform:security": security,
+            "gpu-platform:training": training,
             "gpu-platform:trainingJobs": values["gpu-platform:trainingJobs"],
         },
     )
@@ -153,7 +163,72 @@ def _both(
     return decision.allowed and vap_ok, decision, vap_ok
 
 
-# --- prod: Deny -------------------------------------------------------------------------------
+# --- prod: the platform key, as the deploy signs ----------------------------------------------
+
+
+def _signing_step(result: SynthResult) -> tuple[str, str, str]:
+    """(repository, digest, KMS key ARN) the deploy's signing command signs, as rendered."""
+    (sign,) = result.of_type(COMMAND)
+    env = sign.inputs["environment"]
+    repository, digest = env["IMAGE"].split("@")
+    return repository, digest, env["SIGNING_KEY"].removeprefix("awskms:///")
+
+
+def _deploy_signed(result: SynthResult, key: ec.EllipticCurvePrivateKey | None) -> Registry:
+    """The registry after the deploy pushed the trainer and, with `key`, signed it as the
+    signing step's flags say: `--tlog-upload=false` (no Rekor bundle), `.sig` layout."""
+    repository, digest, _ = _signing_step(result)
+    registry = Registry()
+    registry.push(repository, digest)
+    if key is not None:
+        registry.sign(repository, digest, key, None)
+    return registry
+
+
+def test_the_signing_step_signs_what_the_jobs_run_with_the_key_admission_trusts(
+    prod_jobs: SynthResult,
+) -> None:
+    repository, digest, key_arn = _signing_step(prod_jobs)
+    assert prod_jobs.of_type("docker-build:index:Image"), "the deploy builds the trainer"
+    job = _team_job(prod_jobs)
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == f"{repository}@{digest}"
+    attestor = _policy(prod_jobs)["spec"]["attestors"][0]
+    assert attestor["cosign"]["key"]["data"] == public_pem(mock_kms_key(key_arn))
+    # The step signs without a transparency-log entry, so the attestor must ignore the tlog;
+    # and in the `.sig` layout Kyverno verifies when no bundle is attached.
+    (sign,) = prod_jobs.of_type(COMMAND)
+    assert "--tlog-upload=false" in sign.inputs["create"]
+    assert "--new-bundle-format=false" in sign.inputs["create"]
+    assert attestor["cosign"]["ctlog"] == {"insecureIgnoreTlog": True}
+
+
+def test_prod_admits_the_trainer_the_deploy_signed(prod_jobs: SynthResult) -> None:
+    _, _, key_arn = _signing_step(prod_jobs)
+    job = _team_job(prod_jobs)
+    ns = _namespace(prod_jobs, job["metadata"]["namespace"])
+    registry = _deploy_signed(prod_jobs, mock_kms_key(key_arn))
+    allowed, decision, vap_ok = _both(prod_jobs, job, ns, registry, TrustRoot())
+    assert decision.matched and decision.status == "pass", decision
+    assert vap_ok and allowed
+
+
+@pytest.mark.parametrize("case", ["unsigned", "other key", "other key with a rekor bundle"])
+def test_prod_denies_the_trainer_unsigned_or_signed_by_another_key(
+    case: str, prod_jobs: SynthResult, rekor: RekorLog
+) -> None:
+    job = _team_job(prod_jobs)
+    ns = _namespace(prod_jobs, job["metadata"]["namespace"])
+    registry = _deploy_signed(prod_jobs, None if case == "unsigned" else new_key())
+    if case == "other key with a rekor bundle":
+        repository, digest, _ = _signing_step(prod_jobs)
+        registry.sign(repository, digest, new_key(), rekor)
+    allowed, decision, vap_ok = _both(prod_jobs, job, ns, registry, TrustRoot((rekor,)))
+    assert vap_ok, "the VAP admits this image: Kyverno alone must reject it"
+    assert decision.status == "fail" and not allowed
+    assert decision.message == "every image must be signed by the platform's trusted signer"
+
+
+# --- prod: Deny, a signer outside the stack ----------------------------------------------------
 
 
 def test_prod_admits_an_image_signed_by_the_configured_key(
@@ -171,23 +246,23 @@ def test_prod_admits_an_image_signed_by_the_configured_key(
 @pytest.mark.parametrize(
     ("case", "expected"),
     [
-        ("unsigned", "every image must be signed by the platform's release identity"),
-        ("other key", "every image must be signed by the platform's release identity"),
+        ("unsigned", "every image must be signed by the platform's trusted signer"),
+        ("other key", "every image must be signed by the platform's trusted signer"),
         # cosign --tlog-upload=false: without ctlog in the attestor Kyverno verifies offline
         # against Rekor's keys from the TUF root and needs the bundle.
-        ("no rekor bundle", "every image must be signed by the platform's release identity"),
+        ("no rekor bundle", "every image must be signed by the platform's trusted signer"),
         # the same signature attached to another digest: the payload names the digest.
-        ("replayed signature", "every image must be signed by the platform's release identity"),
+        ("replayed signature", "every image must be signed by the platform's trusted signer"),
         # a Rekor log the trusted root does not hold, or whose key is not valid yet.
-        ("untrusted rekor", "every image must be signed by the platform's release identity"),
+        ("untrusted rekor", "every image must be signed by the platform's trusted signer"),
         (
             "rekor key not yet valid",
-            "every image must be signed by the platform's release identity",
+            "every image must be signed by the platform's trusted signer",
         ),
         # another key's signature in an entry naming the release key: the signature check.
-        ("forged signature", "every image must be signed by the platform's release identity"),
+        ("forged signature", "every image must be signed by the platform's trusted signer"),
         # a payload other than the one signed and logged: the bundle's payload hash.
-        ("swapped payload", "every image must be signed by the platform's release identity"),
+        ("swapped payload", "every image must be signed by the platform's trusted signer"),
     ],
 )
 def test_prod_denies_an_image_without_a_valid_release_signature(
@@ -267,7 +342,7 @@ def test_an_unsigned_init_container_is_denied(
     allowed, decision, vap_ok = _both(prod_key, pod, ns, registry, TrustRoot((rekor,)))
     assert vap_ok and not allowed
     assert decision.status == "fail"
-    assert decision.message == "every image must be signed by the platform's release identity"
+    assert decision.message == "every image must be signed by the platform's trusted signer"
     # Without the init containers in the expression, `required` alone still rejects it.
     policy = _policy(prod_key)
     policy["spec"]["validations"][0]["expression"] = (
@@ -345,7 +420,22 @@ def test_a_namespace_without_the_team_label_is_not_matched(
     assert decision == Decision(matched=False)
 
 
-def test_prod_keyless_attestor_is_not_modelled_rather_than_passed(prod: SynthResult) -> None:
+def test_a_keyless_attestor_is_not_modelled_rather_than_passed() -> None:
+    keyless = {
+        "platformKey": False,
+        "keylessIssuer": "https://token.actions.githubusercontent.com",
+        "keylessSubjectRegexp": r"^https://github\.com/org/repo/.*$",
+        "signedRepositories": [REPO],
+    }
+    security = copy.deepcopy(values_with_jobs("prod").get("gpu-platform:security", {}))
+    security.setdefault("imageAdmission", {})["signatures"] = keyless
+    prod = run_program(
+        "prod",
+        overrides={
+            "gpu-platform:security": security,
+            "gpu-platform:training": {"defaultImage": SIGNED},
+        },
+    )
     ns = _namespace(prod, "team-pretrain")
     registry = _registry(None, None)
     registry.sign(REPO, DIGEST, new_key(), None)
@@ -364,7 +454,7 @@ def test_dev_audits_an_unsigned_image_instead_of_denying(
     trust = TrustRoot((rekor,))
     decision = admit(_policy(dev_key), pod, ns, _registry(None, None), trust)
     assert decision.matched and decision.status == "fail"
-    assert decision.message == "every image must be signed by the platform's release identity"
+    assert decision.message == "every image must be signed by the platform's trusted signer"
     assert decision.allowed and decision.reported
     signed = admit(_policy(dev_key), pod, ns, _registry(release_key, rekor), trust)
     assert signed.status == "pass" and signed.allowed
@@ -389,9 +479,10 @@ def test_report_names_the_attestor_and_the_offline_gap_per_job(prod_jobs: SynthR
     section = security_section(prod_jobs)
     part = section.split("### Image signatures")[1].split("###")[0]
     assert "`gpu-platform-signed-images` (**Deny**)" in part
-    assert "issuer `https://token.actions.githubusercontent.com`" in part
+    assert "no transparency log (signed with `--tlog-upload=false`)" in part
+    repository, digest, _ = _signing_step(prod_jobs)
     row = (
-        f"| `team-pretrain/pretrain-7b` | `node` | `{SIGNED}` | signature required; "
+        f"| `team-pretrain/pretrain-7b` | `node` | `{repository}@{digest}` | signature required; "
         "**not verifiable offline** |"
     )
     assert row in part
@@ -400,11 +491,10 @@ def test_report_names_the_attestor_and_the_offline_gap_per_job(prod_jobs: SynthR
     assert "rejected: no digest (`verifyDigest`)" in tagged
     foreign = security_section(_with_image(prod_jobs, "docker.io/x/y@" + DIGEST))
     assert "not checked by Kyverno (outside `matchImageReferences`)" in foreign
-    # An allowed registry, but a repository the release identity never signs.
+    # An allowed registry, but a repository the platform key never signs.
     unsignable = security_section(_with_image(prod_jobs, "ghcr.io/gpu-platform/tools@" + DIGEST))
-    assert "**rejected**: the release identity signs only `ghcr.io/gpu-platform/trainer`" in (
-        unsignable
-    )
+    ecr = repository.rsplit("/", 1)[0]
+    assert f"**rejected**: the trusted signer signs only `{ecr}`" in unsignable
 
 
 def test_report_shows_the_configured_key(
@@ -414,9 +504,8 @@ def test_report_shows_the_configured_key(
         serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
     )
     part = security_section(prod_key).split("### Image signatures")[1]
-    assert (
-        f"cosign public key (SHA-256 of its DER `{hashlib.sha256(der).hexdigest()[:16]}…`)" in part
-    )
+    fingerprint = hashlib.sha256(der).hexdigest()[:16]
+    assert f"cosign public key (SHA-256 of its DER `{fingerprint}…`, with a Rekor bundle)" in part
 
 
 def test_a_job_stack_report_reads_the_platform_policies(prod: SynthResult) -> None:
@@ -424,4 +513,7 @@ def test_a_job_stack_report_reads_the_platform_policies(prod: SynthResult) -> No
     section = security_section(jobs)
     assert "its binding in team namespaces: **Deny**" in section
     part = section.split("### Image signatures")[1].split("###")[0]
-    assert f"| `team-pretrain/pretrain-7b` | `node` | `{SIGNED}` |" in part
+    # The job runs the platform's trainer, by the digest the platform's deploy pushed.
+    trainer = prod.outputs["trainerImage"]
+    assert "@sha256:" in trainer
+    assert f"| `team-pretrain/pretrain-7b` | `node` | `{trainer}` |" in part

@@ -17,7 +17,7 @@ import yaml
 from components.config import BucketLifecycle
 from components.platform import storage_builders, team_volumes
 from synth import __main__ as synth_cli
-from synth import harness
+from synth import harness, mocks
 from synth.harness import SynthResult
 from synth.validate import default_validator
 from tests.conftest import SCHEMAS, stack_values
@@ -419,10 +419,10 @@ def test_report_lists_buckets_file_system_and_cost(prod: SynthResult) -> None:
 
 
 def test_create_team_volumes_registers_claims_with_the_given_provider() -> None:
-    mocks = harness.PlatformMocks("us-east-1")
-    monitor = harness.CapturingMonitor(mocks)
+    engine = mocks.PlatformMocks("us-east-1")
+    monitor = harness.CapturingMonitor(engine)
     pulumi.runtime.set_mocks(
-        mocks, project="gpu-platform", stack="t", preview=False, monitor=monitor
+        engine, project="gpu-platform", stack="t", preview=False, monitor=monitor
     )
 
     @pulumi.runtime.test  # type: ignore[misc]

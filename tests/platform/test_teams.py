@@ -23,7 +23,8 @@ from components.platform.teams import (
     role_rules,
     trainer_policy,
 )
-from synth.harness import ACCOUNT_ID, SynthResult
+from synth.harness import SynthResult
+from synth.mocks import ACCOUNT_ID
 from tests.conftest import config_error_test, stack_values
 
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -123,16 +123,32 @@ def signature_policy(*actions: str) -> Res:
 
 
 def signing_policy(action: str, repositories: list[str]) -> Res:
-    """The signature policy as the platform renders it for `action`, signed by a signer that
-    publishes `repositories`."""
+    """The signature policy as the platform renders it for `action`, signed by a keyless
+    signer that publishes `repositories`."""
     config = ImageAdmissionConfig.model_validate(
-        {"action": action, "signatures": {"signedRepositories": repositories}}
+        {
+            "action": action,
+            "signatures": {
+                "platformKey": False,
+                "keylessIssuer": "https://token.actions.githubusercontent.com",
+                "keylessSubjectRegexp": "^https://github\\.com/org/repo/.*$",
+                "signedRepositories": repositories,
+            },
+        }
     )
     return _r(
         "kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy",
         "signed",
-        admission.signed_images_policy(config, [ECR, "ghcr.io/gpu-platform"]),
+        admission.signed_images_policy(config, [ECR, "ghcr.io/gpu-platform"], repositories),
     )
+
+
+def platform_signing_policy(action: str, cluster: str) -> Res:
+    """The signature policy with the platform key as the signer: it signs `<ECR>/<cluster>/...`."""
+    config = ImageAdmissionConfig.model_validate({"action": action})
+    signed = [f"{ECR}/{cluster}"]
+    policy = admission.signed_images_policy(config, [ECR], signed, platform_key="PEM")
+    return _r("kubernetes:policies.kyverno.io/v1beta1:ImageValidatingPolicy", "signed", policy)
 
 
 RELEASED = f"ghcr.io/gpu-platform/trainer:0.2.0{DIGEST}"
@@ -397,6 +413,28 @@ SECURITY_CASES: list[Case] = [
         ],
         {},
         False,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "the trainer the deploy built and signed with the platform key (prod)",
+        [
+            namespace(),
+            platform_signing_policy("Deny", "gpu-prod"),
+            job(restricted_pod(image=f"{ECR}/gpu-prod/trainer{DIGEST}")),
+        ],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-k8s-signable-images",
+        "another cluster's repository: the platform key never signs it (prod)",
+        [
+            namespace(),
+            platform_signing_policy("Deny", "gpu-prod"),
+            job(restricted_pod(image=f"{ECR}/gpu-prod-trainer/x{DIGEST}")),
+        ],
+        {},
+        True,
     ),
     (
         "gpu-platform-k8s-signable-images",

@@ -345,11 +345,6 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
     assert "## Policy" in text and "| mandatory | 0 |" in text
 
 
-def _pretrain_job() -> dict[str, Any]:
-    stack = yaml.safe_load((PROJECT_ROOT / "jobs" / "Pulumi.pretrain-prod.yaml").read_text())
-    return {**stack["config"]["gpu-platform-jobs:trainingJobs"][0], "team": "pretrain"}
-
-
 @pytest.mark.parametrize(
     ("what", "mutate", "rule"),
     [
@@ -371,25 +366,6 @@ def _pretrain_job() -> dict[str, Any]:
                 extraIamStatements=[{"Sid": "Everything", "Action": ["s3:*"], "Resource": ["*"]}]
             ),
             "gpu-platform-iam-no-wildcard-permissions",
-        ),
-        (
-            "prod relaxes its own digest check and ships a job image by tag",
-            # Prod's jobs live in job stacks (jobs/): put team pretrain's back on the platform.
-            # Admission's own digest rule relaxed too, or the analysis refuses the job first
-            # (components/analysis/images.py): the pack is the second line.
-            lambda c: c.update(
-                {
-                    "gpu-platform:training": {"requireImageDigest": False},
-                    "gpu-platform:security": {
-                        **c["gpu-platform:security"],
-                        "imageAdmission": {"requireDigest": False},
-                    },
-                    "gpu-platform:trainingJobs": [
-                        {**_pretrain_job(), "image": "ghcr.io/gpu-platform/trainer:0.1.0"}
-                    ],
-                }
-            ),
-            "gpu-platform-k8s-image-pinned",
         ),
         (
             "H100 group able to grow to 800 GPUs",

@@ -88,7 +88,7 @@ def test_mock_file_system_arns_use_the_iam_service_prefix(
 ) -> None:
     from pulumi.runtime.mocks import MockResourceArgs
 
-    from synth.harness import PlatformMocks
+    from synth.mocks import PlatformMocks
 
     mocks = PlatformMocks("us-east-1")
     _, efs = mocks.new_resource(

@@ -75,7 +75,10 @@ def test_report_lists_node_groups_with_gpu_capacity(prod_static: SynthResult) ->
 def test_secrets_are_stubbed_in_resources_json(prod: SynthResult) -> None:
     assert output.is_manifest(prod.of_type("kubernetes:storage.k8s.io/v1:StorageClass")[0])
     text = str([r.to_json() for r in prod.resources])
-    assert "BEGIN" not in text  # nothing key-like leaks; secret inputs are "[secret]"
+    # Nothing key-like leaks (secret inputs are "[secret]"): the one PEM is the public key of
+    # the platform's signing key, which the signature policy verifies with.
+    assert text.count("-----BEGIN ") == text.count("-----BEGIN PUBLIC KEY-----") == 1
+    assert "synth-registry-token" not in text  # the ECR push credentials
 
 
 def test_all_manifests_pass_the_upstream_schema_validator(

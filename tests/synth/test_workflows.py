@@ -4,6 +4,7 @@ identity prod admission trusts."""
 from __future__ import annotations
 
 import re
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +64,17 @@ def test_actionlint_knows_the_self_hosted_label() -> None:
     assert Path(WORKFLOWS / "deploy.yml").exists()
 
 
-def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
-    """Prod's Kyverno policy trusts images signed keylessly by release.yml on a tag; the workflow
-    must exist, run on tags, get an OIDC token, and sign the pushed digest (never a tag)."""
+def _documented_keyless_config() -> dict[str, Any]:
+    """The config docs/images.md gives a stack that runs release.yml's image."""
+    text = (PROJECT_ROOT / "docs" / "images.md").read_text()
+    block = text.split("instead of building its own sets:")[1].split("```yaml")[1].split("```")[0]
+    return dict(yaml.safe_load(textwrap.dedent(block)))
+
+
+def test_the_release_workflow_signs_as_the_documented_keyless_config_trusts() -> None:
+    """release.yml publishes the trainer to GHCR signed keylessly; a stack that runs that
+    release (docs/images.md) trusts exactly its identity: the workflow must run on tags, get an
+    OIDC token, sign the pushed digest (never a tag), and push the repository the config lists."""
     workflow = yaml.safe_load((WORKFLOWS / "release.yml").read_text())
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
     assert list(triggers) == ["push"] and triggers["push"]["tags"] == ["v*"]
@@ -76,19 +85,36 @@ def test_the_release_workflow_is_the_identity_prod_admission_trusts() -> None:
     assert '"${IMAGE}@${DIGEST}"' in sign
     assert any(r.startswith("cosign verify") for r in runs)
     raw = values_with_jobs("prod")
+    documented = _documented_keyless_config()
+    raw["gpu-platform:security"]["imageAdmission"] = documented["gpu-platform:security"][
+        "imageAdmission"
+    ]
     cfg = parse({k.split(":", 1)[1]: v for k, v in raw.items() if k.startswith("gpu-platform:")})
     signatures = cfg.security.image_admission.signatures
+    assert signatures.signer == "keyless"
     assert signatures.keyless_issuer == "https://token.actions.githubusercontent.com"
     subject = "https://github.com/gpu-platform/gpu-platform/.github/workflows/release.yml@refs/tags/v0.2.0"
     assert re.match(signatures.keyless_subject_regexp or "", subject)
     assert not re.match(signatures.keyless_subject_regexp or "", subject.replace("release", "ci"))
-    # The repository it pushes is the one synth expects the identity to sign.
+    # The repository it pushes is the one the config says the identity signs.
     assert job["env"]["IMAGE"] in signatures.signed_repositories
     # The image it pushes is in a registry the admission policy allows.
     assert any(
         job["env"]["IMAGE"].startswith(prefix)
         for prefix in cfg.security.image_admission.allowed_registries
     )
+
+
+def test_the_deploy_jobs_can_build_and_sign_the_trainer() -> None:
+    """`pulumi up` builds the trainer (BuildKit) and signs it (cosign): both deploy jobs set
+    them up first, with actions pinned by SHA (docs/images.md)."""
+    for name, job in _jobs("deploy.yml").items():
+        uses = [step.get("uses", "") for step in job["steps"]]
+        up = next(i for i, u in enumerate(uses) if u.startswith("pulumi/actions@"))
+        for action in ("docker/setup-buildx-action@", "sigstore/cosign-installer@"):
+            found = [i for i, u in enumerate(uses) if u.startswith(action)]
+            assert found and found[0] < up, f"{name}: {action} before pulumi up"
+            assert re.fullmatch(r"[0-9a-f]{40}", uses[found[0]].split("@")[1].split()[0])
 
 
 def test_every_pulumi_run_records_who_deployed() -> None:

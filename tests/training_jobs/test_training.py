@@ -36,6 +36,11 @@ TRAIN_JOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
 RUNTIME = "kubernetes:trainer.kubeflow.org/v1alpha1:ClusterTrainingRuntime"
 SERVICE = "kubernetes:core/v1:Service"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+#: What a plan's pods run in these unit tests: an image by digest (the deploy passes the
+#: trainer's Output the same way).
+TRAINER = job_plan.digest_image(
+    "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-dev/trainer@sha256:" + "a" * 64
+)
 
 
 def _parse(stack: str) -> StackConfig:
@@ -55,7 +60,7 @@ def _plan(stack: str, name: str) -> job_plan.JobPlan:
     else:
         cfg = _parse(stack)
     job = next(j for j in cfg.training_jobs if j.name == name)
-    return job_plan.plan_job(cfg, job, "123456789012")
+    return job_plan.plan_job(cfg, job, "123456789012", image=TRAINER)
 
 
 @pytest.fixture(scope="module")
@@ -299,7 +304,7 @@ def test_checkpoint_interval_defaults_to_young_daly_and_is_overridable() -> None
         update={"checkpoint": plan.job.checkpoint.model_copy(update={"interval_seconds": 900})}
     )
     cfg = _parse("dev")
-    assert job_plan.plan_job(cfg, job, "123456789012").interval_s == 900
+    assert job_plan.plan_job(cfg, job, "123456789012", image=TRAINER).interval_s == 900
 
 
 def test_run_metadata_on_pods_and_env(dev: SynthResult) -> None:
@@ -318,9 +323,9 @@ def test_config_hash_is_deterministic_and_semantic() -> None:
     assert plan.config_hash == again.config_hash
     cfg = _parse("dev")
     moved = plan.job.model_copy(update={"capacity": "on-demand", "priority": "research"})
-    assert job_plan.plan_job(cfg, moved, "1").config_hash == plan.config_hash
+    assert job_plan.plan_job(cfg, moved, "1", image=TRAINER).config_hash == plan.config_hash
     changed = plan.job.model_copy(update={"hyperparameters": {"max-steps": 10}})
-    assert job_plan.plan_job(cfg, changed, "1").config_hash != plan.config_hash
+    assert job_plan.plan_job(cfg, changed, "1", image=TRAINER).config_hash != plan.config_hash
 
 
 def test_prod_job_is_pinned_uses_efa_in_one_zone(pretrain_prod: SynthResult) -> None:
@@ -342,15 +347,18 @@ def test_job_zone_and_efa_keys_reach_the_pod_template() -> None:
     plan = _plan("pretrain-prod", "pretrain-7b")
     fewer = plan.job.model_copy(update={"efa_devices": 8})
     base = _parse("prod").model_copy(update={"training_jobs": [fewer]})
-    spec = manifests.pod_spec(job_plan.plan_job(base, fewer, "1"))
+    spec = manifests.pod_spec(job_plan.plan_job(base, fewer, "1", image=TRAINER))
     limits = spec["containers"][0]["resources"]["limits"]
     assert limits[job_plan.EFA_RESOURCE] == "8"
     # A TCP gang asked to stay in one zone gets the same podAffinity term EFA jobs get.
     dev = _parse("dev")
     smoke = next(j for j in dev.training_jobs if j.name == "ddp-smoke")
-    assert "podAffinity" not in manifests.pod_spec(job_plan.plan_job(dev, smoke, "1"))["affinity"]
+    assert (
+        "podAffinity"
+        not in manifests.pod_spec(job_plan.plan_job(dev, smoke, "1", image=TRAINER))["affinity"]
+    )
     single = smoke.model_copy(update={"zones": "single"})
-    affinity = manifests.pod_spec(job_plan.plan_job(dev, single, "1"))["affinity"]
+    affinity = manifests.pod_spec(job_plan.plan_job(dev, single, "1", image=TRAINER))["affinity"]
     term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["topologyKey"] == "topology.kubernetes.io/zone"
     assert term["labelSelector"]["matchLabels"] == {

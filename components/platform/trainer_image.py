@@ -1,0 +1,221 @@
+"""The reference trainer image the deploy produces: built from images/trainer with BuildKit,
+pushed to the platform's ECR `trainer` repository and signed there; or, with
+`images.trainer.build: false`, a published tag resolved to its digest. Either way `ref` is
+`<repository URL>@<digest>` as the registry returned it, a Pulumi Output every job, runtime and
+the job stacks' contract read — never a constant (docs/images.md).
+
+Build (pulumi/pulumi-docker-build v0.0.22 `Image`): `push=True` with the registry's
+credentials from `aws.ecr.get_authorization_token` (kept in memory by the provider), an explicit
+platform, BuildKit's registry cache in the same repository with `image-manifest=true` and
+`oci-mediatypes=true` (ECR accepts no image index as a cache manifest: docker/docs
+content/manuals/build/cache/backends/_index.md; the provider's CacheToRegistry docstring says the
+same), `build_on_preview=False` (a preview never pushes, provider/internal/export.go; the
+digest is unknown until `up`). The provider needs a Docker daemon with BuildKit where `pulumi
+up` runs (provider/internal/host.go; the legacy `docker` driver is refused).
+
+The pushed tag is `ctx-<sha256 of the build context>`: the repository's tags are immutable, and
+the tag changes exactly when what `docker build` reads changes (the files under images/trainer
+that .dockerignore keeps), so an unchanged context is not pushed again.
+
+Sign (pulumi/pulumi-command v1.2.1 `local.Command`, run by `up`, never by a preview): cosign
+v3 signs the digest with the platform's KMS key (`awskms:///<key ARN>`; cosign's KMS client
+calls kms:GetPublicKey, kms:DescribeKey and kms:Sign with the deploy's AWS credentials), with no
+transparency-log upload (a private image's name stays out of the public Rekor log:
+`--use-signing-config=false --tlog-upload=false`, both needed since cosign v3,
+sigstore/cosign@v3.1.2 cmd/cosign/cli/signcommon/common.go) and in the `.sig` tag layout
+(`--new-bundle-format=false`) that Kyverno v1.19.0 verifies when no bundle is attached
+(pkg/image/verifiers/ivpol/cosign/verifier.go). Registry auth: `--k8s-keychain`, whose
+keychain includes the ECR credential helper (sigstore/cosign@v3.0.6
+cmd/cosign/cli/options/registry.go). Then `cosign verify` checks the signature exactly as
+admission will (key, no tlog). `ref` resolves only after both, so nothing runs the image
+before it is signed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_command as command
+import pulumi_docker_build as docker_build
+
+from components import catalog
+from components.config.images import TrainerImageConfig
+from components.ecr_tags import resolve_tag
+from components.resource_options import child_options
+
+#: BuildKit's registry cache tag in the trainer repository (excluded from tag immutability,
+#: components/platform/registry.py).
+CACHE_TAG: Final = catalog.ECR_MUTABLE_TAG_FILTERS[1]
+#: Prefix of the tag a build pushes (`ctx-<context hash>`).
+CONTEXT_TAG_PREFIX: Final = "ctx-"
+#: What `up` runs to sign the pushed digest and verify the signature as admission will.
+SIGN_SCRIPT: Final = (
+    "set -eu\n"
+    'cosign sign --yes --k8s-keychain --key "$SIGNING_KEY" --use-signing-config=false '
+    '--tlog-upload=false --new-bundle-format=false "$IMAGE"\n'
+    'cosign verify --k8s-keychain --key "$SIGNING_KEY" --insecure-ignore-tlog=true '
+    '--new-bundle-format=false "$IMAGE" > /dev/null\n'
+)
+_PLATFORMS: Final = {
+    "linux/amd64": docker_build.Platform.LINUX_AMD64,
+    "linux/arm64": docker_build.Platform.LINUX_ARM64,
+}
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    parts = path.split("/")
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    return any(fnmatch.fnmatch(p, pattern) for pattern in patterns for p in prefixes)
+
+
+def context_files(context: Path) -> list[Path]:
+    """The files of a build context that `docker build` sends: all of them but what the
+    context's .dockerignore excludes (plain patterns, matched against each path and its
+    parent directories; `**/` prefixes match at any depth)."""
+    ignore = context / ".dockerignore"
+    patterns: list[str] = []
+    if ignore.exists():
+        for raw in ignore.read_text().splitlines():
+            line = raw.strip()
+            if line and not line.startswith("#"):
+                patterns.append(line.removeprefix("/"))
+                if line.startswith("**/"):
+                    patterns.append(line.removeprefix("**/"))
+    return sorted(
+        path
+        for path in context.rglob("*")
+        if path.is_file() and not _ignored(path.relative_to(context).as_posix(), patterns)
+    )
+
+
+def context_tag(context: Path) -> str:
+    """`ctx-` + the first 16 hex digits of sha256 over the context's files (paths and
+    contents): the tag a build of this context pushes."""
+    digest = hashlib.sha256()
+    for path in context_files(context):
+        digest.update(path.relative_to(context).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return CONTEXT_TAG_PREFIX + digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class TrainerImageArgs:
+    """Inputs of the TrainerImage component."""
+
+    config: TrainerImageConfig
+    #: The build context relative to the project directory (`pulumi up`'s working directory).
+    context: str
+    #: `context_tag` of that context (computed once at the composition root).
+    tag: str
+    #: The ECR repository (`<cluster>/trainer`): its URL and name.
+    repository_url: pulumi.Input[str]
+    repository_name: pulumi.Input[str]
+    #: The account that owns the registry (ECR's registry id).
+    account_id: str
+    #: The platform's signing key (KMS) when admission trusts it: the build is signed with it.
+    signing_key_arn: pulumi.Input[str] | None = None
+
+
+class TrainerImage(pulumi.ComponentResource):
+    """The reference trainer as the registry holds it: `ref` = `<repository>@<digest>`."""
+
+    #: `<repository URL>@sha256:<digest>`, resolved once the image is pushed (and signed).
+    ref: pulumi.Output[str]
+    #: `sha256:<digest>` of that image.
+    digest: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:images:TrainerImage", name, None, opts)
+        if args.config.build:
+            self.digest, self.ref = self._build(name, args, opts)
+        else:
+            self.digest = self._resolve(args, opts)
+            self.ref = pulumi.Output.concat(args.repository_url, "@", self.digest)
+        self.register_outputs({"ref": self.ref})
+
+    def _build(
+        self, name: str, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None
+    ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
+        config = args.config
+        url = pulumi.Output.from_input(args.repository_url)
+        auth = aws.ecr.get_authorization_token_output(
+            registry_id=args.account_id, opts=pulumi.InvokeOutputOptions(parent=self)
+        )
+        cache_ref = url.apply(lambda u: f"{u}:{CACHE_TAG}")
+        image = docker_build.Image(
+            name,
+            push=True,
+            tags=[url.apply(lambda u: f"{u}:{args.tag}")],
+            context=docker_build.BuildContextArgs(location=args.context),
+            dockerfile=docker_build.DockerfileArgs(location=f"{args.context}/Dockerfile"),
+            platforms=[_PLATFORMS[config.platform]],
+            registries=[
+                docker_build.RegistryArgs(
+                    address=url,
+                    username=auth.user_name,
+                    # A 12-hour registry credential: kept out of the state in plain text.
+                    password=pulumi.Output.secret(auth.password),
+                )
+            ],
+            cache_from=(
+                [
+                    docker_build.CacheFromArgs(
+                        registry=docker_build.CacheFromRegistryArgs(ref=cache_ref)
+                    )
+                ]
+                if config.cache
+                else None
+            ),
+            cache_to=(
+                [
+                    docker_build.CacheToArgs(
+                        registry=docker_build.CacheToRegistryArgs(
+                            ref=cache_ref,
+                            image_manifest=True,
+                            oci_media_types=True,
+                            mode=docker_build.CacheMode.MAX,
+                        )
+                    )
+                ]
+                if config.cache
+                else None
+            ),
+            build_on_preview=False,
+            opts=child_options(self, opts),
+        )
+        pinned = pulumi.Output.concat(url, "@", image.digest)
+        if args.signing_key_arn is None:
+            return image.digest, pinned
+        sign = command.local.Command(
+            f"{name}-sign",
+            create=SIGN_SCRIPT,
+            environment={
+                "IMAGE": pinned,
+                "SIGNING_KEY": pulumi.Output.concat("awskms:///", args.signing_key_arn),
+            },
+            # A new digest is a new image to sign; the same digest is never signed twice.
+            triggers=[image.digest],
+            opts=child_options(self, opts, depends_on=[image]),
+        )
+        signed = pulumi.Output.all(pinned, sign.id).apply(lambda values: str(values[0]))
+        return image.digest, signed
+
+    def _resolve(
+        self, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None
+    ) -> pulumi.Output[str]:
+        return resolve_tag(
+            "images.trainer.tag",
+            registry_id=args.account_id,
+            repository=args.repository_name,
+            tag=args.config.tag or "",
+            remedy="push it, or set images.trainer.build: true",
+            parent=self,
+        )
