@@ -174,3 +174,15 @@ def test_the_trainer_context_sends_what_the_dockerfile_copies() -> None:
     sent = {p.relative_to(context).as_posix() for p in context_files(context)}
     assert {"Dockerfile", "requirements.txt", "gpt_trainer/train.py"} <= sent
     assert not [p for p in sent if "__pycache__" in p or p.startswith("bench_")]
+
+
+def test_will_it_run_names_each_jobs_image_source(dev: SynthResult) -> None:
+    from synth.report_plan import will_it_run
+
+    text = will_it_run(dev)
+    assert text.count("- image: the reference trainer, built by the platform stack's deploy") == 4
+    jobs = _dev_jobs_with_image(f"{ECR}/gpu-dev/teams/research/llm:7")
+    jobs[1] = {**jobs[1], "image": f"{ECR}/gpu-dev/teams/applied/x@sha256:" + "c" * 64}
+    mixed = will_it_run(run_program("dev", overrides={"gpu-platform:trainingJobs": jobs}))
+    assert "- image: resolved at deploy: ECR `gpu-dev/teams/research/llm:7`" in mixed
+    assert "- image: given by digest: " in mixed
