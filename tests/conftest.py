@@ -24,7 +24,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from synth.__main__ import GC_THRESHOLD
 
     gc.set_threshold(GC_THRESHOLD, 30, 30)
-    config.addinivalue_line("markers", "slow: multi-process trainer tests, run serially in CI")
 
 
 @pytest.fixture(scope="session")

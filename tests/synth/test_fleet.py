@@ -34,7 +34,7 @@ def _parsed(project: Path) -> stack_config.StackConfig:
     return stack_config.parse(stack_config.namespace_values(config))
 
 
-@pytest.mark.parametrize("teams", [1, 3, 200])
+@pytest.mark.parametrize("teams", [1, 3, pytest.param(200, marks=pytest.mark.fleet)])
 def test_generated_fleet_is_a_valid_platform_stack_without_jobs(teams: int, tmp_path: Path) -> None:
     cfg = _parsed(fleet.write_project(tmp_path, teams))
     assert [team.name for team in cfg.teams] == [f"team-{i:04d}" for i in range(teams)]
@@ -55,6 +55,7 @@ def test_generated_fleet_is_a_valid_platform_stack_without_jobs(teams: int, tmp_
     assert changed - {"gpu-platform:karpenter"} == {"gpu-platform:teams"}
 
 
+@pytest.mark.fleet
 def test_large_fleet_shards_pools_over_the_policy_bound(tmp_path: Path) -> None:
     cfg = _parsed(fleet.write_project(tmp_path, 200))
     names = [pool.name for pool in cfg.karpenter.pools]
@@ -143,6 +144,7 @@ def _calls(work: Callable[[], Any]) -> tuple[int, Any]:
     return count, result
 
 
+@pytest.mark.fleet
 def test_synth_work_grows_linearly_with_teams(tmp_path: Path) -> None:
     # Each phase's work per added team must not grow with the fleet: a rule or report section
     # that scans every resource for every team would make the second step dearer than the first.

@@ -1,5 +1,5 @@
 """Puts ``images/trainer`` (the gpt_trainer package) and this directory on sys.path,
-registers the ``slow`` marker used by the multi-process tests, and gives them private temp dirs.
+and gives the multi-process tests (marked ``slow``, pyproject.toml) private temp dirs.
 """
 
 from __future__ import annotations
@@ -18,10 +18,6 @@ TRAINER_ROOT = HERE.parents[1] / "images" / "trainer"
 for path in (TRAINER_ROOT, HERE):
     if str(path) not in sys.path:
         sys.path.insert(0, str(path))
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: multi-process trainer runs (torchrun, gloo, CPU)")
 
 
 @pytest.fixture
