@@ -155,6 +155,36 @@ def test_kueue_starts_after_the_provisioning_request_crd_the_autoscaler_serves(
     assert args["expander"] == "priority,least-waste"
 
 
+#: What the chart's own ClusterRole grants on provisioningrequests (kubernetes/autoscaler@
+#: cluster-autoscaler-chart-9.59.0 cluster-autoscaler/charts/cluster-autoscaler/templates/
+#: clusterrole.yaml#L219-229) and what the autoscaler's FAQ at 1.33.6 asks for ("Enabling
+#: ProvisioningRequest Support", step 4).
+CHART_PROVREQ_VERBS = {"get", "list", "watch", "update", "patch"}
+FAQ_PROVREQ_VERBS = {"watch", "list", "get", "create", "update", "patch", "delete"}
+
+
+def test_the_autoscaler_may_create_and_delete_provisioning_requests(dev: SynthResult) -> None:
+    # Without `delete` its garbage collection of week-old finished requests fails on every loop.
+    values = _release(dev, "cluster-autoscaler").inputs["values"]
+    rules = values["rbac"]["additionalRules"]
+    assert rules == [
+        {
+            "apiGroups": ["autoscaling.x-k8s.io"],
+            "resources": ["provisioningrequests", "provisioningrequests/status"],
+            "verbs": sorted(FAQ_PROVREQ_VERBS, key=list(autoscaler.PROVREQ_RULE["verbs"]).index),
+        }
+    ]
+    granted = CHART_PROVREQ_VERBS | {verb for rule in rules for verb in rule["verbs"]}
+    assert granted == FAQ_PROVREQ_VERBS
+    assert missing_keys("cluster-autoscaler", values, open_keys=frozenset({"extraArgs"})) == []
+
+
+def test_no_provisioning_request_rbac_without_provisioning_requests() -> None:
+    config = autoscaler.ClusterAutoscalerConfig(provisioning_requests=False)
+    values = autoscaler.chart_values(config, cluster_name="c", region="us-east-1", groups=[])
+    assert "additionalRules" not in values["rbac"]
+
+
 def test_training_pods_keep_their_nodes_from_the_autoscalers_scale_down(
     dev: SynthResult,
 ) -> None:
