@@ -66,6 +66,19 @@ class StackConfig(Model):
                     "name is too long for S3 bucket names",
                 )
             )
+        if (
+            self.storage.rwx.type == "fsx"
+            and self.storage.fsx_team_dirs_image is None
+            and "@sha256:" not in self.training.default_image
+        ):
+            problems.append(
+                (
+                    "training.defaultImage",
+                    self.training.default_image,
+                    "an image pinned by digest (repo[:tag]@sha256:...): the FSx team-directory "
+                    "Job runs it as root (or set storage.fsxTeamDirsImage)",
+                )
+            )
         existing = self.network.existing_vpc
         subnets = len(existing.private_subnet_ids) if existing else self.network.az_count
         index = self.storage.rwx.subnet_index
@@ -298,6 +311,12 @@ class StackConfig(Model):
         if problems:
             raise problems_error(problems)
         return self
+
+    @property
+    def fsx_team_dirs_image(self) -> str:
+        """The image of the FSx team-directory Job: `storage.fsxTeamDirsImage`, else the trainer
+        image (`training.defaultImage`), pinned by digest on an FSx stack (`_storage_fits`)."""
+        return self.storage.fsx_team_dirs_image or self.training.default_image
 
     @property
     def bucket_prefix(self) -> str:

@@ -89,6 +89,8 @@ class StorageArgs:
     tags: dict[str, str]
     #: Team names: each gets a directory on an FSx file system (fsx_team_dirs).
     teams: tuple[str, ...] = ()
+    #: The image of the FSx team-directory Job (StackConfig.fsx_team_dirs_image: the trainer's).
+    team_dirs_image: str = ""
 
     @classmethod
     def of(
@@ -113,6 +115,7 @@ class StorageArgs:
             system_node_group=cluster.system_node_group,
             tags=tags,
             teams=tuple(team.name for team in cfg.teams),
+            team_dirs_image=cfg.fsx_team_dirs_image,
         )
 
 
@@ -597,7 +600,7 @@ class Storage(pulumi.ComponentResource):
             self._team_dirs_job = create_team_dirs_job(
                 self._name,
                 teams=list(self._args.teams),
-                image=self._args.config.fsx_team_dirs_image,
+                image=self._args.team_dirs_image,
                 opts=pulumi.ResourceOptions.merge(
                     opts, pulumi.ResourceOptions(depends_on=self._fsx_admin)
                 ),

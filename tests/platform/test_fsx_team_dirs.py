@@ -6,6 +6,7 @@ need none of it (access points carry their own POSIX identity)."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -15,7 +16,11 @@ from typing import Any
 
 import pytest
 
+from components import catalog
 from components.analysis import pod_security
+from components.config.load import namespace_values, parse
+from components.config.security import SecurityConfig
+from components.config.training import REFERENCE_TRAINER_IMAGE
 from components.platform import fsx_team_dirs as sb
 from synth.harness import SynthResult
 from tests.conftest import stack_values
@@ -137,7 +142,12 @@ def test_prod_creates_every_team_dir_before_the_team_volumes(prod: SynthResult) 
     assert any("gpu-platform:teams:Team$" in d and "LocalQueue" in d for d in job.dependencies)
     assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
     assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
-    assert "@sha256:" in job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    # The trainer image: pinned by digest and signed by the platform's release identity, not a
+    # public image pinned from a digest nobody here resolved.
+    image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == REFERENCE_TRAINER_IMAGE
+    signed = SecurityConfig().image_admission.signatures.signed_repositories
+    assert catalog.image_repository(image) in signed
     for team in teams:
         (pv,) = [
             r
@@ -169,3 +179,21 @@ def test_team_dirs_image_must_be_pinned_by_digest(
         "fsxTeamDirsImage": "busybox:1.37.0",
     }
     expect_config_error(config, "gpu-platform:storage.fsxTeamDirsImage", "@sha256")
+
+
+def test_team_dirs_job_needs_a_trainer_image_pinned_by_digest(
+    expect_config_error: Callable[[dict[str, Any], str, str], None],
+) -> None:
+    config = copy.deepcopy(stack_values("prod"))
+    config["gpu-platform:training"] = {"defaultImage": "ghcr.io/gpu-platform/trainer:0.1.0"}
+    expect_config_error(config, "gpu-platform:training.defaultImage", "FSx team-directory Job")
+    # An ECR copy pinned by digest is the other way out.
+    ecr_copy = REFERENCE_TRAINER_IMAGE.replace(
+        "ghcr.io/gpu-platform", "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-prod"
+    )
+    config["gpu-platform:storage"] = {
+        **config["gpu-platform:storage"],
+        "fsxTeamDirsImage": ecr_copy,
+    }
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    assert parse(namespace_values(raw)).fsx_team_dirs_image == ecr_copy
