@@ -44,11 +44,24 @@ def _group_capacity(inputs: dict[str, Any]) -> catalog.CapacityType:
     return _FROM_EKS_CAPACITY.get(str(inputs.get("capacityType")), "on-demand")
 
 
+def _group_types(result: SynthResult, group: Registration) -> list[str]:
+    """A managed group's instance types: on the node group, or (a Capacity Block group) the one
+    type of its launch template, which the Cluster component names like the group."""
+    types = list(group.inputs.get("instanceTypes", []))
+    if types:
+        return types
+    return [
+        str(template.inputs["instanceType"])
+        for template in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if template.name == group.name and template.inputs.get("instanceType")
+    ]
+
+
 def _node_groups(result: SynthResult) -> str:
     rows = []
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         inputs = group.inputs
-        types = list(inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         scaling = inputs.get("scalingConfig", {})
         capacity = _group_capacity(inputs)
         gpus = catalog.instance(types[0]).gpus if types else 0
@@ -262,7 +275,7 @@ def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
     ]
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         inputs = group.inputs
-        types = list(inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
         if not types or desired == 0:
             continue
@@ -313,7 +326,7 @@ def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
     total = 0
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         labels = group.inputs.get("labels", {})
-        types = list(group.inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         if types and node_labels.items() <= labels.items():
             max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
             total += catalog.instance(types[0]).gpus * max_size

@@ -255,11 +255,19 @@ class GpuNodeGroup(Model):
                 )
             )
         if self.capacity_reservation_id is not None and len(self.instance_types) != 1:
+            # A Capacity Block group's launch template must carry its type (`InstanceType`),
+            # and EKS then takes no instanceTypes: one type (node_group_builders.py).
             problems.append(
                 (
                     "instanceTypes",
                     self.instance_types,
-                    "exactly one type: a capacity reservation holds one instance type",
+                    "exactly one type: a capacity reservation holds one instance type"
+                    + (
+                        " (and a Capacity Block group's launch template carries it as its "
+                        "InstanceType, which EKS requires)"
+                        if self.capacity_type == "capacity-block"
+                        else ""
+                    ),
                 )
             )
         return problems
