@@ -17,6 +17,7 @@ from components import catalog
 from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
 from components.analysis.facts import stack_facts
+from components.analysis.quota import unreachable_sources
 from synth.harness import Registration, SynthResult
 
 
@@ -392,6 +393,21 @@ def _queues(result: SynthResult) -> str:
         f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
         "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
         "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
+        + _unqueued(result)
+    )
+
+
+def _unqueued(result: SynthResult) -> str:
+    """The GPU node sources no team's quota reaches, each with what it is there for
+    (`unqueuedReason`; without one the config check refuses it)."""
+    if result.config is None:
+        return ""
+    found = unreachable_sources(result.config, stack_facts(result.config).sources)
+    if not found:
+        return "\n\nEvery GPU node source is a flavor of some team's ClusterQueue."
+    lines = [f"- `{s.name}` ({s.key}): {s.unqueued_reason}" for s in found]
+    return "\n\nGPU node sources no team's queue reaches, and why they exist:\n\n" + "\n".join(
+        lines
     )
 
 

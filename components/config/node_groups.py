@@ -11,6 +11,7 @@ from components.config.base import (
     Model,
     Name,
     Problem,
+    UnqueuedReason,
     problems_error,
 )
 
@@ -131,6 +132,10 @@ class GpuNodeGroup(Model):
     #: 10 min. The job on it has already failed on that GPU; repair gives its restart a healthy
     #: node instead of the broken one (docs/runbooks.md#node-repair).
     auto_repair: bool = True
+    #: Why the group exists when no team's quota lists its GPU class and capacity type (so no
+    #: Kueue ClusterQueue offers its flavor); the report prints it. Unset, such a group is a
+    #: config error (analysis/quota.py check_reachable_sources).
+    unqueued_reason: UnqueuedReason | None = None
 
     @property
     def gpu_model(self) -> str:

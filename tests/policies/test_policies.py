@@ -400,7 +400,9 @@ def _pretrain_job() -> dict[str, Any]:
                         "capacityType": "on-demand",
                         "instanceTypes": ["p5.48xlarge"],
                         "maxSize": 100,
-                    }
+                    },
+                    # The spot L40S group stays: research's quota lists its flavor.
+                    *c["gpu-platform:nodeGroups"]["gpu"][1:],
                 ]
             ),
             "gpu-platform-eks-gpu-node-group-bounded",
