@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar, cast
 
 from components import catalog
-from components.analysis import capacity, memory, nodes, quota
+from components.analysis import capacity, memory, nccl, nodes, quota
 from components.analysis import checkpoint as checkpointing
 from components.analysis.fit import SourceFit, fit_sources
+from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.resources import JobResources, pod_requests, resources_on
@@ -178,6 +179,11 @@ class StackFacts:
         if self._checked is None:
             self._checked = capacity.provisioning_checked(self.cfg)
         return self._checked
+
+    @property
+    def nccl_host(self) -> NcclHost | None:
+        """Where the NCCL test's pods land and what each requests (nccl.nccl_host)."""
+        return nccl.nccl_host(self.cfg, self.sources)
 
     @property
     def sources(self) -> tuple[NodeSource, ...]:

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from components import catalog
-from components.analysis import efa_placement, storage, volcano
+from components.analysis import efa_placement, nccl, storage, volcano
 from components.analysis.facts import stack_facts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.nodes import NodeSource
@@ -42,7 +42,6 @@ from components.config import (
     TrainingJobConfig,
     gpus_of_class,
 )
-from components.config.stack import nccl_instance_type
 
 
 @dataclass(frozen=True)
@@ -574,55 +573,102 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
             )
         )
     if validation.nccl_test and pool is not None:
-        nccl_source = by_name.get(pool.name)
-        nodes = validation.nccl.nodes
-        reach = nccl_source.max_nodes if nccl_source else 0
-        problems: list[Problem] = []
-        if nccl_source is not None and pool_efa_devices(pool) and nodes > 1:
-            # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
-            problems += [
-                (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
-                for s in scattered([nccl_source])
-            ]
-        if reach < nodes:
-            problems.append(
-                (
-                    "validation.nccl.nodes",
-                    nodes,
-                    f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
-                    f"{reach} ({nccl_source.limit_text if nccl_source else 'unknown source'})",
-                )
-            )
-        out.append(
-            Verdict(
-                key="validation.nccl",
-                workload=f"{validation.namespace}/nccl-all-reduce",
-                kind="validation Job",
-                admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
-                "lets it through before its nodes exist); queue "
-                + (
-                    f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
-                    "ahead of the team queues' guarantees)"
-                    if volcano.validation_guarantee(cfg)
-                    else "`default` (no queue has a guarantee: it shares all capacity)"
-                ),
-                placement=f"`{pool.name}`",
-                scale_up=f"up to {reach} nodes",
-                gang=f"{nodes} nodes",
-                storage="none",
-                awaits=awaits,
-                # Like multi-node EFA training jobs (components/platform/validation.py
-                # nccl_affinity): the test proves the fabric the jobs will use.
-                zone=(
-                    f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
-                    + placement_group_text(cfg, [nccl_source] if nccl_source else [], None)
-                    if pool_efa_devices(pool)
-                    else "any zone (no EFA)"
-                ),
-                problems=tuple(problems),
+        out.append(_nccl_verdict(cfg, pool, by_name.get(pool.name), awaits))
+    return out
+
+
+def _nccl_problems(
+    cfg: StackConfig, pool: GpuNodeGroup | KarpenterPool, source: NodeSource | None
+) -> tuple[nccl.NcclHost | None, list[Problem]]:
+    """The test's host type (nccl.py) and what keeps it from running: no type of its pool holds
+    a pod, no threshold for that type, a gang over EFA on a group that spans zones, more nodes
+    than the pool reaches."""
+    nodes = cfg.validation.nccl.nodes
+    host = nccl.host(source) if source is not None else None
+    problems: list[Problem] = []
+    if source is not None and host is None:
+        problems.append(
+            (
+                "validation.nccl.pool",
+                pool.name,
+                "a GPU source with an instance type whose allocatable holds one NCCL test pod "
+                f"(all its GPUs, {catalog.NCCL_POD_CPU} CPU, at least "
+                f"{catalog.NCCL_POD_MIN_MEMORY_GIB} GiB): {nccl.shortfall(source)}; its pods "
+                "would stay Pending until the Job's deadline",
             )
         )
-    return out
+    override = cfg.validation.nccl.min_bus_bandwidth_gbps
+    if host is not None and catalog.nccl_min_bus_bandwidth(host.instance_type, override) is None:
+        problems.append(
+            (
+                "validation.nccl.minBusBandwidthGbps",
+                None,
+                f"a threshold in GB/s: the catalog has no published all-reduce figure for "
+                f"{host.instance_type} (pool {pool.name}, the type its pods land on)",
+            )
+        )
+    if source is not None and host is not None and host.efa_devices and nodes > 1:
+        # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
+        problems += [
+            (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
+            for s in scattered([source])
+        ]
+    reach = source.max_nodes if source else 0
+    if reach < nodes:
+        problems.append(
+            (
+                "validation.nccl.nodes",
+                nodes,
+                f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
+                f"{reach} ({source.limit_text if source else 'unknown source'})",
+            )
+        )
+    return host, problems
+
+
+def _nccl_verdict(
+    cfg: StackConfig,
+    pool: GpuNodeGroup | KarpenterPool,
+    source: NodeSource | None,
+    awaits: str,
+) -> Verdict:
+    """The NCCL all-reduce test on its pool: host type, gang, Volcano queue, zone."""
+    validation = cfg.validation
+    nodes = validation.nccl.nodes
+    host, problems = _nccl_problems(cfg, pool, source)
+    placement = f"`{pool.name}`"
+    if host is not None:
+        placement += (
+            f" on {host.instance_type} ({host.cpu:g} CPU, {host.memory_gib} GiB, {host.gpus} "
+            f"GPU, {host.efa_devices} EFA per pod: components/analysis/nccl.py)"
+        )
+    return Verdict(
+        key="validation.nccl",
+        workload=f"{validation.namespace}/nccl-all-reduce",
+        kind="validation Job",
+        admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
+        "lets it through before its nodes exist); queue "
+        + (
+            f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
+            "ahead of the team queues' guarantees)"
+            if volcano.validation_guarantee(cfg)
+            else "`default` (no queue has a guarantee: it shares all capacity)"
+        ),
+        placement=placement,
+        scale_up=f"up to {source.max_nodes if source else 0} nodes",
+        gang=f"{nodes} nodes",
+        storage="none",
+        awaits=awaits,
+        # Like multi-node EFA training jobs (components/platform/validation.py
+        # nccl_affinity): the test proves the fabric the jobs will use.
+        zone=(
+            f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
+            + placement_group_text(cfg, [source] if source else [], None)
+            if host is not None and host.efa_devices
+            else "any zone (no EFA)"
+        ),
+        problems=tuple(problems),
+    )
 
 
 def verdicts(cfg: StackConfig) -> list[Verdict]:
@@ -682,8 +728,3 @@ def placement_group_text(cfg: StackConfig, sources: Sequence[NodeSource], pin: i
             "storage.rwx's subnet)"
         )
     return "; ".join(parts) or "no placement group"
-
-
-def pool_efa_devices(pool: GpuNodeGroup | KarpenterPool) -> int:
-    """EFA devices of the NCCL test's nodes (its pool's first type, as the test requests)."""
-    return catalog.instance(nccl_instance_type(pool)).efa_devices
