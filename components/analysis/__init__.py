@@ -14,6 +14,7 @@ from components.analysis.efa_placement import check_node_group_zones, check_plac
 from components.analysis.facts import stack_facts
 from components.analysis.jobs import check_training_jobs
 from components.analysis.quota import check_reachable_sources
+from components.analysis.readiness import check_pods_ready
 from components.analysis.volcano import check_queues
 from components.analysis.willrun import check_will_it_run
 from components.config import ConfigError, Problem, StackConfig
@@ -26,6 +27,7 @@ def problems(cfg: StackConfig) -> list[Problem]:
     found = [
         *facts.team_problems,
         *check_reachable_sources(cfg, facts.sources),
+        *check_pods_ready(cfg, facts.sources),
         *check_queues(cfg),
         *check_training_jobs(cfg),
         *check_placement_group(cfg),

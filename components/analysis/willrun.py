@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from components import catalog
-from components.analysis import efa_placement, nccl, storage, volcano
+from components.analysis import efa_placement, nccl, readiness, storage, volcano
 from components.analysis.facts import stack_facts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.nodes import NodeSource
@@ -59,6 +59,8 @@ class Verdict:
     awaits: str
     memory: str = ""
     zone: str = ""
+    #: Kueue jobs: the slowest path from admission to Ready pods against waitForPodsReady.
+    ready: str = ""
     problems: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
@@ -172,10 +174,42 @@ def provisioning_path(cfg: StackConfig, job: TrainingJobConfig) -> str:
         "raised, not that every node joined. If EC2 delivers only part of the gang, the "
         f"missing nodes count as a failed scale-up after {scaler.max_node_provision_time} and "
         "the group backs off; the pods that got nodes wait at rendezvous, Kueue's "
-        f"waitForPodsReady ({cfg.scheduling.wait_for_pods_ready.timeout}) evicts and requeues "
+        f"waitForPodsReady ({stack_facts(cfg).pods_ready.timeout}, longer than that "
+        "provisioning bound: analysis/readiness.py) evicts and requeues "
         "the workload, and the nodes it leaves empty are removed after "
         f"{scaler.scale_down_unneeded_time}"
     )
+
+
+def _ready(
+    cfg: StackConfig, key: str, job: TrainingJobConfig, fitting: Sequence[NodeSource]
+) -> Found:
+    """Whether Kueue's waitForPodsReady timeout outlasts the slowest path from admission to
+    Ready pods on the sources the job can land on, with its own image (readiness.py). The
+    platform's timeout covers the default image size; a job's larger image may not."""
+    if job.scheduler != "kueue" or not fitting:
+        return "", []
+    timeouts = stack_facts(cfg).pods_ready
+    image = job.image_size_gib or cfg.training.image_size_gib
+    slowest = max(
+        (readiness.ready_path(cfg, s, image) for s in fitting), key=lambda path: path.total_s
+    )
+    text = (
+        f"all pods Ready at most {slowest.total_s} s after admission ({slowest.text()}); "
+        f"Kueue waitForPodsReady.timeout {timeouts.timeout}"
+    )
+    if slowest.total_s <= timeouts.timeout_s:
+        return text, []
+    return text, [
+        (
+            f"{key}.imageSizeGib",
+            job.image_size_gib,
+            f"an image Ready within the platform's waitForPodsReady.timeout "
+            f"({timeouts.timeout}): {slowest.text()}, so Kueue would evict and requeue the job on "
+            "every start that takes that long (raise the platform's training.imageSizeGib, "
+            "which the timeout is derived from, or its scheduling.waitForPodsReady.timeout)",
+        )
+    ]
 
 
 def _namespace_limits(
@@ -478,6 +512,7 @@ def training_verdict(
     )
     storage_text, storage_problems = _storage(cfg, key, job, team, claim_mode)
     memory, memory_problems = _memory(key, job, resources, derived.model_state_gib)
+    ready, ready_problems = _ready(cfg, key, job, placed.fitting)
     kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
     return Verdict(
         key=key,
@@ -491,6 +526,7 @@ def training_verdict(
         awaits=_awaits(job),
         memory=memory,
         zone=zone,
+        ready=ready,
         problems=(
             *quota_problems,
             *admission_problems,
@@ -500,6 +536,7 @@ def training_verdict(
             *zone_problems,
             *storage_problems,
             *memory_problems,
+            *ready_problems,
         ),
     )
 
