@@ -9,6 +9,9 @@ validation Jobs) the path from `pulumi up` to running pods, derived from the con
 - gang: nodes x pods within what the sources can hold; one zone for multi-node EFA jobs;
 - storage: the checkpoint claim binds and is ReadWriteMany when pods span nodes;
 - memory: model states per rank within GPU memory (when `modelParameters` is given);
+- pods ready: Kueue's waitForPodsReady timeout outlasts the slowest path from admission to Ready
+  pods on the job's sources with its own image (readiness.py);
+- the NCCL test: a type of its pool holds its pods, which are sized for it (nccl.py);
 - what `pulumi up` waits for.
 
 A workload that cannot run is a config error naming its key (`trainingJobs[i]`) and the reason.
