@@ -51,18 +51,6 @@ eks = cluster.handles  # what every other component gets of the cluster: values,
 logs.install(cluster.name)
 karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, eks, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, eks, karpenter.node_role, account, tags))
-storage = Storage("storage", StorageArgs.of(cfg, network.handles, eks, account, tags))
-observability = Observability("observability", ObservabilityArgs.of(cfg, eks))
-monitoring = (observability.namespace, observability.release)
-gpu = GpuStack("gpu", GpuStackArgs.of(cfg, eks, observability.release))
-# The cluster-autoscaler resizes the GPU node groups; Kueue starts after its CRD.
-autoscaler = (
-    ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs.of(cfg, eks, account, monitoring, tags))
-    if cfg.autoscaler_deployed
-    else None
-)
-kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
-scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, eks, kueue_after))
 # The reference trainer as the registry holds it: built, pushed and signed by this deploy (or a
 # published tag resolved); every job and runtime without an image of its own runs its digest.
 trainer: JobImage | None = None
@@ -82,6 +70,28 @@ if cfg.uses_reference_trainer:
     )
     identity = f"built:{build_tag}" if cfg.images.trainer.build else f"tag:{cfg.images.trainer.tag}"
     trainer = JobImage(reference=trainer_image.ref, digest=trainer_image.digest, identity=identity)
+storage = Storage(
+    "storage",
+    StorageArgs.of(
+        cfg,
+        network.handles,
+        eks,
+        account,
+        tags,
+        trainer_image=trainer.reference if trainer is not None else None,
+    ),
+)
+observability = Observability("observability", ObservabilityArgs.of(cfg, eks))
+monitoring = (observability.namespace, observability.release)
+gpu = GpuStack("gpu", GpuStackArgs.of(cfg, eks, observability.release))
+# The cluster-autoscaler resizes the GPU node groups; Kueue starts after its CRD.
+autoscaler = (
+    ClusterAutoscaler("autoscaler", ClusterAutoscalerArgs.of(cfg, eks, account, monitoring, tags))
+    if cfg.autoscaler_deployed
+    else None
+)
+kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
+scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, eks, kueue_after))
 admission = Admission(
     "admission", AdmissionArgs.of(cfg, eks, account, tags, registry.signing_public_key)
 )

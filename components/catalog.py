@@ -485,9 +485,14 @@ ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
 #: Requests of one NCCL validation pod besides the node's GPUs and EFA devices
-#: (components/platform/validation.py nccl_resources; the validation queue's guarantee).
+#: (components/analysis/nccl.py sizes them per node type; components/platform/validation.py
+#: nccl_resources and the validation queue's guarantee read that). Memory: at most
+#: NCCL_POD_MEMORY_GIB, never more than the type's allocatable; a type whose allocatable is
+#: below NCCL_POD_MIN_MEMORY_GIB (PLANNING: torchrun's agent and one CUDA/NCCL rank, host side)
+#: or NCCL_POD_CPU cannot host the test.
 NCCL_POD_CPU: Final = 2
 NCCL_POD_MEMORY_GIB: Final = 16
+NCCL_POD_MIN_MEMORY_GIB: Final = 4
 #: Training pods' metrics endpoint: the container port the workload layer declares
 #: (components/training_jobs/plan.py METRICS_PORT, named `metrics` in manifests.py) and the one port
 #: team NetworkPolicies open to Prometheus. Here because platform code may not import workloads;

@@ -34,6 +34,8 @@ from typing import Any
 
 import yaml
 
+from components import catalog
+
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "gpu-platform"
 STACK = "fleet"
@@ -121,7 +123,27 @@ def fleet_config(teams: int, base: Path | None = None) -> dict[str, Any]:
     config[f"{PROJECT}:karpenter"]["pools"] = pools
     if any(count > 0 for count in needed.values()):
         raise ValueError(f"no Karpenter pool provides {sorted(needed)}")
+    _explain_unqueued(config, tenants)
     return {"config": config}
+
+
+def _explain_unqueued(config: dict[str, Any], tenants: list[dict[str, Any]]) -> None:
+    """The base stack's GPU sources no generated tenant's quota lists (its H100 and L40S
+    capacity) stay as headroom and say so: the config check refuses a GPU source no team's
+    queue reaches unless it has an `unqueuedReason`."""
+    offered = {(q["gpuClass"], q["capacityType"]) for t in tenants for q in t["quota"]}
+    reason = "fleet benchmark headroom: no generated tenant's quota lists this flavor"
+    groups = config[f"{PROJECT}:nodeGroups"]["gpu"]
+    for group in groups:
+        row = catalog.instance(group["instanceTypes"][0])
+        capacity = (
+            "reserved" if group["capacityType"] == "capacity-block" else group["capacityType"]
+        )
+        if (f"{row.gpu_model}-x{row.gpus}", capacity) not in offered:
+            group["unqueuedReason"] = reason
+    for pool in config[f"{PROJECT}:karpenter"]["pools"]:
+        if pool.get("gpuClass") and (pool["gpuClass"], pool["capacityType"]) not in offered:
+            pool["unqueuedReason"] = reason
 
 
 def _max_gpus_per_pool() -> int:

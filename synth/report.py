@@ -17,6 +17,7 @@ from components import catalog
 from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
 from components.analysis.facts import stack_facts
+from components.analysis.quota import unreachable_sources
 from synth.harness import Registration, SynthResult
 
 
@@ -44,11 +45,24 @@ def _group_capacity(inputs: dict[str, Any]) -> catalog.CapacityType:
     return _FROM_EKS_CAPACITY.get(str(inputs.get("capacityType")), "on-demand")
 
 
+def _group_types(result: SynthResult, group: Registration) -> list[str]:
+    """A managed group's instance types: on the node group, or (a Capacity Block group) the one
+    type of its launch template, which the Cluster component names like the group."""
+    types = list(group.inputs.get("instanceTypes", []))
+    if types:
+        return types
+    return [
+        str(template.inputs["instanceType"])
+        for template in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
+        if template.name == group.name and template.inputs.get("instanceType")
+    ]
+
+
 def _node_groups(result: SynthResult) -> str:
     rows = []
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         inputs = group.inputs
-        types = list(inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         scaling = inputs.get("scalingConfig", {})
         capacity = _group_capacity(inputs)
         gpus = catalog.instance(types[0]).gpus if types else 0
@@ -262,7 +276,7 @@ def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
     ]
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         inputs = group.inputs
-        types = list(inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
         if not types or desired == 0:
             continue
@@ -313,7 +327,7 @@ def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
     total = 0
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         labels = group.inputs.get("labels", {})
-        types = list(group.inputs.get("instanceTypes", []))
+        types = _group_types(result, group)
         if types and node_labels.items() <= labels.items():
             max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
             total += catalog.instance(types[0]).gpus * max_size
@@ -379,6 +393,21 @@ def _queues(result: SynthResult) -> str:
         f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
         "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
         "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
+        + _unqueued(result)
+    )
+
+
+def _unqueued(result: SynthResult) -> str:
+    """The GPU node sources no team's quota reaches, each with what it is there for
+    (`unqueuedReason`; without one the config check refuses it)."""
+    if result.config is None:
+        return ""
+    found = unreachable_sources(result.config, stack_facts(result.config).sources)
+    if not found:
+        return "\n\nEvery GPU node source is a flavor of some team's ClusterQueue."
+    lines = [f"- `{s.name}` ({s.key}): {s.unqueued_reason}" for s in found]
+    return "\n\nGPU node sources no team's queue reaches, and why they exist:\n\n" + "\n".join(
+        lines
     )
 
 

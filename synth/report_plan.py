@@ -49,6 +49,8 @@ def will_it_run(result: SynthResult) -> str:
         ]
         if v.memory:
             lines.append(f"- memory: {v.memory}")
+        if v.ready:
+            lines.append(f"- pods ready: {v.ready}")
         if v.workload in startup:
             lines.append(f"- {startup[v.workload].line()}")
         lines.append(f"- `pulumi up` waits for: {v.awaits}")

@@ -68,8 +68,8 @@ STATIC_GPU_GROUPS: list[dict[str, Any]] = [
 
 def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
     """Prod's config with `groups` as its GPU node groups: the Karpenter GPU pools serving the
-    same (GPU class, capacity type) removed (one provisioner per flavor) and the NCCL test on
-    the first group."""
+    same (GPU class, capacity type) removed (one provisioner per flavor), the teams' quota
+    entries no source serves any more dropped, and the NCCL test on the first group."""
     values = stack_values("prod")
     served = set()
     for group in groups:
@@ -85,10 +85,19 @@ def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
         for pool in karpenter["pools"]
         if (pool.get("gpuClass"), pool.get("capacityType", "on-demand")) not in served
     ]
+    served |= {(p.get("gpuClass"), p.get("capacityType", "on-demand")) for p in pools}
+    teams = [
+        {
+            **team,
+            "quota": [q for q in team["quota"] if (q["gpuClass"], q["capacityType"]) in served],
+        }
+        for team in values["gpu-platform:teams"]
+    ]
     validation = values["gpu-platform:validation"]
     return {
         "gpu-platform:nodeGroups": {**values["gpu-platform:nodeGroups"], "gpu": groups},
         "gpu-platform:karpenter": {**karpenter, "pools": pools},
+        "gpu-platform:teams": teams,
         "gpu-platform:validation": {
             **validation,
             "nccl": {**validation["nccl"], "pool": groups[0]["name"]},

@@ -13,6 +13,8 @@ from __future__ import annotations
 from components.analysis.efa_placement import check_node_group_zones, check_placement_group
 from components.analysis.facts import stack_facts
 from components.analysis.jobs import check_training_jobs
+from components.analysis.quota import check_reachable_sources
+from components.analysis.readiness import check_pods_ready
 from components.analysis.volcano import check_queues
 from components.analysis.willrun import check_will_it_run
 from components.config import ConfigError, Problem, StackConfig
@@ -21,8 +23,11 @@ from components.config.errors import problem_lines
 
 def problems(cfg: StackConfig) -> list[Problem]:
     """Every cross-area problem of `cfg` (key paths from the config namespace's root)."""
+    facts = stack_facts(cfg)
     found = [
-        *stack_facts(cfg).team_problems,
+        *facts.team_problems,
+        *check_reachable_sources(cfg, facts.sources),
+        *check_pods_ready(cfg, facts.sources),
         *check_queues(cfg),
         *check_training_jobs(cfg),
         *check_placement_group(cfg),

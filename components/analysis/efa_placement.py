@@ -70,8 +70,16 @@ def pool_in_group(cfg: StackConfig, pool: KarpenterPool) -> bool:
 
 
 def node_group_in_group(cfg: StackConfig, group: GpuNodeGroup) -> bool:
-    """A managed GPU node group launches into the group: its types have EFA, the group is on."""
-    return cfg.network.efa_placement_group.enabled and group.efa_devices > 0
+    """A managed GPU node group launches into the group: its types have EFA, the group is on,
+    and it is not a Capacity Block group - a block's instances are already placed for
+    low-latency networking and it is bought, not created in a placement group (module
+    docstring; capacity-blocks-using.html), so its launch template names the block and its
+    zone's subnet only."""
+    return (
+        cfg.network.efa_placement_group.enabled
+        and group.efa_devices > 0
+        and group.capacity_type != "capacity-block"
+    )
 
 
 def node_group_zone_index(cfg: StackConfig, group: GpuNodeGroup) -> int | None:

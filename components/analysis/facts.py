@@ -27,12 +27,14 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar, cast
 
 from components import catalog
-from components.analysis import capacity, memory, nodes, quota
+from components.analysis import capacity, memory, nccl, nodes, quota, readiness
 from components.analysis import checkpoint as checkpointing
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource, image_source
+from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
+from components.analysis.readiness import PodsReady
 from components.analysis.resources import JobResources, pod_requests, resources_on
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
@@ -183,6 +185,16 @@ class StackFacts:
         if self._checked is None:
             self._checked = capacity.provisioning_checked(self.cfg)
         return self._checked
+
+    @property
+    def pods_ready(self) -> PodsReady:
+        """Kueue's waitForPodsReady timeouts and what they derive from (readiness.pods_ready)."""
+        return readiness.pods_ready(self.cfg, self.sources)
+
+    @property
+    def nccl_host(self) -> NcclHost | None:
+        """Where the NCCL test's pods land and what each requests (nccl.nccl_host)."""
+        return nccl.nccl_host(self.cfg, self.sources)
 
     @property
     def sources(self) -> tuple[NodeSource, ...]:

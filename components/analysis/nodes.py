@@ -81,6 +81,8 @@ class NodeSource:
     placement_group: str = ""
     #: Seconds from a pending pod to a Ready GPU node (0: no node is launched for it).
     scale_up_seconds: int = 0
+    #: Why the source exists when no team's quota reaches it (its config's `unqueuedReason`).
+    unqueued_reason: str = ""
 
     @property
     def gpus_per_node(self) -> int:
@@ -185,6 +187,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                     if autoscaled
                     else 0
                 ),
+                unqueued_reason=group.unqueued_reason or "",
             )
         )
     for index, pool in enumerate(cfg.karpenter.pools):
@@ -216,6 +219,7 @@ def node_sources(cfg: StackConfig) -> list[NodeSource]:
                 limit_text=f"limits.gpus {pool.limits.gpus}",
                 placement_group=pg_name if grouped else "",
                 scale_up_seconds=KARPENTER_BATCH_SECONDS + catalog.node_launch_seconds(types[0]),
+                unqueued_reason=pool.unqueued_reason or "",
             )
         )
     return sources

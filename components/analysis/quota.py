@@ -7,9 +7,10 @@ the facts itself."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from components import catalog
+from components.analysis.nodes import NodeSource
 from components.analysis.resources import JobResources
 from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
 
@@ -151,3 +152,31 @@ def job_quota_problems(
             )
         )
     return problems
+
+
+def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[NodeSource]:
+    """GPU node sources whose flavor (GPU class, capacity type) no team's quota lists. Each
+    team's ClusterQueue offers exactly its quota's flavors (components/platform/team_queues.py)
+    and Kueue admits a workload only onto a flavor of its ClusterQueue, so no queued job ever
+    lands on such a source: its capacity is paid for (a Karpenter limit, a group's maxSize) and
+    only validation Jobs or Volcano/plain jobs, which no team's quota budgets, could use it."""
+    offered = {(entry.gpu_class, entry.capacity_type) for team in cfg.teams for entry in team.quota}
+    return [s for s in sources if (s.gpu_class, s.capacity_type) not in offered]
+
+
+def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[Problem]:
+    """A GPU node source no team's queue reaches is a config error unless it says what it is
+    for (`unqueuedReason`, which the report prints)."""
+    return [
+        (
+            f"{source.key}.unqueuedReason",
+            None,
+            f"{source.name} serves {source.gpu_class} {source.capacity_type}, which no team's "
+            f"quota lists, so no ClusterQueue offers flavor "
+            f"{catalog.gpu_flavor_name(source.gpu_class, source.capacity_type)} and no queued "
+            "job can land there: add a quota entry for it to a team, remove the source, or say "
+            "here what it is for",
+        )
+        for source in unreachable_sources(cfg, sources)
+        if not source.unqueued_reason
+    ]

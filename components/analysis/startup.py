@@ -10,13 +10,15 @@ real cluster.
   Ready with GPUs allocatable): PLANNING figures per family, UNVERIFIED (no published figure
   found offline); p-family nodes are slower (large instances, 8 GPUs, EFA, NVMe RAID build).
 - Image pull: unpacked image size / effective throughput, the lower of what the registry pull
-  delivers and what the image store can absorb. Registry pull: containerd's default is 3
-  concurrent layer downloads and a serial unpack; SOCI parallel pull mode (nodeadm
-  `FastImagePull`, components/platform/karpenter_builders.py) fetches chunks of a layer
-  concurrently and unpacks in parallel — PLANNING figures 150 vs 400 MiB/s, UNVERIFIED. Image
-  store: the NVMe RAID0 array where the type has instance store (Karpenter `instanceStorePolicy:
-  RAID0`, containerd on NVMe), else the gp3 root volume's provisioned throughput
-  (`karpenter.gpuNodeClass.diskThroughputMibps`).
+  delivers and what the image store can absorb (analysis/readiness.py pull_rate, which Kueue's
+  waitForPodsReady is sized with too). Registry pull: containerd's default is 3 concurrent
+  layer downloads and a serial unpack; SOCI parallel pull mode (nodeadm `FastImagePull`, on
+  Karpenter's GPU node class only: components/platform/karpenter_builders.py) fetches chunks of
+  a layer concurrently and unpacks in parallel — PLANNING figures 150 vs 400 MiB/s, UNVERIFIED.
+  Image store: the NVMe RAID0 array where a Karpenter node's type has instance store
+  (`instanceStorePolicy: RAID0`, containerd on NVMe), else the gp3 root volume's provisioned
+  throughput (`karpenter.gpuNodeClass.diskThroughputMibps`, or a managed group's
+  `diskThroughputMibps`).
 - Rendezvous: torchrun c10d rendezvous + NCCL communicator init, PLANNING 30 s + 2 s per node.
 """
 
@@ -27,20 +29,15 @@ from typing import Final
 
 from components import catalog
 from components.analysis.facts import stack_facts
+from components.analysis.readiness import pull_rate
 from components.config import StackConfig, TrainingJobConfig
 
-#: PLANNING, UNVERIFIED: registry pull throughput (MiB/s) without / with SOCI parallel pull.
-PULL_MIBPS: Final = 150
-PARALLEL_PULL_MIBPS: Final = 400
-#: PLANNING: sustained write throughput of an NVMe instance-store RAID0 array (MiB/s); far above
-#: any registry pull, so it never bounds it (p5.48xlarge: 30400 GB of NVMe, catalog). With
-#: `karpenter.gpuNodeClass.instanceStoreRaid0` (default on) containerd's image store sits on the
-#: array (nodeadm setup-local-disks bind mount). NVMe does not change the figure of a stack whose
-#: gp3 root is provisioned above the registry pull (prod: 1000 MiB/s gp3 > 400 MiB/s pull): the
-#: pull, not the disk, bounds it, and no published per-disk unpack figure was found offline to
-#: model containerd's CPU-bound decompression separately - so the number is left as it was.
-#: Where it matters: a root volume at gp3's 125 MiB/s baseline (then the disk bounds the pull).
-NVME_MIBPS: Final = 2000
+#: The pull figures (PULL_MIBPS, PARALLEL_PULL_MIBPS, NVME_MIBPS) live with the readiness model,
+#: which sizes Kueue's waitForPodsReady from the same pull (analysis/readiness.py pull_rate).
+#: NVMe does not change the figure of a stack whose gp3 root is provisioned above the registry
+#: pull (prod: 1000 MiB/s gp3 > 400 MiB/s pull): the pull, not the disk, bounds it, and no
+#: published per-disk unpack figure was found offline to model containerd's CPU-bound
+#: decompression separately. Where the disk matters: a root volume at gp3's 125 MiB/s baseline.
 RENDEZVOUS_BASE_SECONDS: Final = 30
 RENDEZVOUS_PER_NODE_SECONDS: Final = 2
 
@@ -77,26 +74,27 @@ class StartupEstimate:
 
 
 def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
-    """The estimate for one job on the instance type its pods land on."""
-    instance_type = stack_facts(cfg).resources(job).instance_type
-    row = catalog.instance(instance_type)
-    node_class = cfg.karpenter.gpu_node_class
-    parallel = node_class.fast_image_pull and row.vcpu >= 4 and row.memory_gib >= 7
-    registry = PARALLEL_PULL_MIBPS if parallel else PULL_MIBPS
-    if node_class.instance_store_raid0 and row.nvme_instance_store:
-        store = f"NVMe RAID0 over {row.nvme_disks} disk(s), {row.nvme_gb} GB"
-        store_mibps = NVME_MIBPS
-    else:
-        store_mibps = node_class.disk_throughput_mibps
-        store = f"gp3 {store_mibps} MiB/s"
-    image_gib = job.image_size_gib or cfg.training.image_size_gib
+    """The estimate for one job on the instance type its pods land on, pulled the way that
+    type's source pulls (a Karpenter pool's node class or a managed group's launch template)."""
+    derived = stack_facts(cfg).job(job)
+    instance_type = derived.resources.instance_type
+    # The source of the job's first capacity type (the flavor Kueue tries first).
+    order = {capacity: rank for rank, capacity in enumerate(job.capacity_types)}
+    sources = sorted(
+        (s for s in derived.fit.fitting if instance_type in s.allocatable),
+        key=lambda s: order.get(s.capacity_type, len(order)),
+    )
+    source = sources[0] if sources else None
+    rate = pull_rate(
+        cfg, source.kind if source else "karpenter", source.name if source else "", instance_type
+    )
     return StartupEstimate(
         instance_type=instance_type,
         node_launch_s=catalog.node_launch_seconds(instance_type),
-        image_gib=image_gib,
-        pull_mibps=min(registry, store_mibps),
-        image_store=store,
-        parallel_pull=parallel,
+        image_gib=job.image_size_gib or cfg.training.image_size_gib,
+        pull_mibps=rate.mibps,
+        image_store=rate.image_store,
+        parallel_pull=rate.parallel_pull,
         rendezvous_s=RENDEZVOUS_BASE_SECONDS + RENDEZVOUS_PER_NODE_SECONDS * job.nodes,
     )
 

@@ -62,9 +62,9 @@ from typing import Final
 
 from components import catalog
 from components.analysis.capacity import smallest_instance_type
+from components.analysis.facts import stack_facts
 from components.config import Problem, StackConfig, TeamConfig
 from components.config.karpenter import gpu_class_instance_types
-from components.config.stack import nccl_instance_type
 
 #: The scheduler actions of the platform's Volcano config, with and without `enqueue`.
 ACTIONS_WITH_ENQUEUE: Final = "enqueue, allocate, backfill"
@@ -129,20 +129,11 @@ def validation_guarantee(cfg: StackConfig) -> dict[str, float]:
     without a guarantee deserves only what exceeds the team queues' guarantees, i.e. nothing
     while the nodes launched for the test are all there is. Empty when no NCCL test runs or no
     team queue has a guarantee (then nothing is reserved ahead of it)."""
-    validation = cfg.validation
-    pool = cfg.nccl_pool() if validation.enabled and validation.nccl_test else None
-    if pool is None or not any(queue_guarantee(t) for t in cfg.teams):
+    host = stack_facts(cfg).nccl_host
+    if host is None or not any(queue_guarantee(t) for t in cfg.teams):
         return {}
-    row = catalog.instance(nccl_instance_type(pool))
-    nodes = float(validation.nccl.nodes)
-    out = {
-        "cpu": nodes * catalog.NCCL_POD_CPU,
-        "memory": nodes * catalog.NCCL_POD_MEMORY_GIB,
-        catalog.GPU_RESOURCE: nodes * row.gpus,
-    }
-    if row.efa_devices:
-        out[catalog.EFA_RESOURCE] = nodes * row.efa_devices
-    return out
+    nodes = float(cfg.validation.nccl.nodes)
+    return {name: nodes * amount for name, amount in host.requests.items()}
 
 
 def total_guarantee(cfg: StackConfig) -> dict[str, float]:

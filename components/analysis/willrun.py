@@ -9,6 +9,9 @@ validation Jobs) the path from `pulumi up` to running pods, derived from the con
 - gang: nodes x pods within what the sources can hold; one zone for multi-node EFA jobs;
 - storage: the checkpoint claim binds and is ReadWriteMany when pods span nodes;
 - memory: model states per rank within GPU memory (when `modelParameters` is given);
+- pods ready: Kueue's waitForPodsReady timeout outlasts the slowest path from admission to Ready
+  pods on the job's sources with its own image (readiness.py);
+- the NCCL test: a type of its pool holds its pods, which are sized for it (nccl.py);
 - what `pulumi up` waits for.
 
 A workload that cannot run is a config error naming its key (`trainingJobs[i]`) and the reason.
@@ -27,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from components import catalog
-from components.analysis import efa_placement, storage, volcano
+from components.analysis import efa_placement, nccl, readiness, storage, volcano
 from components.analysis.facts import stack_facts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.nodes import NodeSource
@@ -42,7 +45,6 @@ from components.config import (
     TrainingJobConfig,
     gpus_of_class,
 )
-from components.config.stack import nccl_instance_type
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ class Verdict:
     zone: str = ""
     #: Where the image digest comes from (images.ImageSource.describe).
     image: str = ""
+    #: Kueue jobs: the slowest path from admission to Ready pods against waitForPodsReady.
+    ready: str = ""
     problems: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
@@ -175,10 +179,42 @@ def provisioning_path(cfg: StackConfig, job: TrainingJobConfig) -> str:
         "raised, not that every node joined. If EC2 delivers only part of the gang, the "
         f"missing nodes count as a failed scale-up after {scaler.max_node_provision_time} and "
         "the group backs off; the pods that got nodes wait at rendezvous, Kueue's "
-        f"waitForPodsReady ({cfg.scheduling.wait_for_pods_ready.timeout}) evicts and requeues "
+        f"waitForPodsReady ({stack_facts(cfg).pods_ready.timeout}, longer than that "
+        "provisioning bound: analysis/readiness.py) evicts and requeues "
         "the workload, and the nodes it leaves empty are removed after "
         f"{scaler.scale_down_unneeded_time}"
     )
+
+
+def _ready(
+    cfg: StackConfig, key: str, job: TrainingJobConfig, fitting: Sequence[NodeSource]
+) -> Found:
+    """Whether Kueue's waitForPodsReady timeout outlasts the slowest path from admission to
+    Ready pods on the sources the job can land on, with its own image (readiness.py). The
+    platform's timeout covers the default image size; a job's larger image may not."""
+    if job.scheduler != "kueue" or not fitting:
+        return "", []
+    timeouts = stack_facts(cfg).pods_ready
+    image = job.image_size_gib or cfg.training.image_size_gib
+    slowest = max(
+        (readiness.ready_path(cfg, s, image) for s in fitting), key=lambda path: path.total_s
+    )
+    text = (
+        f"all pods Ready at most {slowest.total_s} s after admission ({slowest.text()}); "
+        f"Kueue waitForPodsReady.timeout {timeouts.timeout}"
+    )
+    if slowest.total_s <= timeouts.timeout_s:
+        return text, []
+    return text, [
+        (
+            f"{key}.imageSizeGib",
+            job.image_size_gib,
+            f"an image Ready within the platform's waitForPodsReady.timeout "
+            f"({timeouts.timeout}): {slowest.text()}, so Kueue would evict and requeue the job on "
+            "every start that takes that long (raise the platform's training.imageSizeGib, "
+            "which the timeout is derived from, or its scheduling.waitForPodsReady.timeout)",
+        )
+    ]
 
 
 def _namespace_limits(
@@ -481,6 +517,7 @@ def training_verdict(
     )
     storage_text, storage_problems = _storage(cfg, key, job, team, claim_mode)
     memory, memory_problems = _memory(key, job, resources, derived.model_state_gib)
+    ready, ready_problems = _ready(cfg, key, job, placed.fitting)
     kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
     return Verdict(
         key=key,
@@ -495,6 +532,7 @@ def training_verdict(
         memory=memory,
         zone=zone,
         image=derived.image.describe(cfg.cluster.name) if derived.image else "",
+        ready=ready,
         problems=(
             *quota_problems,
             *admission_problems,
@@ -504,6 +542,7 @@ def training_verdict(
             *zone_problems,
             *storage_problems,
             *memory_problems,
+            *ready_problems,
         ),
     )
 
@@ -577,55 +616,102 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
             )
         )
     if validation.nccl_test and pool is not None:
-        nccl_source = by_name.get(pool.name)
-        nodes = validation.nccl.nodes
-        reach = nccl_source.max_nodes if nccl_source else 0
-        problems: list[Problem] = []
-        if nccl_source is not None and pool_efa_devices(pool) and nodes > 1:
-            # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
-            problems += [
-                (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
-                for s in scattered([nccl_source])
-            ]
-        if reach < nodes:
-            problems.append(
-                (
-                    "validation.nccl.nodes",
-                    nodes,
-                    f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
-                    f"{reach} ({nccl_source.limit_text if nccl_source else 'unknown source'})",
-                )
-            )
-        out.append(
-            Verdict(
-                key="validation.nccl",
-                workload=f"{validation.namespace}/nccl-all-reduce",
-                kind="validation Job",
-                admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
-                "lets it through before its nodes exist); queue "
-                + (
-                    f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
-                    "ahead of the team queues' guarantees)"
-                    if volcano.validation_guarantee(cfg)
-                    else "`default` (no queue has a guarantee: it shares all capacity)"
-                ),
-                placement=f"`{pool.name}`",
-                scale_up=f"up to {reach} nodes",
-                gang=f"{nodes} nodes",
-                storage="none",
-                awaits=awaits,
-                # Like multi-node EFA training jobs (components/platform/validation.py
-                # nccl_affinity): the test proves the fabric the jobs will use.
-                zone=(
-                    f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
-                    + placement_group_text(cfg, [nccl_source] if nccl_source else [], None)
-                    if pool_efa_devices(pool)
-                    else "any zone (no EFA)"
-                ),
-                problems=tuple(problems),
+        out.append(_nccl_verdict(cfg, pool, by_name.get(pool.name), awaits))
+    return out
+
+
+def _nccl_problems(
+    cfg: StackConfig, pool: GpuNodeGroup | KarpenterPool, source: NodeSource | None
+) -> tuple[nccl.NcclHost | None, list[Problem]]:
+    """The test's host type (nccl.py) and what keeps it from running: no type of its pool holds
+    a pod, no threshold for that type, a gang over EFA on a group that spans zones, more nodes
+    than the pool reaches."""
+    nodes = cfg.validation.nccl.nodes
+    host = nccl.host(source) if source is not None else None
+    problems: list[Problem] = []
+    if source is not None and host is None:
+        problems.append(
+            (
+                "validation.nccl.pool",
+                pool.name,
+                "a GPU source with an instance type whose allocatable holds one NCCL test pod "
+                f"(all its GPUs, {catalog.NCCL_POD_CPU} CPU, at least "
+                f"{catalog.NCCL_POD_MIN_MEMORY_GIB} GiB): {nccl.shortfall(source)}; its pods "
+                "would stay Pending until the Job's deadline",
             )
         )
-    return out
+    override = cfg.validation.nccl.min_bus_bandwidth_gbps
+    if host is not None and catalog.nccl_min_bus_bandwidth(host.instance_type, override) is None:
+        problems.append(
+            (
+                "validation.nccl.minBusBandwidthGbps",
+                None,
+                f"a threshold in GB/s: the catalog has no published all-reduce figure for "
+                f"{host.instance_type} (pool {pool.name}, the type its pods land on)",
+            )
+        )
+    if source is not None and host is not None and host.efa_devices and nodes > 1:
+        # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
+        problems += [
+            (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
+            for s in scattered([source])
+        ]
+    reach = source.max_nodes if source else 0
+    if reach < nodes:
+        problems.append(
+            (
+                "validation.nccl.nodes",
+                nodes,
+                f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "
+                f"{reach} ({source.limit_text if source else 'unknown source'})",
+            )
+        )
+    return host, problems
+
+
+def _nccl_verdict(
+    cfg: StackConfig,
+    pool: GpuNodeGroup | KarpenterPool,
+    source: NodeSource | None,
+    awaits: str,
+) -> Verdict:
+    """The NCCL all-reduce test on its pool: host type, gang, Volcano queue, zone."""
+    validation = cfg.validation
+    nodes = validation.nccl.nodes
+    host, problems = _nccl_problems(cfg, pool, source)
+    placement = f"`{pool.name}`"
+    if host is not None:
+        placement += (
+            f" on {host.instance_type} ({host.cpu:g} CPU, {host.memory_gib} GiB, {host.gpus} "
+            f"GPU, {host.efa_devices} EFA per pod: components/analysis/nccl.py)"
+        )
+    return Verdict(
+        key="validation.nccl",
+        workload=f"{validation.namespace}/nccl-all-reduce",
+        kind="validation Job",
+        admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
+        "lets it through before its nodes exist); queue "
+        + (
+            f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
+            "ahead of the team queues' guarantees)"
+            if volcano.validation_guarantee(cfg)
+            else "`default` (no queue has a guarantee: it shares all capacity)"
+        ),
+        placement=placement,
+        scale_up=f"up to {source.max_nodes if source else 0} nodes",
+        gang=f"{nodes} nodes",
+        storage="none",
+        awaits=awaits,
+        # Like multi-node EFA training jobs (components/platform/validation.py
+        # nccl_affinity): the test proves the fabric the jobs will use.
+        zone=(
+            f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
+            + placement_group_text(cfg, [source] if source else [], None)
+            if host is not None and host.efa_devices
+            else "any zone (no EFA)"
+        ),
+        problems=tuple(problems),
+    )
 
 
 def verdicts(cfg: StackConfig) -> list[Verdict]:
@@ -685,8 +771,3 @@ def placement_group_text(cfg: StackConfig, sources: Sequence[NodeSource], pin: i
             "storage.rwx's subnet)"
         )
     return "; ".join(parts) or "no placement group"
-
-
-def pool_efa_devices(pool: GpuNodeGroup | KarpenterPool) -> int:
-    """EFA devices of the NCCL test's nodes (its pool's first type, as the test requests)."""
-    return catalog.instance(nccl_instance_type(pool)).efa_devices

@@ -65,6 +65,9 @@ Duration = Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*(s|m|h|d)$")]
 ScrapeInterval = Literal["15s", "20s", "30s"]
 #: Go durations as Karpenter takes them (`30m`, `720h`, `1h30m`).
 GoDuration = Annotated[str, StringConstraints(pattern=r"^([0-9]+(s|m|h))+$")]
+#: What a GPU node source that no team's queue reaches is for, in a sentence (the report prints
+#: it): `nodeGroups.gpu[].unqueuedReason`, `karpenter.pools[].unqueuedReason`.
+UnqueuedReason = Annotated[str, StringConstraints(min_length=10, max_length=300)]
 #: A GPU class names a GPU model and the GPUs per node (`h100-x8`, `l4-x1`).
 GPU_CLASS_PATTERN: Final = re.compile(r"^(?P<model>[a-z0-9]+)-x(?P<gpus>[0-9]+)$")
 #: An S3 key prefix (no leading or trailing slash).

@@ -47,46 +47,52 @@ class AddonVersions(Model):
 
 
 #: Add-on defaults per supported Kubernetes version. The 1.33 row is the one this platform was
-#: deployed with. In the 1.32 and 1.34 rows, CoreDNS and kube-proxy are the versions AWS lists as
-#: "the latest version of the Amazon EKS add-on type for each Kubernetes version" in
-#: https://docs.aws.amazon.com/eks/latest/userguide/managing-coredns.html (1.34 v1.12.4-eksbuild.1,
-#: 1.32 v1.11.4-eksbuild.24) and .../managing-kube-proxy.html (1.34 v1.34.1-eksbuild.2, 1.32
-#: v1.32.9-eksbuild.2; the same table in the docs.amazonaws.cn copy of that page), as retrieved in
-#: the docs snapshot of late 2025 (both pages have moved on since; any listed build stays
-#: installable). The earlier kube-proxy pins (v1.34.0-eksbuild.5, v1.32.6-eksbuild.13) came from
-#: the SELF-MANAGED image table of that page (awsdocs/amazon-eks-user-guide PR #1146 renames
-#: v1.34.0-minimal-eksbuild.5 there), not from the add-on table, and the earlier CoreDNS ones from
-#: no source. `eks-node-monitoring-agent` v1.4.0-eksbuild.2 is the agent image tag of its 1.4.0
-#: release (aws/eks-node-monitoring-agent@5fd79da8:charts/eks-node-monitoring-agent/values.yaml
-#: `nodeAgent.image.tag`, "ci: add 1.4.0 release", 2025-09-09); that EKS offers that add-on build
-#: for each of these Kubernetes versions is UNVERIFIED (the add-on version table is not in the
-#: EKS user guide; research memo runs.md item 18). Confirm any pin with `aws eks
-#: describe-addon-versions --kubernetes-version <v> --addon-name <name>` before the first deploy of
-#: that version; a wrong pin fails the add-on's create, not the cluster.
+#: deployed with. CoreDNS in the 1.32 and 1.34 rows: the versions AWS lists as "the latest version
+#: of the Amazon EKS add-on type for each Kubernetes version" in https://docs.aws.amazon.com/eks/
+#: latest/userguide/managing-coredns.html (1.34 v1.12.4-eksbuild.1, 1.32 v1.11.4-eksbuild.24) as
+#: retrieved in the docs snapshot of late 2025. kube-proxy, every row: the newest table of that
+#: kind found, https://docs.aws.amazon.com/ja_jp/eks/latest/userguide/managing-kube-proxy.md
+#: (the snapshot whose table lists 1.31 to 1.36: 1.34 v1.34.6-eksbuild.13, 1.33
+#: v1.33.10-eksbuild.13, 1.32 v1.32.13-eksbuild.16); older snapshots of the same page list
+#: v1.33.10-eksbuild.2 (docs.amazonaws.cn zh_cn copy) and v1.33.5-eksbuild.2 (English, late
+#: 2025), so the 1.33 row's earlier v1.33.3-eksbuild.4 was several builds behind.
+#: `eks-node-monitoring-agent` v1.7.0-eksbuild.1 is the agent image tag of its newest release,
+#: v1.7.0 (aws/eks-node-monitoring-agent@c399089d "ci: add 1.7.0 release", 2026-08-04:
+#: charts/eks-node-monitoring-agent/values.yaml `nodeAgent.image.tag`; no later tag in the
+#: repository); the agent is not tied to a Kubernetes minor, so every row pins it. Since v1.6.0
+#: the agent's chart adds a `dcgm-server` DaemonSet (nv-hostengine from the agent image, hostPort
+#: 5555: templates/dcgm-daemonset.yaml at v1.7.0) that the agent reads GPU health from; the GPU
+#: Operator's standalone host engine (`dcgm.enabled`) stays off (components/platform/gpu.py), so
+#: nothing else claims that port and its DCGM exporter keeps its embedded engine. That EKS
+#: publishes that add-on build for each of these Kubernetes versions is UNVERIFIED (the add-on
+#: version table is not in the EKS user guide; research memo runs.md item 18), as it was for the
+#: v1.4.0-eksbuild.2 it replaces. Confirm any pin with `aws eks describe-addon-versions
+#: --kubernetes-version <v> --addon-name <name>` before the first deploy of that version; a wrong
+#: pin fails the add-on's create, not the cluster.
 DEFAULT_ADDONS: Final[dict[str, dict[str, str]]] = {
     "1.32": {
         "vpc_cni": "v1.20.1-eksbuild.3",
         "coredns": "v1.11.4-eksbuild.24",
-        "kube_proxy": "v1.32.9-eksbuild.2",
+        "kube_proxy": "v1.32.13-eksbuild.16",
         "ebs_csi": "v1.48.0-eksbuild.2",
         "pod_identity_agent": "v1.3.8-eksbuild.2",
-        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+        "node_monitoring_agent": "v1.7.0-eksbuild.1",
     },
     "1.33": {
         "vpc_cni": "v1.20.1-eksbuild.3",
         "coredns": "v1.12.2-eksbuild.4",
-        "kube_proxy": "v1.33.3-eksbuild.4",
+        "kube_proxy": "v1.33.10-eksbuild.13",
         "ebs_csi": "v1.48.0-eksbuild.2",
         "pod_identity_agent": "v1.3.8-eksbuild.2",
-        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+        "node_monitoring_agent": "v1.7.0-eksbuild.1",
     },
     "1.34": {
         "vpc_cni": "v1.20.1-eksbuild.3",
         "coredns": "v1.12.4-eksbuild.1",
-        "kube_proxy": "v1.34.1-eksbuild.2",
+        "kube_proxy": "v1.34.6-eksbuild.13",
         "ebs_csi": "v1.48.0-eksbuild.2",
         "pod_identity_agent": "v1.3.8-eksbuild.2",
-        "node_monitoring_agent": "v1.4.0-eksbuild.2",
+        "node_monitoring_agent": "v1.7.0-eksbuild.1",
     },
 }
 

@@ -13,6 +13,7 @@ from components.config.base import (
     Model,
     Name,
     Problem,
+    UnqueuedReason,
     problems_error,
 )
 
@@ -237,6 +238,10 @@ class KarpenterPool(Model):
     workload_type: Literal["training", "general"] = "training"
     limits: KarpenterLimits
     disruption: KarpenterDisruption = Field(default_factory=KarpenterDisruption)
+    #: GPU pools: why the pool exists when no team's quota lists its GPU class and capacity type
+    #: (no Kueue ClusterQueue offers its flavor); the report prints it. Unset, such a pool is a
+    #: config error (analysis/quota.py check_reachable_sources).
+    unqueued_reason: UnqueuedReason | None = None
 
     @property
     def resolved_instance_types(self) -> list[str]:

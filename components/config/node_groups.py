@@ -11,6 +11,7 @@ from components.config.base import (
     Model,
     Name,
     Problem,
+    UnqueuedReason,
     problems_error,
 )
 
@@ -131,6 +132,10 @@ class GpuNodeGroup(Model):
     #: 10 min. The job on it has already failed on that GPU; repair gives its restart a healthy
     #: node instead of the broken one (docs/runbooks.md#node-repair).
     auto_repair: bool = True
+    #: Why the group exists when no team's quota lists its GPU class and capacity type (so no
+    #: Kueue ClusterQueue offers its flavor); the report prints it. Unset, such a group is a
+    #: config error (analysis/quota.py check_reachable_sources).
+    unqueued_reason: UnqueuedReason | None = None
 
     @property
     def gpu_model(self) -> str:
@@ -255,11 +260,19 @@ class GpuNodeGroup(Model):
                 )
             )
         if self.capacity_reservation_id is not None and len(self.instance_types) != 1:
+            # A Capacity Block group's launch template must carry its type (`InstanceType`),
+            # and EKS then takes no instanceTypes: one type (node_group_builders.py).
             problems.append(
                 (
                     "instanceTypes",
                     self.instance_types,
-                    "exactly one type: a capacity reservation holds one instance type",
+                    "exactly one type: a capacity reservation holds one instance type"
+                    + (
+                        " (and a Capacity Block group's launch template carries it as its "
+                        "InstanceType, which EKS requires)"
+                        if self.capacity_type == "capacity-block"
+                        else ""
+                    ),
                 )
             )
         return problems

@@ -17,10 +17,14 @@ class WaitForPodsReady(Model):
     """Kueue's all-or-nothing start: a workload whose pods are not all ready in time is evicted,
     releases its quota and is requeued with exponential backoff."""
 
-    #: Multi-GB training images on a fresh GPU node take minutes to pull.
-    timeout: GoDuration = "10m"
-    #: A running workload that loses a pod (spot reclaim) gets this long to recover.
-    recovery_timeout: GoDuration = "5m"
+    #: From admission to all pods Ready. Unset: derived - the longest provisioning path of any
+    #: GPU source a team's quota reaches, plus its image pull, plus margin
+    #: (components/analysis/readiness.py); a shorter value is refused.
+    timeout: GoDuration | None = None
+    #: A running workload that loses a pod (spot reclaim) gets this long to have it Ready again
+    #: (a new node: the same path). Unset: the timeout, as Kueue defaults it; "0s" turns the
+    #: check off; a shorter value is refused.
+    recovery_timeout: GoDuration | None = None
     backoff_base_seconds: Annotated[int, Field(ge=1, le=3600)] = 60
     backoff_max_seconds: Annotated[int, Field(ge=60, le=86400)] = 3600
     #: Requeues before Kueue deactivates the workload; a job that never fits stops retrying.

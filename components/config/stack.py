@@ -136,20 +136,6 @@ class StackConfig(Model):
                         f"{targets[target.name]})",
                     )
                 )
-            if target is not None:
-                instance_type = nccl_instance_type(target)
-                if (
-                    catalog.nccl_min_bus_bandwidth(instance_type, nccl.min_bus_bandwidth_gbps)
-                    is None
-                ):
-                    problems.append(
-                        (
-                            "validation.nccl.minBusBandwidthGbps",
-                            None,
-                            f"a threshold in GB/s: the catalog has no published all-reduce "
-                            f"figure for {instance_type} (pool {target.name})",
-                        )
-                    )
         if problems:
             raise problems_error(problems)
         return self
@@ -329,6 +315,13 @@ class StackConfig(Model):
         return self.training.default_image is None
 
     @property
+    def fsx_team_dirs_image(self) -> str | None:
+        """The image of the FSx team-directory Job given by digest: `storage.fsxTeamDirsImage`,
+        else `training.defaultImage`; None: the reference trainer the deploy builds (its digest
+        is an Output, components/platform/trainer_image.py)."""
+        return self.storage.fsx_team_dirs_image or self.training.default_image
+
+    @property
     def bucket_prefix(self) -> str:
         return (self.storage.bucket_prefix or self.cluster.name).lower()
 
@@ -376,8 +369,9 @@ class StackConfig(Model):
 
 
 def nccl_instance_type(pool: GpuNodeGroup | KarpenterPool) -> str:
-    """The instance type the NCCL test's threshold and EFA count are taken from: the pool's
-    first type (a pool's types share one GPU class; a node group's share one EFA count)."""
+    """The pool's first instance type: what a GPU smoke Job names (a pool's types share one GPU
+    class). The NCCL test's type is the one its pods land on (analysis/nccl.py), which checks
+    its bandwidth threshold too."""
     if isinstance(pool, KarpenterPool):
         return pool.resolved_instance_types[0]
     return pool.instance_types[0]

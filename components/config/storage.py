@@ -201,15 +201,11 @@ class StorageConfig(Model):
     team_checkpoint_size: Annotated[str, StringConstraints(pattern=r"^[1-9][0-9]*(Gi|Ti)$")] = "1Ti"
     efs_csi_chart_version: str = "4.4.1"
     fsx_csi_chart_version: str = "1.17.0"
-    #: FSx only: the image of the one-shot Jobs that create each team's `/teams/<team>` on
-    #: Lustre owned by the trainer's UID (mkdir, chown, stat: any shell image will do; docs/
-    #: storage.md). Digest as pinned by several public repositories for busybox 1.37.0
-    #: (docker.io and its mirror.gcr.io copy), not pulled here: confirm with
-    #: `crane digest docker.io/library/busybox:1.37.0` or point this at your ECR copy.
-    fsx_team_dirs_image: DigestImage = (
-        "docker.io/library/busybox:1.37.0"
-        "@sha256:bdf57e528e45e4433820e045b29b4597825a1c9e38353532d90a01445013f82e"
-    )
+    #: FSx only: the image of the one-shot Job that creates each team's `/teams/<team>` on Lustre
+    #: owned by the trainer's UID (sh, mkdir, chown, stat; docs/storage.md). Unset: the trainer
+    #: image (`training.defaultImage`, else the digest the deploy built, pushed and signed:
+    #: docs/images.md); set it only to run another image, pinned by digest.
+    fsx_team_dirs_image: DigestImage | None = None
 
     @model_validator(mode="after")
     def _check(self) -> StorageConfig:

@@ -17,8 +17,9 @@ image `v1.33.6` = the control plane's minor; docs/node-groups.md has the full tr
 - Expander `priority,least-waste`: reserved (Capacity Block / ODCR) groups, then on-demand, then
   spot, when a pod could use several; least-waste breaks ties.
 - ProvisioningRequests: `--enable-provisioning-requests` with `--kube-api-content-type
-  application/json` (FAQ.md "Enabling ProvisioningRequest Support"), and the ProvisioningRequest
-  CRD, which the chart does not ship (vendored from the 1.33.6 tag).
+  application/json` (FAQ.md "Enabling ProvisioningRequest Support"), the RBAC that FAQ lists
+  (the chart's ClusterRole lacks `create` and `delete`: `PROVREQ_RULE`), and the
+  ProvisioningRequest CRD, which the chart does not ship (vendored from the 1.33.6 tag).
 - Scale-down: training pods carry `cluster-autoscaler.kubernetes.io/safe-to-evict: "false"`
   (FAQ.md "What types of pods can prevent CA from removing a node?"), so a node running one is
   never removed; `--skip-nodes-with-local-storage=false` lets an idle node whose only pods use
@@ -58,6 +59,21 @@ PROVREQ_CRD: Final = (
     Path(__file__).resolve().parents[2]
     / "schemas/crds/cluster-autoscaler/autoscaling.x-k8s.io_provisioningrequests.yaml"
 )
+#: What the autoscaler may do with ProvisioningRequests, exactly as upstream documents it
+#: (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cluster-autoscaler/FAQ.md, "Enabling
+#: ProvisioningRequest Support", step 4: verbs watch, list, get, create, update, patch, delete on
+#: provisioningrequests and provisioningrequests/status). The chart's ClusterRole grants only
+#: get, list, watch, update, patch (cluster-autoscaler-chart-9.59.0 cluster-autoscaler/charts/
+#: cluster-autoscaler/templates/clusterrole.yaml#L219-229); without `delete` the garbage collection
+#: of requests Provisioned or Failed more than a week ago fails and logs "Couldn't delete old ...
+#: Provisioning Request" on every loop (processors/provreq/processor.go `DeleteOldProvReqs`,
+#: `defaultTerminalProvReqTTL = 7 * 24 * time.Hour`). Added through the chart's own
+#: `rbac.additionalRules`, which its template appends to the same ClusterRole (#L247-249).
+PROVREQ_RULE: Final = {
+    "apiGroups": ["autoscaling.x-k8s.io"],
+    "resources": ["provisioningrequests", "provisioningrequests/status"],
+    "verbs": ["watch", "list", "get", "create", "update", "patch", "delete"],
+}
 #: Priority-expander tiers (higher wins): capacity already paid for, then capacity that is not
 #: interrupted, then spot.
 PRIORITY: Final = {"reserved": 30, "on-demand": 20, "spot": 10}
@@ -145,16 +161,18 @@ def chart_values(
         "skip-nodes-with-local-storage": False,
         "balance-similar-node-groups": False,
     }
+    rbac: dict[str, Any] = {"serviceAccount": {"name": SERVICE_ACCOUNT}}
     if config.provisioning_requests:
         extra_args["enable-provisioning-requests"] = True
         extra_args["kube-api-content-type"] = "application/json"
+        rbac["additionalRules"] = [PROVREQ_RULE]
     return {
         "cloudProvider": "aws",
         "awsRegion": region,
         "fullnameOverride": FULLNAME,
         "autoDiscovery": {"clusterName": cluster_name, "tags": discovery_tags(cluster_name)},
         "image": {"tag": config.image_tag},
-        "rbac": {"serviceAccount": {"name": SERVICE_ACCOUNT}},
+        "rbac": rbac,
         "extraArgs": extra_args,
         "expanderPriorities": expander_priorities(cluster_name, groups),
         "nodeSelector": catalog.system_node_labels(),

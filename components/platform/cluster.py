@@ -31,6 +31,7 @@ from components.platform.node_group_builders import (
     gpu_group_labels,
     launch_template_spec,
     node_group_extras,
+    node_group_instance_types,
     node_group_transform,
     reservation_spec,
 )
@@ -336,7 +337,7 @@ class Cluster(pulumi.ComponentResource):
                 f"{name}-{group.name}",
                 cluster,
                 args,
-                instance_types=list(group.instance_types),
+                instance_types=node_group_instance_types(group),
                 capacity_type=group.flavor_capacity_type,
                 # Driver and container toolkit come with the AMI (the GPU Operator leaves them).
                 ami_type=GPU_AMI_TYPES[group.ami_type],
@@ -443,7 +444,7 @@ class Cluster(pulumi.ComponentResource):
         cluster: eks.Cluster,
         args: ClusterArgs,
         *,
-        instance_types: list[str],
+        instance_types: list[str] | None,
         capacity_type: catalog.CapacityType,
         ami_type: str,
         sizes: tuple[int, int, int],

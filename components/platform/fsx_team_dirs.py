@@ -125,7 +125,7 @@ def team_dirs_script(teams: list[str], owner: int = pod_security.RUN_AS_USER) ->
     return "\n".join(lines) + "\n"
 
 
-def team_dirs_job(teams: list[str], image: str) -> dict[str, Any]:
+def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
     """The one-shot Job that creates `/teams/<team>` on Lustre for the trainer's UID, for every
     team.
 
@@ -133,7 +133,10 @@ def team_dirs_job(teams: list[str], image: str) -> dict[str, Any]:
     capability; chown needs CAP_CHOWN, the only one added (PSS baseline allows it:
     kubernetes/pod-security-admission policy/check_capabilities_baseline.go). Root squash on
     the file system would map uid 0 to nobody and fail the Job, and with it `up`, loudly.
-    On system nodes: no GPU is needed, and the FSx node plugin runs on every node.
+    On system nodes: no GPU is needed, and the FSx node plugin runs on every node. `image` is
+    the trainer's by default (StackConfig.fsx_team_dirs_image, else the digest the deploy pushed,
+    an Output): an image the platform already builds and signs, with sh, mkdir, chown and stat;
+    `command` replaces its entrypoint.
     """
     owner = pod_security.RUN_AS_USER
     labels = {"app.kubernetes.io/name": TEAM_DIRS_JOB, "app.kubernetes.io/managed-by": "pulumi"}

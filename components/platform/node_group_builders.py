@@ -124,10 +124,16 @@ def autoscaler_group_tags(group: GpuNodeGroup) -> dict[str, str]:
 
 
 def reservation_spec(group: GpuNodeGroup) -> dict[str, Any]:
-    """Launch-template settings that bind a group to its capacity reservation: a Capacity Block
-    through `instance_market_options` (market type `capacity-block`) plus the reservation, an
-    ODCR through the capacity reservation target (awsdocs amazon-eks-user-guide
-    nodes/capacity-blocks-mng.adoc and ml/ml-node-groups.adoc)."""
+    """Launch-template settings that bind a group to its capacity reservation: an ODCR through
+    the capacity reservation target; a Capacity Block through `instance_market_options` (market
+    type `capacity-block`), the reservation and the group's one `instance_type`. EKS requires all
+    three in the launch template of a CAPACITY_BLOCK group and rejects a create request missing
+    any ("`InstanceType` set to an instance type that supports Capacity Blocks"; awsdocs
+    amazon-eks-user-guide@4d52b4d0 latest/ug/ml/capacity-blocks-mng.adoc), so the type goes
+    there and not through the EKS API (`node_group_instance_types`), as terraform-aws-eks does
+    for exactly this case (terraform-aws-modules/terraform-aws-eks@v21.19.0
+    modules/eks-managed-node-group/main.tf: `instance_type = var.capacity_type ==
+    "CAPACITY_BLOCK" ? element(var.instance_types, 0) : null`)."""
     if group.capacity_reservation_id is None:
         return {}
     reservation = group.capacity_reservation_id
@@ -136,8 +142,23 @@ def reservation_spec(group: GpuNodeGroup) -> dict[str, Any]:
         return {
             "instance_market_options": {"market_type": "capacity-block"},
             "capacity_reservation_specification": target,
+            "instance_type": group.instance_types[0],
         }
     return {"capacity_reservation_specification": target}
+
+
+def node_group_instance_types(group: GpuNodeGroup) -> list[str] | None:
+    """The EKS node group's `instanceTypes`: none for a Capacity Block group, whose type is in
+    its launch template (`reservation_spec`) - "If you specify an instance type in a launch
+    template, and use that launch template to deploy your node group, then you can't specify
+    any instance types ... using other tools that use the Amazon EKS API" (awsdocs
+    amazon-eks-user-guide@4d52b4d0 latest/ug/nodes/launch-templates.adoc; terraform-aws-eks
+    v21.19.0 main.tf: `instance_types = var.capacity_type == "CAPACITY_BLOCK" ? null :
+    var.instance_types`). On-demand and spot groups keep their types on the node group, where
+    a spot group's several types become the Auto Scaling group's instance overrides."""
+    if group.capacity_type == "capacity-block":
+        return None
+    return list(group.instance_types)
 
 
 def node_group_extras(cluster_name: str, group: GpuNodeGroup) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import yaml
 from components import catalog
 from components.analysis import volcano
 from components.analysis.facts import stack_facts
+from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig, StackConfig
 from components.platform.handles import ClusterHandles
 from components.resource_options import child_options
@@ -213,9 +214,11 @@ def provisioning_request_config_spec() -> dict[str, Any]:
     }
 
 
-def kueue_manager_config(config: SchedulingConfig) -> dict[str, Any]:
+def kueue_manager_config(config: SchedulingConfig, timeouts: PodsReady) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus the
-    integrations the platform uses and waitForPodsReady (present = enabled in v1beta2)."""
+    integrations the platform uses and waitForPodsReady (present = enabled in v1beta2), whose
+    timeouts come from the facts (`timeouts`: analysis/readiness.py derives them from the
+    slowest path from admission to Ready pods)."""
     ready = config.wait_for_pods_ready
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
@@ -238,8 +241,8 @@ def kueue_manager_config(config: SchedulingConfig) -> dict[str, Any]:
         # Jobs without a queue label are not Kueue's: that is how Volcano jobs stay Volcano's.
         "manageJobsWithoutQueueName": False,
         "waitForPodsReady": {
-            "timeout": ready.timeout,
-            "recoveryTimeout": ready.recovery_timeout,
+            "timeout": timeouts.timeout,
+            "recoveryTimeout": timeouts.recovery_timeout,
             # Quota <= capacity is enforced at config time, so admissions need not serialise.
             "blockAdmission": False,
             "requeuingStrategy": {
@@ -260,7 +263,7 @@ def kueue_manager_config(config: SchedulingConfig) -> dict[str, Any]:
     }
 
 
-def kueue_values(config: SchedulingConfig) -> dict[str, Any]:
+def kueue_values(config: SchedulingConfig, timeouts: PodsReady) -> dict[str, Any]:
     """Helm values of the Kueue chart (every key exists in its values.yaml: tests check)."""
     return {
         "controllerManager": {
@@ -280,7 +283,7 @@ def kueue_values(config: SchedulingConfig) -> dict[str, Any]:
         },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(
-                kueue_manager_config(config), sort_keys=False
+                kueue_manager_config(config, timeouts), sort_keys=False
             )
         },
     }
@@ -335,6 +338,8 @@ class SchedulingArgs:
     k8s_provider: k8s.Provider
     #: Controllers wait for the system nodes they are pinned to.
     system_nodes: pulumi.Resource
+    #: Kueue's waitForPodsReady timeouts (the facts' `pods_ready`, analysis/readiness.py).
+    pods_ready: PodsReady
     #: What Kueue must start after: the ProvisioningRequest CRD. Kueue sets up its
     #: provisioning admission-check controller only if the API is served when it starts
     #: (kubernetes-sigs/kueue@v0.19.2 cmd/kueue/main.go#L513-518, "Skipping provisioning
@@ -354,6 +359,7 @@ class SchedulingArgs:
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             kueue_after=kueue_after,
+            pods_ready=stack_facts(cfg).pods_ready,
         )
 
 
@@ -421,7 +427,7 @@ class Scheduling(pulumi.ComponentResource):
             chart=KUEUE_CHART,
             version=config.kueue_chart_version,
             namespace=KUEUE_NAMESPACE,
-            values=kueue_values(config),
+            values=kueue_values(config, args.pods_ready),
             # Later objects (flavors, queues) are rejected until the webhooks answer.
             atomic=True,
             timeout=RELEASE_TIMEOUT_S,

@@ -2,10 +2,9 @@
 
 Owns the customer-managed KMS key of the data, the three data buckets (SSE-KMS with bucket
 keys, versioning, all public-access blocks, BucketOwnerEnforced, TLS-only policy, lifecycle,
-access logging into a log bucket), the shared ReadWriteMany file system — EFS with a mount
-target per private subnet, or FSx for Lustre linked to the datasets bucket — its CSI driver
-(Helm, IAM through EKS Pod Identity) and the StorageClass, plus the per-team volumes
-(`Storage.team_volumes`). Documents and Kubernetes objects are pure builders in `storage_builders`.
+access logging into a log bucket), the shared ReadWriteMany file system (EFS with a mount target
+per private subnet, or FSx for Lustre linked to the datasets bucket), its CSI driver (Helm, IAM
+through Pod Identity), the StorageClass and per-team volumes; builders in `storage_builders`.
 """
 
 from __future__ import annotations
@@ -89,6 +88,8 @@ class StorageArgs:
     tags: dict[str, str]
     #: Team names: each gets a directory on an FSx file system (fsx_team_dirs).
     teams: tuple[str, ...] = ()
+    #: The FSx team-directory Job's image (fsx_team_dirs_image, or the trainer's pushed digest).
+    team_dirs_image: pulumi.Input[str] = ""
 
     @classmethod
     def of(
@@ -98,8 +99,11 @@ class StorageArgs:
         cluster: ClusterHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
+        *,
+        trainer_image: pulumi.Input[str] | None = None,
     ) -> StorageArgs:
-        """This component's slice of the stack config, the network and the cluster."""
+        """This component's slice of the stack config, the network and the cluster; the
+        trainer's pinned reference (the FSx team-directory Job's image by default)."""
         return cls(
             aws_account=aws_account,
             config=cfg.storage,
@@ -113,6 +117,7 @@ class StorageArgs:
             system_node_group=cluster.system_node_group,
             tags=tags,
             teams=tuple(team.name for team in cfg.teams),
+            team_dirs_image=cfg.fsx_team_dirs_image or trainer_image or "",
         )
 
 
@@ -597,7 +602,7 @@ class Storage(pulumi.ComponentResource):
             self._team_dirs_job = create_team_dirs_job(
                 self._name,
                 teams=list(self._args.teams),
-                image=self._args.config.fsx_team_dirs_image,
+                image=self._args.team_dirs_image,
                 opts=pulumi.ResourceOptions.merge(
                     opts, pulumi.ResourceOptions(depends_on=self._fsx_admin)
                 ),

@@ -133,7 +133,7 @@ def create_fsx_admin(
 
 
 def create_team_dirs_job(
-    name: str, *, teams: list[str], image: str, opts: pulumi.ResourceOptions
+    name: str, *, teams: list[str], image: pulumi.Input[str], opts: pulumi.ResourceOptions
 ) -> k8s.batch.v1.Job:
     """The Job that creates every team's directory on the Lustre root
     (`fsx_team_dirs.team_dirs_job`); `opts` carry its platform namespace and claim, and the

@@ -10,7 +10,7 @@ managed node groups without changing the builders.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
 import pulumi
@@ -18,6 +18,8 @@ import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.analysis import placement, pod_security, volcano
+from components.analysis.facts import stack_facts
+from components.analysis.nccl import NcclHost
 from components.analysis.nodes import managed_gpu_taints
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 from components.config.stack import nccl_instance_type
@@ -52,6 +54,10 @@ class GpuPool:
     #: The taints of the pool's nodes (components/analysis/nodes.py: the GPU taint, a spot
     #: group's spot taint, a group's own): validation pods tolerate exactly these.
     taints: tuple[dict[str, str], ...] = (catalog.gpu_taint(),)
+    #: CPU and memory (GiB) of one NCCL test pod on `instance_type` (analysis/nccl.py sizes it
+    #: from the type's allocatable: ValidationArgs.of).
+    nccl_pod_cpu: float = catalog.NCCL_POD_CPU
+    nccl_pod_memory_gib: int = catalog.NCCL_POD_MEMORY_GIB
 
     @property
     def efa_devices(self) -> int:
@@ -101,6 +107,21 @@ def pools_from_karpenter(pools: Sequence[KarpenterPool]) -> list[GpuPool]:
         for pool in pools
         if pool.is_gpu
     ]
+
+
+def nccl_pool(pools: Sequence[GpuPool], host: NcclHost | None) -> GpuPool | None:
+    """The NCCL test's pool, named and sized for the type its pods land on (`host`, from the
+    facts: analysis/nccl.py) - not the pool's first type, which may be too small to hold them.
+    None when no test runs (the config check refuses a pool no type of which holds a pod)."""
+    pool = next((p for p in pools if host is not None and p.name == host.source), None)
+    if pool is None or host is None:
+        return None
+    return replace(
+        pool,
+        instance_type=host.instance_type,
+        nccl_pod_cpu=host.cpu,
+        nccl_pod_memory_gib=host.memory_gib,
+    )
 
 
 def _pod_placement(pool: GpuPool) -> dict[str, Any]:
@@ -175,17 +196,15 @@ def nccl_affinity(pool: GpuPool, name: str) -> dict[str, Any]:
 
 
 def nccl_resources(pool: GpuPool) -> dict[str, Any]:
-    """Every GPU and, on EFA types, every EFA device of the node (catalog count)."""
+    """Every GPU and, on EFA types, every EFA device of the node (catalog count), with the CPU
+    and memory the pool's host type can give (analysis/nccl.py)."""
     devices = {catalog.GPU_RESOURCE: str(pool.gpus_per_node)}
     if pool.efa_devices:
         devices[catalog.EFA_RESOURCE] = str(pool.efa_devices)
+    memory = f"{pool.nccl_pod_memory_gib}Gi"
     return {
-        "requests": {
-            "cpu": str(catalog.NCCL_POD_CPU),
-            "memory": f"{catalog.NCCL_POD_MEMORY_GIB}Gi",
-            **devices,
-        },
-        "limits": {"memory": f"{catalog.NCCL_POD_MEMORY_GIB}Gi", **devices},
+        "requests": {"cpu": f"{pool.nccl_pod_cpu:g}", "memory": memory, **devices},
+        "limits": {"memory": memory, **devices},
     }
 
 
@@ -468,11 +487,10 @@ class ValidationArgs:
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
             cfg.karpenter.pools
         )
-        target = cfg.nccl_pool()
         return cls(
             config=cfg.validation,
             pools=pools,
-            nccl_pool=next((pool for pool in pools if target and pool.name == target.name), None),
+            nccl_pool=nccl_pool(pools, stack_facts(cfg).nccl_host),
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu_operator,
             monitoring_release=monitoring_release,

@@ -82,6 +82,8 @@ INTERRUPTION_EVENTS = (
     "AWS Health Event",
 )
 GPU_FAMILIES = frozenset(catalog.instance(n).family for n in catalog.GPU_INSTANCE_TYPES)
+#: A GPU class label value, `<model>-x<GPUs per node>` (catalog.gpu_node_labels).
+GPU_CLASS_LABEL = re.compile(r"[a-z0-9]+-x([0-9]+)")
 PINNED_VERSION = re.compile(r"^v?\d+\.\d+\.\d+([-+][0-9A-Za-z.-]+)?$")
 
 
@@ -95,11 +97,21 @@ def _gpus_per_node(instance_types: Sequence[Any]) -> int:
     return max(counts, default=0)
 
 
+def group_gpus_per_node(props: Mapping[str, Any]) -> int:
+    """GPUs per node of a managed node group: from its instance types or, for a Capacity Block
+    group (its one type is in the launch template, never on the node group: EKS refuses both,
+    components/platform/node_group_builders.py), from its `gpu-class` label (`<model>-x<n>`)."""
+    gpus = _gpus_per_node(as_list(props.get("instanceTypes")))
+    if gpus:
+        return gpus
+    labels = props.get("labels")
+    label = str(labels.get(catalog.LABEL_GPU_CLASS, "")) if is_map(labels) else ""
+    match = GPU_CLASS_LABEL.fullmatch(label)
+    return int(match.group(1)) if match else 0
+
+
 def is_gpu_node_group(props: Mapping[str, Any]) -> bool:
-    return (
-        "NVIDIA" in str(props.get("amiType", ""))
-        or _gpus_per_node(as_list(props.get("instanceTypes"))) > 0
-    )
+    return "NVIDIA" in str(props.get("amiType", "")) or group_gpus_per_node(props) > 0
 
 
 def _has_gpu_taint(taints: Any, effect: str) -> bool:
@@ -123,7 +135,7 @@ def _check_node_group_bounded(resource: Resource, config: Config) -> Iterator[st
     if max_size is None:
         yield "GPU node group without scalingConfig.maxSize"
         return
-    gpus = int(max_size) * _gpus_per_node(as_list(resource.props.get("instanceTypes")))
+    gpus = int(max_size) * group_gpus_per_node(resource.props)
     if gpus > config["maxGpusPerGroup"]:
         yield f"GPU node group can grow to {gpus} GPUs; at most {fmt(config['maxGpusPerGroup'])}"
 
@@ -251,7 +263,7 @@ def _pool_capacities(resources: Sequence[PolicyResource]) -> list[tuple[dict[str
             pools.append((pool_labels(r.props), limit))
         elif r.resource_type in (MANAGED_NODE_GROUP, EKS_NODE_GROUP) and is_gpu_node_group(r.props):
             max_size = quantity(dig(r.props, "scalingConfig", "maxSize")) or 0.0
-            per_node = _gpus_per_node(as_list(r.props.get("instanceTypes")))
+            per_node = group_gpus_per_node(r.props)
             labels = {str(k): str(v) for k, v in (r.props.get("labels") or {}).items()}
             pools.append((labels, max_size * per_node))
     return pools

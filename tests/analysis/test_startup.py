@@ -6,7 +6,7 @@ import copy
 import json
 from typing import Any
 
-from components.analysis import startup
+from components.analysis import readiness, startup
 from components.config import StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
@@ -30,7 +30,7 @@ def test_p5_job_pulls_with_soci_onto_nvme() -> None:
     est = _pretrain(_prod())
     assert est.instance_type == "p5.48xlarge"
     assert est.parallel_pull and est.image_store == "NVMe RAID0 over 8 disk(s), 30400 GB"
-    assert est.pull_mibps == startup.PARALLEL_PULL_MIBPS
+    assert est.pull_mibps == readiness.PARALLEL_PULL_MIBPS
     # 8 GiB reference trainer image at 400 MiB/s: 20 s; 420 s launch; 30 + 2 x 2 rendezvous.
     assert est.image_pull_s == 20
     assert est.total_s == 420 + 20 + 34
@@ -43,9 +43,9 @@ def test_without_soci_the_pull_is_slower_and_image_size_overrides_apply() -> Non
     karpenter.setdefault("gpuNodeClass", {"diskSizeGib": 300})["fastImagePull"] = False
     training = dict(raw.get("gpu-platform:training", {}), imageSizeGib=30)
     est = _pretrain(_prod({"gpu-platform:karpenter": karpenter, "gpu-platform:training": training}))
-    assert not est.parallel_pull and est.pull_mibps == startup.PULL_MIBPS
+    assert not est.parallel_pull and est.pull_mibps == readiness.PULL_MIBPS
     assert est.image_gib == 30
-    assert est.image_pull_s == round(30 * 1024 / startup.PULL_MIBPS)
+    assert est.image_pull_s == round(30 * 1024 / readiness.PULL_MIBPS)
     jobs = copy.deepcopy(raw["gpu-platform:trainingJobs"])
     for job in jobs:
         job["imageSizeGib"] = 2.5
@@ -83,5 +83,5 @@ def test_without_raid0_the_gp3_root_holds_the_images_and_can_bound_the_pull() ->
     karpenter["gpuNodeClass"]["instanceStoreRaid0"] = True
     on_nvme = _pretrain(_prod({"gpu-platform:karpenter": karpenter}))
     assert on_nvme.image_store.startswith("NVMe RAID0")
-    assert on_nvme.pull_mibps == startup.PARALLEL_PULL_MIBPS
+    assert on_nvme.pull_mibps == readiness.PARALLEL_PULL_MIBPS
     assert on_nvme.image_pull_s < est.image_pull_s

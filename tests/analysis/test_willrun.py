@@ -13,6 +13,7 @@ import pytest
 
 from components import catalog
 from components.analysis import check, problems
+from components.analysis.facts import stack_facts
 from components.analysis.memory import model_state_gib
 from components.analysis.nodes import NodeSource, node_sources, tolerates
 from components.analysis.placement import Placement, job_placement
@@ -83,7 +84,9 @@ def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
 
     cfg = _cfg("prod")
     manager = yaml.safe_load(
-        kueue_values(cfg.scheduling)["managerConfig"]["controllerManagerConfigYaml"]
+        kueue_values(cfg.scheduling, stack_facts(cfg).pods_ready)["managerConfig"][
+            "controllerManagerConfigYaml"
+        ]
     )
     assert manager["resources"]["excludeResourcePrefixes"] == list(
         catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES

@@ -136,6 +136,18 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "the Capacity Block's id",
     ),
     (
+        "Capacity Block group with two types (its launch template carries one InstanceType)",
+        lambda c: (
+            _set(c, "nodeGroups.gpu[0].capacityType", "capacity-block"),
+            _set(c, "nodeGroups.gpu[0].capacityReservationId", "cr-0123456789abcdef0"),
+            _set(c, "nodeGroups.gpu[0].minSize", 0),
+            _set(c, "nodeGroups.gpu[0].desiredSize", 0),
+            _set(c, "nodeGroups.gpu[0].instanceTypes", ["p5.48xlarge", "p5e.48xlarge"]),
+        ),
+        "gpu-platform:nodeGroups.gpu[0].instanceTypes",
+        "launch template carries it as its InstanceType, which EKS requires",
+    ),
+    (
         "Capacity Block group created with nodes",
         lambda c: (
             _set(c, "nodeGroups.gpu[0].capacityType", "capacity-block"),

@@ -22,11 +22,14 @@ from components.config.load import namespace_values, parse
 from components.platform import autoscaler
 from components.platform.node_group_builders import (
     autoscaler_group_tags,
+    node_group_instance_types,
     reservation_spec,
 )
 from components.training_jobs.plan import SAFE_TO_EVICT
+from synth.golden import with_policy
 from synth.harness import SynthResult, run_program
-from tests.conftest import SCHEMAS, stack_values, values_with_jobs
+from synth.report import report
+from tests.conftest import SCHEMAS, node_group_overrides, stack_values, values_with_jobs
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -155,6 +158,36 @@ def test_kueue_starts_after_the_provisioning_request_crd_the_autoscaler_serves(
     assert args["expander"] == "priority,least-waste"
 
 
+#: What the chart's own ClusterRole grants on provisioningrequests (kubernetes/autoscaler@
+#: cluster-autoscaler-chart-9.59.0 cluster-autoscaler/charts/cluster-autoscaler/templates/
+#: clusterrole.yaml#L219-229) and what the autoscaler's FAQ at 1.33.6 asks for ("Enabling
+#: ProvisioningRequest Support", step 4).
+CHART_PROVREQ_VERBS = {"get", "list", "watch", "update", "patch"}
+FAQ_PROVREQ_VERBS = {"watch", "list", "get", "create", "update", "patch", "delete"}
+
+
+def test_the_autoscaler_may_create_and_delete_provisioning_requests(dev: SynthResult) -> None:
+    # Without `delete` its garbage collection of week-old finished requests fails on every loop.
+    values = _release(dev, "cluster-autoscaler").inputs["values"]
+    rules = values["rbac"]["additionalRules"]
+    assert rules == [
+        {
+            "apiGroups": ["autoscaling.x-k8s.io"],
+            "resources": ["provisioningrequests", "provisioningrequests/status"],
+            "verbs": sorted(FAQ_PROVREQ_VERBS, key=list(autoscaler.PROVREQ_RULE["verbs"]).index),
+        }
+    ]
+    granted = CHART_PROVREQ_VERBS | {verb for rule in rules for verb in rule["verbs"]}
+    assert granted == FAQ_PROVREQ_VERBS
+    assert missing_keys("cluster-autoscaler", values, open_keys=frozenset({"extraArgs"})) == []
+
+
+def test_no_provisioning_request_rbac_without_provisioning_requests() -> None:
+    config = autoscaler.ClusterAutoscalerConfig(provisioning_requests=False)
+    values = autoscaler.chart_values(config, cluster_name="c", region="us-east-1", groups=[])
+    assert "additionalRules" not in values["rbac"]
+
+
 def test_training_pods_keep_their_nodes_from_the_autoscalers_scale_down(
     dev: SynthResult,
 ) -> None:
@@ -199,12 +232,69 @@ def test_capacity_block_and_odcr_bind_through_the_launch_template() -> None:
         "capacity_reservation_specification": {
             "capacity_reservation_target": {"capacity_reservation_id": "cr-0123456789abcdef0"}
         },
+        # EKS rejects a Capacity Block group whose launch template has no InstanceType.
+        "instance_type": "p5.48xlarge",
     }
+    # ... and then takes no instanceTypes through its own API; other groups keep theirs.
+    assert node_group_instance_types(block) is None
     odcr = block.model_copy(update={"capacity_type": "on-demand"})
+    assert node_group_instance_types(odcr) == ["p5.48xlarge"]
     assert "instance_market_options" not in reservation_spec(odcr)
+    assert "instance_type" not in reservation_spec(odcr)
     assert autoscaler_group_tags(block) == {
         "k8s.io/cluster-autoscaler/node-template/resources/vpc.amazonaws.com/efa": "32"
     }
+
+
+#: Prod with its on-demand H100 group, a Capacity Block group of two p5 (the reserved H100
+#: flavor, instead of Karpenter's kp-h100-reserved) and its spot L40S group.
+CAPACITY_BLOCK_GROUP = {
+    "name": "ng-h100-cb",
+    "capacityType": "capacity-block",
+    "capacityReservationId": "cr-0123456789abcdef0",
+    "reservationZoneIndex": 2,
+    "instanceTypes": ["p5.48xlarge"],
+    "minSize": 0,
+    "desiredSize": 0,
+    "maxSize": 2,
+}
+
+
+def test_a_capacity_block_group_carries_its_type_in_the_launch_template() -> None:
+    groups = stack_values("prod")["gpu-platform:nodeGroups"]["gpu"]
+    overrides = node_group_overrides([*groups, CAPACITY_BLOCK_GROUP])
+    # The block replaces Karpenter's reserved pool and its ODCR.
+    overrides["gpu-platform:karpenter"]["reservations"] = []
+    result = run_program("prod", overrides=overrides)
+    templates = {t.name: t.inputs for t in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")}
+    node_groups = {g.name: g.inputs for g in result.of_type("eks:index:ManagedNodeGroup")}
+    block, block_template = node_groups["cluster-ng-h100-cb"], templates["cluster-ng-h100-cb"]
+    # What EKS requires of a CAPACITY_BLOCK group (capacity-blocks-mng.adoc): market type,
+    # the block, and the type - in the launch template, and not again through the EKS API.
+    assert block["capacityType"] == "CAPACITY_BLOCK"
+    assert block_template["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert block_template["capacityReservationSpecification"] == {
+        "capacityReservationTarget": {"capacityReservationId": "cr-0123456789abcdef0"}
+    }
+    assert block_template["instanceType"] == "p5.48xlarge"
+    assert "instanceTypes" not in block
+    # Only the block's zone; a Capacity Block is not created in the EFA placement group.
+    assert len(block["subnetIds"]) == 1
+    assert "placement" not in block_template
+    assert len(block_template["networkInterfaces"]) == 32
+    # On-demand and spot groups keep their types on the node group, none in the template.
+    assert node_groups["cluster-ng-l40s-spot"]["instanceTypes"] == [
+        "g6e.xlarge",
+        "g6e.2xlarge",
+        "g6e.4xlarge",
+    ]
+    assert node_groups["cluster-ng-h100-od"]["instanceTypes"] == ["p5.48xlarge"]
+    for name in ("cluster-ng-l40s-spot", "cluster-ng-h100-od"):
+        assert "instanceType" not in templates[name]
+    # The report and the policies still see the block's eight GPUs per node.
+    assert "| ng-h100-cb | h100-x8 | reserved | p5.48xlarge | 0/2 | 8 | 16 |" in report(result)
+    violations = with_policy(result).policy_violations or []
+    assert [v for v in violations if v["enforcement"] == "mandatory"] == []
 
 
 def test_an_odcr_group_launches_in_the_reservations_zone_only() -> None:

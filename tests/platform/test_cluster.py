@@ -140,6 +140,38 @@ def test_coredns_addon_waits_for_the_system_nodes_and_pulumi_eks_creates_none(
     assert coredns.inputs["addonVersion"] == "v1.12.2-eksbuild.4"
 
 
+#: The pins, each the newest build read upstream (components/config/cluster.py DEFAULT_ADDONS has
+#: where): kube-proxy from the EKS user guide's add-on table (managing-kube-proxy), the node
+#: monitoring agent from the image tag of its newest release (aws/eks-node-monitoring-agent
+#: v1.7.0, charts/eks-node-monitoring-agent/values.yaml).
+NEWEST_KUBE_PROXY = {
+    "1.32": "v1.32.13-eksbuild.16",
+    "1.33": "v1.33.10-eksbuild.13",
+    "1.34": "v1.34.6-eksbuild.13",
+}
+NEWEST_NODE_MONITORING_AGENT = "v1.7.0-eksbuild.1"
+
+
+def test_kube_proxy_and_node_monitoring_agent_pins_are_the_newest_builds_read(
+    prod: SynthResult,
+) -> None:
+    from components.config.cluster import DEFAULT_ADDONS
+
+    for version, pins in DEFAULT_ADDONS.items():
+        assert pins["kube_proxy"] == NEWEST_KUBE_PROXY[version]
+        # kube-proxy must be of the cluster's own minor.
+        assert pins["kube_proxy"].startswith(f"v{version}.")
+        assert pins["node_monitoring_agent"] == NEWEST_NODE_MONITORING_AGENT
+    (cluster,) = prod.of_type("eks:index:Cluster")
+    assert cluster.inputs["kubeProxyAddonOptions"]["version"] == NEWEST_KUBE_PROXY["1.33"]
+    (agent,) = [
+        a
+        for a in prod.of_type("aws:eks/addon:Addon")
+        if a.inputs["addonName"] == "eks-node-monitoring-agent"
+    ]
+    assert agent.inputs["addonVersion"] == NEWEST_NODE_MONITORING_AGENT
+
+
 def test_addon_pins_follow_the_kubernetes_version() -> None:
     from components.config import ClusterConfig
     from components.config.cluster import DEFAULT_ADDONS

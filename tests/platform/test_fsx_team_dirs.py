@@ -6,6 +6,7 @@ need none of it (access points carry their own POSIX identity)."""
 from __future__ import annotations
 
 import copy
+import json
 import os
 import shutil
 import subprocess
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from components.analysis import pod_security
+from components.config.load import namespace_values, parse
 from components.platform import fsx_team_dirs as sb
 from synth.harness import SynthResult
 from tests.conftest import stack_values
@@ -137,7 +139,11 @@ def test_prod_creates_every_team_dir_before_the_team_volumes(prod: SynthResult) 
     assert any("gpu-platform:teams:Team$" in d and "LocalQueue" in d for d in job.dependencies)
     assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
     assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
-    assert "@sha256:" in job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    # The trainer image: the digest the deploy pushed (and signed), not a public image pinned
+    # from a digest nobody here resolved.
+    image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert image == prod.outputs["trainerImage"]
+    assert image.startswith("123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-prod/trainer@sha256:")
     for team in teams:
         (pv,) = [
             r
@@ -169,3 +175,21 @@ def test_team_dirs_image_must_be_pinned_by_digest(
         "fsxTeamDirsImage": "busybox:1.37.0",
     }
     expect_config_error(config, "gpu-platform:storage.fsxTeamDirsImage", "@sha256")
+
+
+def test_team_dirs_job_runs_an_image_given_by_digest_instead() -> None:
+    config = copy.deepcopy(stack_values("prod"))
+    # An ECR copy pinned by digest, given explicitly: the Job runs it instead of the trainer.
+    ecr_copy = "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-prod/tools@sha256:" + "d" * 64
+    config["gpu-platform:storage"] = {
+        **config["gpu-platform:storage"],
+        "fsxTeamDirsImage": ecr_copy,
+    }
+    raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+    assert parse(namespace_values(raw)).fsx_team_dirs_image == ecr_copy
+    # Without one (and without training.defaultImage): the trainer the deploy builds.
+    assert parse(namespace_values(_raw(stack_values("prod")))).fsx_team_dirs_image is None
+
+
+def _raw(config: dict[str, Any]) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}

@@ -155,6 +155,7 @@ def test_time_slicing_labels_a_general_pool(
             "instanceTypes": ["g6e.xlarge"],
             "maxSize": 1,
             "workloadType": "general",
+            "unqueuedReason": "time-sliced L40S for notebooks, outside the teams' queues",
         },
     ]
     cfg["gpu-platform:gpuOperator"] = {"timeSlicing": {"pools": ["l40s-od"], "replicas": 4}}

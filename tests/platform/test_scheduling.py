@@ -13,6 +13,7 @@ from components import catalog
 from components import config as stack_config
 from components.analysis import volcano as volcano_analysis
 from components.analysis.capacity import gpu_capacity
+from components.analysis.readiness import PodsReady
 from components.analysis.volcano import VALIDATION_QUEUE
 from components.platform.karpenter_builders import pool_labels
 from components.platform.node_group_builders import gpu_group_labels
@@ -168,8 +169,12 @@ def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
     assert catalog.gpu_toleration()["key"] == catalog.gpu_taint()["key"]
 
 
+#: waitForPodsReady figures as the facts would derive them (analysis/readiness.py).
+READY = PodsReady(required_s=1085, longest=None, timeout="19m", recovery_timeout="19m")
+
+
 def test_kueue_config_enables_integrations_and_wait_for_pods_ready() -> None:
-    manager = kueue_manager_config(stack_config.SchedulingConfig())
+    manager = kueue_manager_config(stack_config.SchedulingConfig(), READY)
     assert manager["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert set(manager["integrations"]["frameworks"]) == {
         "batch/job",
@@ -177,12 +182,12 @@ def test_kueue_config_enables_integrations_and_wait_for_pods_ready() -> None:
         "trainer.kubeflow.org/trainjob",
     }
     ready = manager["waitForPodsReady"]
-    assert ready["timeout"] == "10m"
+    assert (ready["timeout"], ready["recoveryTimeout"]) == ("19m", "19m")
     assert ready["requeuingStrategy"]["backoffLimitCount"] == 10
     assert ready["requeuingStrategy"]["backoffBaseSeconds"] == 60
     # Unlabelled (Volcano) jobs are left alone: one gang mechanism per job.
     assert manager["manageJobsWithoutQueueName"] is False
-    text = kueue_values(stack_config.SchedulingConfig())["managerConfig"][
+    text = kueue_values(stack_config.SchedulingConfig(), READY)["managerConfig"][
         "controllerManagerConfigYaml"
     ]
     assert yaml.safe_load(text) == manager
@@ -206,7 +211,7 @@ def test_volcano_enqueue_follows_the_config() -> None:
 @pytest.mark.parametrize(
     ("chart", "values"),
     [
-        ("kueue", kueue_values(stack_config.SchedulingConfig())),
+        ("kueue", kueue_values(stack_config.SchedulingConfig(), READY)),
         ("volcano", volcano_values(stack_config.SchedulingConfig())),
         ("kubeflow-trainer", trainer_values()),
     ],

@@ -375,7 +375,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
     (
         "the same flavor twice in one team",
         lambda c: _teams(c)[1]["quota"].append(dict(_teams(c)[1]["quota"][2])),
-        "gpu-platform:teams[1].quota[3]",
+        "gpu-platform:teams[1].quota[5]",
         "one entry per GPU class and capacity type",
     ),
     (

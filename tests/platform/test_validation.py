@@ -47,6 +47,23 @@ def test_dev_has_a_smoke_job_per_gpu_pool_and_an_nccl_job(dev: SynthResult) -> N
     assert catalog.spot_toleration() in pod["tolerations"]
 
 
+def test_dev_nccl_job_fits_and_names_the_type_its_pods_land_on(dev: SynthResult) -> None:
+    """Applied to a real kube-scheduler, 16 GiB did not fit dev's g5.xlarge (issue 32): the
+    pods now ask for what the type they are named after can give."""
+    (job,) = [j for j in _jobs(dev) if j.inputs["metadata"]["name"].startswith("nccl-")]
+    container = job.inputs["spec"]["template"]["spec"]["containers"][0]
+    env = _env(container)
+    named = env["INSTANCE_TYPE"]
+    (source,) = [s for s in node_sources(dev.config) if s.name == env["POOL"]]
+    allocatable = source.allocatable[named]
+    requests = container["resources"]["requests"]
+    assert named == "g5.xlarge"
+    assert int(requests["memory"].removesuffix("Gi")) <= allocatable.memory_gib
+    assert float(requests["cpu"]) <= allocatable.cpu
+    # The threshold and the metric label name that type (validation_scripts reads both).
+    assert env["MIN_BUS_BANDWIDTH_GBPS"] == "2"
+
+
 def test_smoke_pods_tolerate_every_taint_of_their_group_its_own_too() -> None:
     """A group's own taint (nodeGroups.gpu[].taints) keeps other pods off its nodes, not the
     smoke Job pinned to it: a smoke pod that did not tolerate it would never schedule."""

@@ -376,7 +376,9 @@ def test_synth_writes_the_policy_report(tmp_path: Path) -> None:
                         "capacityType": "on-demand",
                         "instanceTypes": ["p5.48xlarge"],
                         "maxSize": 100,
-                    }
+                    },
+                    # The spot L40S group stays: research's quota lists its flavor.
+                    *c["gpu-platform:nodeGroups"]["gpu"][1:],
                 ]
             ),
             "gpu-platform-eks-gpu-node-group-bounded",
