@@ -13,23 +13,23 @@ from components import analysis
 from components import config as stack_config
 from components.config.images import TRAINER_CONTEXT, TRAINER_REPOSITORY
 from components.contract.platform_facts import exported, platform_facts
-from components.platform.admission import Admission, AdmissionArgs
-from components.platform.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
-from components.platform.cluster import Cluster, ClusterArgs
-from components.platform.cluster_logs import Logging, LoggingArgs
-from components.platform.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
-from components.platform.iam import AwsAccount
-from components.platform.karpenter import Karpenter, KarpenterArgs
-from components.platform.network import Network, NetworkArgs
-from components.platform.observability import Observability, ObservabilityArgs
-from components.platform.registry import Registry, RegistryArgs
-from components.platform.scheduling import Scheduling, SchedulingArgs
-from components.platform.storage import Storage, StorageArgs
-from components.platform.team_deploy import deploy_identity
-from components.platform.team_secrets import TeamSecrets, TeamSecretsArgs
-from components.platform.teams import Team, TeamArgs
-from components.platform.trainer_image import TrainerImage, TrainerImageArgs, context_tag
-from components.platform.validation import Validation, ValidationArgs
+from components.platform.capacity.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
+from components.platform.capacity.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
+from components.platform.capacity.karpenter import Karpenter, KarpenterArgs
+from components.platform.cluster.cluster import Cluster, ClusterArgs
+from components.platform.cluster.iam import AwsAccount
+from components.platform.cluster.network import Network, NetworkArgs
+from components.platform.observability.cluster_logs import Logging, LoggingArgs
+from components.platform.observability.observability import Observability, ObservabilityArgs
+from components.platform.registry.admission import Admission, AdmissionArgs
+from components.platform.registry.registry import Registry, RegistryArgs
+from components.platform.registry.trainer_image import TrainerImage, TrainerImageArgs, context_tag
+from components.platform.scheduling.scheduling import Scheduling, SchedulingArgs
+from components.platform.storage.storage import Storage, StorageArgs
+from components.platform.tenancy.team_deploy import deploy_identity
+from components.platform.tenancy.team_secrets import TeamSecrets, TeamSecretsArgs
+from components.platform.tenancy.teams import Team, TeamArgs
+from components.platform.validation.validation import Validation, ValidationArgs
 from components.training_jobs.plan import JobImage
 from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 

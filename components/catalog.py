@@ -466,7 +466,7 @@ def cpu_node_labels(*, capacity_type: CapacityType, workload_type: WorkloadType)
 
 #: Kueue's queue-name label: a job carrying it is suspended until its LocalQueue admits it.
 KUEUE_QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
-#: Resources every team ClusterQueue covers (components/platform/teams.py lists them in each
+#: Resources every team ClusterQueue covers (components/platform/tenancy/teams.py lists them in each
 #: flavor, in this order); the "will it run" analysis checks every request against them.
 KUEUE_COVERED_RESOURCES: Final = ("cpu", "memory", GPU_RESOURCE)
 #: Extended resources Kueue leaves out of quota (`resources.excludeResourcePrefixes` of its
@@ -485,7 +485,8 @@ ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
 #: Requests of one NCCL validation pod besides the node's GPUs and EFA devices
-#: (components/analysis/nccl.py sizes them per node type; components/platform/validation.py
+#: (components/analysis/nccl.py sizes them per node type;
+#: components/platform/validation/validation.py
 #: nccl_resources and the validation queue's guarantee read that). Memory: at most
 #: NCCL_POD_MEMORY_GIB, never more than the type's allocatable; a type whose allocatable is
 #: below NCCL_POD_MIN_MEMORY_GIB (PLANNING: torchrun's agent and one CUDA/NCCL rank, host side)
@@ -537,7 +538,7 @@ def image_repository(image: str) -> str:
 #: ECR tags exempt from immutability (IMMUTABLE_WITH_EXCLUSION wildcard filters): cosign's
 #: signature tags `sha256-<digest>.sig`, which a second signature rewrites (sigstore/cosign
 #: issue #313), and BuildKit's registry cache tag, which every build rewrites
-#: (components/platform/registry.py; the policy gpu-platform-ecr-repository-hardened).
+#: (components/platform/registry/registry.py; the policy gpu-platform-ecr-repository-hardened).
 ECR_MUTABLE_TAG_FILTERS: Final = ("sha256-*", "buildcache")
 
 

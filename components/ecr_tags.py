@@ -1,8 +1,8 @@
 """ECR tags resolved to their digest at deploy (and preview) time: the repository's image list
 (ECR ListImages, `aws.ecr.get_images` of pulumi-aws 7.51.1) read by the program, so a tag that is
 absent stops the program naming the config key and the tag before anything runs the image. Used
-for a published reference trainer (components/platform/trainer_image.py) and for jobs' own ECR
-tags (components/training_jobs/job_images.py)."""
+for a published reference trainer (components/platform/registry/trainer_image.py) and for jobs' own
+ECR tags (components/training_jobs/job_images.py)."""
 
 from __future__ import annotations
 

@@ -235,10 +235,10 @@ def test_folder_names_say_what_they_hold() -> None:
 #: and dashboard tables, the NCCL test's objects), not logic.
 LONG_DATA_FUNCTIONS = frozenset(
     {
-        "components/platform/karpenter_builders.py:controller_policy",
-        "components/platform/alerts.py:alerts",
-        "components/platform/observability.py:dashboards",
-        "components/platform/validation.py:nccl_objects",
+        "components/platform/capacity/karpenter_builders.py:controller_policy",
+        "components/platform/observability/alerts.py:alerts",
+        "components/platform/observability/observability.py:dashboards",
+        "components/platform/validation/validation.py:nccl_objects",
     }
 )
 

@@ -23,7 +23,7 @@ Facts behind the rule (docs/karpenter.md#placement-groups):
   (pulumi/pulumi-eks@v4.3.0:nodejs/eks/nodes/nodegroup.ts#L1974-2004).
 - IAM: `ec2:DescribePlacementGroups` and `placement-group/*` on RunInstances/CreateFleet are in
   the upstream v1.14.1 CloudFormation policy our controller policy mirrors action for action
-  (components/platform/karpenter_builders.py controller_policy; runs.md item 1).
+  (components/platform/capacity/karpenter_builders.py controller_policy; runs.md item 1).
 - Reserved capacity: an ODCR reserves capacity in an AZ, not in a placement group; capacity is
   promised inside a group only when the ODCR is created in it, and an existing ODCR cannot be
   moved in (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/cr-cpg.html). So the reserved

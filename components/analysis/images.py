@@ -8,7 +8,7 @@ digest the config gives. A tag that cannot be resolved is a job that cannot run
 (`image_source_problems`).
 
 Admission: the pre-deploy side of the two admission policies the platform renders into team
-namespaces (components/platform/admission.py): the ValidatingAdmissionPolicy (allowed
+namespaces (components/platform/registry/admission.py): the ValidatingAdmissionPolicy (allowed
 registry, digest) and Kyverno's ImageValidatingPolicy (a signature by the one trusted signer on
 every image from those registries).
 
@@ -137,7 +137,7 @@ def image_pattern(
     """An RE2- and Python-compatible pattern for an allowed image reference: one of the
     registries (or an `extra_hosts` pattern), a repository path, an optional tag and (when
     required) a sha256 digest. The ValidatingAdmissionPolicy's CEL matches with it
-    (components/platform/admission.py), and `image_problems` below."""
+    (components/platform/registry/admission.py), and `image_problems` below."""
     # Registry prefixes are [a-z0-9.:/_-] only (config.security.RegistryPrefix): escaping the
     # dots is all it takes, and the pattern reads the same in RE2 (CEL) and Python.
     hosts = "|".join([*(r.replace(".", "\\.") for r in registries), *extra_hosts])

@@ -20,7 +20,8 @@ Facts behind the figures:
 - EFA: Karpenter attaches EFA interfaces when pending pods request `vpc.amazonaws.com/efa`
   (aws/karpenter-provider-aws@v1.14.1 pkg/providers/instance/instance.go#L699-721) and reports
   the type's maximum EFA interfaces as capacity (pkg/providers/instancetype/types.go#L472-480).
-  Managed groups get EFA interfaces from their launch template: components/platform/cluster.py
+  Managed groups get EFA interfaces from their launch template:
+  components/platform/cluster/cluster.py
   lays out one interface per EFA card of the group's type (catalog `efa_devices`, the
   pulumi-eks `enableEfaSupport` layout), and the EFA device plugin runs on every EFA type, so
   a managed group of an EFA type offers its EFA devices like a Karpenter pool does.

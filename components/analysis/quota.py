@@ -155,11 +155,11 @@ def job_quota_problems(
 
 
 def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[NodeSource]:
-    """GPU node sources whose flavor (GPU class, capacity type) no team's quota lists. Each
-    team's ClusterQueue offers exactly its quota's flavors (components/platform/team_queues.py)
-    and Kueue admits a workload only onto a flavor of its ClusterQueue, so no queued job ever
-    lands on such a source: its capacity is paid for (a Karpenter limit, a group's maxSize) and
-    only validation Jobs or Volcano/plain jobs, which no team's quota budgets, could use it."""
+    """GPU node sources whose flavor (GPU class, capacity type) no team's quota lists. Each team's
+    ClusterQueue offers exactly its quota's flavors (components/platform/tenancy/team_queues.py) and
+    Kueue admits a workload only onto a flavor of its ClusterQueue, so no queued job ever lands on
+    such a source: its capacity is paid for (a Karpenter limit, a group's maxSize) and only
+    validation Jobs or Volcano/plain jobs, which no team's quota budgets, could use it."""
     offered = {(entry.gpu_class, entry.capacity_type) for team in cfg.teams for entry in team.quota}
     return [s for s in sources if (s.gpu_class, s.capacity_type) not in offered]
 

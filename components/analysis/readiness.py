@@ -1,7 +1,7 @@
 """How long Kueue must give an admitted workload's pods to become Ready: the one derived figure
 behind `waitForPodsReady.timeout` and `recoveryTimeout` (docs/scheduling.md#waitforpodsready).
 Pure: config and node sources in, figures out; facts.py (`StackFacts.pods_ready`) is the caller
-the Kueue configuration (components/platform/scheduling.py), the config check and the
+the Kueue configuration (components/platform/scheduling/scheduling.py), the config check and the
 will-it-run verdicts read.
 
 The chain from admission to Ready pods, read at the pinned versions:
@@ -13,11 +13,12 @@ The chain from admission to Ready pods, read at the pinned versions:
   (kubernetes-sigs/kueue@v0.19.2 apis/config/v1beta2/configuration_types.go WaitForPodsReady).
   The clock starts at admission.
 - Node-group flavors: Kueue admits once the ProvisioningRequest is Provisioned, and a
-  best-effort-atomic request on AWS is Provisioned when the Auto Scaling group's desired size
-  was raised, not when nodes are Ready (components/platform/scheduling.py PROVISIONING_CLASS):
-  every node still has to boot after admission. The cluster-autoscaler counts a node that has
-  not registered within `--max-node-provision-time` (`clusterAutoscaler.maxNodeProvisionTime`,
-  15m) as a failed scale-up; until then it is a node on its way. Its scan adds up to 10 s.
+  best-effort-atomic request on AWS is Provisioned when the Auto Scaling group's desired size was
+  raised, not when nodes are Ready (components/platform/scheduling/scheduling.py
+  PROVISIONING_CLASS): every node still has to boot after admission. The cluster-autoscaler counts a
+  node that has not registered within `--max-node-provision-time`
+  (`clusterAutoscaler.maxNodeProvisionTime`, 15m) as a failed scale-up; until then it is a node on
+  its way. Its scan adds up to 10 s.
 - Karpenter flavors: no admission check, so Kueue admits on quota alone and creates the pods;
   Karpenter batches them (up to 10 s) and launches. A NodeClaim whose node has not registered
   15 min after its Registered condition was set is deleted and launched again
@@ -37,7 +38,8 @@ size (`training.imageSizeGib`); a job with a larger image is checked on its own 
 Image pull (PLANNING figures, UNVERIFIED; components/analysis/startup.py uses the same): the
 lower of the registry pull - containerd's default 3 concurrent layer downloads and a serial
 unpack, or SOCI parallel pull (nodeadm `FastImagePull`, set by Karpenter's GPU node class only:
-components/platform/karpenter_builders.py) - and what the image store absorbs: the NVMe RAID0
+components/platform/capacity/karpenter_builders.py) - and what the image store absorbs: the NVMe
+RAID0
 array on Karpenter nodes whose type has instance store (`instanceStorePolicy: RAID0`), else the
 gp3 root volume's throughput (the node class's, or the managed group's `diskThroughputMibps`;
 managed groups' launch templates set neither SOCI nor RAID0).

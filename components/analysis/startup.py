@@ -13,9 +13,9 @@ real cluster.
   delivers and what the image store can absorb (analysis/readiness.py pull_rate, which Kueue's
   waitForPodsReady is sized with too). Registry pull: containerd's default is 3 concurrent
   layer downloads and a serial unpack; SOCI parallel pull mode (nodeadm `FastImagePull`, on
-  Karpenter's GPU node class only: components/platform/karpenter_builders.py) fetches chunks of
-  a layer concurrently and unpacks in parallel — PLANNING figures 150 vs 400 MiB/s, UNVERIFIED.
-  Image store: the NVMe RAID0 array where a Karpenter node's type has instance store
+  Karpenter's GPU node class only: components/platform/capacity/karpenter_builders.py) fetches
+  chunks of a layer concurrently and unpacks in parallel — PLANNING figures 150 vs 400 MiB/s,
+  UNVERIFIED. Image store: the NVMe RAID0 array where a Karpenter node's type has instance store
   (`instanceStorePolicy: RAID0`, containerd on NVMe), else the gp3 root volume's provisioned
   throughput (`karpenter.gpuNodeClass.diskThroughputMibps`, or a managed group's
   `diskThroughputMibps`).

@@ -1,5 +1,5 @@
 """Storage facts the workloads rely on: the team claims' names, access modes and classes. The
-storage builders (components/platform/storage_builders.py) create the claims from these; the
+storage builders (components/platform/storage/storage_builders.py) create the claims from these; the
 "will it run" analysis checks jobs against them."""
 
 from __future__ import annotations

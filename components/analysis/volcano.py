@@ -69,7 +69,8 @@ from components.config.karpenter import gpu_class_instance_types
 #: The scheduler actions of the platform's Volcano config, with and without `enqueue`.
 ACTIONS_WITH_ENQUEUE: Final = "enqueue, allocate, backfill"
 ACTIONS_WITHOUT_ENQUEUE: Final = "allocate, backfill"
-#: The queue the NCCL validation PodGroup joins (components/platform/validation.py): its own,
+#: The queue the NCCL validation PodGroup joins (components/platform/validation/validation.py): its
+#: own,
 #: with a guarantee, because a queue without one gets only what exceeds every guarantee.
 VALIDATION_QUEUE: Final = "gpu-platform-validation"
 

@@ -168,7 +168,7 @@ def _admission(
 
 def provisioning_path(cfg: StackConfig, job: TrainingJobConfig) -> str:
     """What Kueue's ProvisioningRequest check does for a job on an autoscaled node-group flavor
-    (components/platform/scheduling.py has the sources)."""
+    (components/platform/scheduling/scheduling.py has the sources)."""
     scaler = cfg.cluster_autoscaler
     return (
         "on a node-group flavor the admission check `node-group-provisioning` holds the "
@@ -221,7 +221,7 @@ def _namespace_limits(
     key: str, job: TrainingJobConfig, team: TeamConfig, requests: dict[str, float]
 ) -> list[Problem]:
     """The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
-    components/platform/teams.py) must hold the whole gang, or its pods are refused."""
+    components/platform/tenancy/teams.py) must hold the whole gang, or its pods are refused."""
     problems: list[Problem] = []
     total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
     limits = team.limits
@@ -550,8 +550,9 @@ def training_verdict(
 def validation_verdicts(
     cfg: StackConfig, sources: Sequence[NodeSource] | None = None
 ) -> list[Verdict]:
-    """The GPU smoke Job per GPU source and the NCCL test (components/platform/validation.py
-    pins each to one source by its node-pool label)."""
+    """The GPU smoke Job per GPU source and the NCCL test
+    (components/platform/validation/validation.py pins each to one source by its node-pool
+    label)."""
     validation = cfg.validation
     if not validation.enabled:
         return []
@@ -702,7 +703,7 @@ def _nccl_verdict(
         gang=f"{nodes} nodes",
         storage="none",
         awaits=awaits,
-        # Like multi-node EFA training jobs (components/platform/validation.py
+        # Like multi-node EFA training jobs (components/platform/validation/validation.py
         # nccl_affinity): the test proves the fabric the jobs will use.
         zone=(
             f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "

@@ -62,7 +62,8 @@ class AddonVersions(Model):
 #: repository); the agent is not tied to a Kubernetes minor, so every row pins it. Since v1.6.0
 #: the agent's chart adds a `dcgm-server` DaemonSet (nv-hostengine from the agent image, hostPort
 #: 5555: templates/dcgm-daemonset.yaml at v1.7.0) that the agent reads GPU health from; the GPU
-#: Operator's standalone host engine (`dcgm.enabled`) stays off (components/platform/gpu.py), so
+#: Operator's standalone host engine (`dcgm.enabled`) stays off
+#: (components/platform/capacity/gpu.py), so
 #: nothing else claims that port and its DCGM exporter keeps its embedded engine. That EKS
 #: publishes that add-on build for each of these Kubernetes versions is UNVERIFIED (the add-on
 #: version table is not in the EKS user guide; research memo runs.md item 18), as it was for the

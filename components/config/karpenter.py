@@ -42,7 +42,7 @@ class KarpenterNodeClass(Model):
     disk_iops: Annotated[int, Field(ge=3000, le=16000)] = 3000
     #: SOCI parallel pull and unpack on AL2023 (nodeadm feature gate `FastImagePull`): layers are
     #: fetched over several connections and unpacked concurrently; nodeadm turns it on only on
-    #: nodes with >= 4 vCPU and >= 7 GiB (components/platform/karpenter_builders.py).
+    #: nodes with >= 4 vCPU and >= 7 GiB (components/platform/capacity/karpenter_builders.py).
     fast_image_pull: bool = True
     #: `instanceStorePolicy: RAID0` on node classes whose instance types all have NVMe instance
     #: store (catalog `nvme_disks`): nodeadm builds one RAID0 array over the disks and bind-mounts

@@ -57,7 +57,7 @@ class SystemNodeGroup(Model):
 
 
 #: AMI types of GPU managed node groups (EKS `amiType`): the NVIDIA driver and container toolkit
-#: come with the AMI, so the GPU Operator leaves them alone (components/platform/gpu.py).
+#: come with the AMI, so the GPU Operator leaves them alone (components/platform/capacity/gpu.py).
 GPU_AMI_TYPES: Final = {
     "al2023-nvidia": "AL2023_x86_64_NVIDIA",
     "bottlerocket-nvidia": "BOTTLEROCKET_x86_64_NVIDIA",

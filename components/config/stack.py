@@ -318,7 +318,7 @@ class StackConfig(Model):
     def fsx_team_dirs_image(self) -> str | None:
         """The image of the FSx team-directory Job given by digest: `storage.fsxTeamDirsImage`,
         else `training.defaultImage`; None: the reference trainer the deploy builds (its digest
-        is an Output, components/platform/trainer_image.py)."""
+        is an Output, components/platform/registry/trainer_image.py)."""
         return self.storage.fsx_team_dirs_image or self.training.default_image
 
     @property

@@ -75,7 +75,7 @@ def platform_facts(
     docstring). `trainer_image`: the reference trainer's `repo@sha256:...` (an Output of its
     push or resolution), or None where `training.defaultImage` gives the default by digest.
     `image_repositories`: team -> the URL of its own image repository (teams with a deploy
-    identity; components/platform/registry.py)."""
+    identity; components/platform/registry/registry.py)."""
     buckets = {
         purpose: catalog.bucket_name(cfg.bucket_prefix, purpose, account_id)
         for purpose in catalog.DATA_BUCKET_PURPOSES
@@ -106,7 +106,7 @@ def platform_facts(
                 "cpu": team.limits.cpu,
                 "memoryGib": team.limits.memory_gib,
             },
-            # The team's CI roles (components/platform/team_deploy.py), when it has them.
+            # The team's CI roles (components/platform/tenancy/team_deploy.py), when it has them.
             **{
                 f"{kind}RoleArn": (
                     f"arn:aws:iam::{account_id}:role/{name(cfg.cluster.name, team.name)}"

@@ -47,7 +47,8 @@ TRAINER_API: Final = "trainer.kubeflow.org/v1alpha1"
 VOLCANO_JOB_API: Final = "batch.volcano.sh/v1alpha1"
 VOLCANO_TASK: Final = "worker"
 KUBEFLOW_REPLICATED_JOB: Final = "node"
-#: Pod PriorityClass per job priority (components/platform/scheduling.py PRIORITY_CLASSES).
+#: Pod PriorityClass per job priority (components/platform/scheduling/scheduling.py
+#: PRIORITY_CLASSES).
 POD_PRIORITY_CLASS: Final[dict[str, str]] = {
     "production": "production-training",
     "research": "research-training",

@@ -49,9 +49,9 @@ from components.training_jobs.plan import (
 )
 
 if TYPE_CHECKING:
-    from components.platform.handles import ClusterHandles
-    from components.platform.iam import AwsAccount
-    from components.platform.scheduling import SchedulingHandles
+    from components.platform.cluster.handles import ClusterHandles
+    from components.platform.cluster.iam import AwsAccount
+    from components.platform.scheduling.scheduling import SchedulingHandles
 
 
 #: Changing a training job replaces its launcher object. A Job's pod template is immutable

@@ -130,6 +130,6 @@ POLICIES = [
         severity=CRITICAL,
         enforcement=MANDATORY,
         remediation="Condition the resize actions on aws:ResourceTag/k8s.io/cluster-autoscaler/"
-        "<cluster> = owned (components/platform/autoscaler.py policy()).",
+        "<cluster> = owned (components/platform/capacity/autoscaler.py policy()).",
     ),
 ]

@@ -400,7 +400,7 @@ POLICIES = [
         severity=HIGH,
         enforcement=MANDATORY,
         remediation="metadata_options: http_tokens='required', http_put_response_hop_limit=1 "
-        "(components/platform/cluster.py launch_template_spec).",
+        "(components/platform/cluster/cluster.py launch_template_spec).",
         config={"maxHopLimit": {"type": "integer", "minimum": 1, "maximum": 64, "default": 1}},
     ),
     resource_rule(

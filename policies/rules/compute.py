@@ -100,7 +100,8 @@ def _gpus_per_node(instance_types: Sequence[Any]) -> int:
 def group_gpus_per_node(props: Mapping[str, Any]) -> int:
     """GPUs per node of a managed node group: from its instance types or, for a Capacity Block
     group (its one type is in the launch template, never on the node group: EKS refuses both,
-    components/platform/node_group_builders.py), from its `gpu-class` label (`<model>-x<n>`)."""
+    components/platform/cluster/node_group_builders.py), from its `gpu-class` label
+    (`<model>-x<n>`)."""
     gpus = _gpus_per_node(as_list(props.get("instanceTypes")))
     if gpus:
         return gpus
@@ -506,7 +507,7 @@ POLICIES = [
         check=_check_node_group_taint,
         severity=HIGH,
         enforcement=MANDATORY,
-        remediation="Pass taints=[eks_gpu_taint()] (components/platform/cluster.py).",
+        remediation="Pass taints=[eks_gpu_taint()] (components/platform/cluster/cluster.py).",
     ),
     resource_rule(
         name="gpu-platform-eks-gpu-node-group-bounded",

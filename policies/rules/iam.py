@@ -63,7 +63,8 @@ def _check_iam_admin(resource: Resource, config: Config) -> Iterator[str]:
             yield f"managed policy {arn} gives administrative rights"
 
 
-#: GitHub Actions' OIDC issuer (team job-stack deploy roles, components/platform/team_deploy.py).
+#: GitHub Actions' OIDC issuer (team job-stack deploy roles,
+#: components/platform/tenancy/team_deploy.py).
 GITHUB_OIDC_HOST = "token.actions.githubusercontent.com"
 
 
@@ -117,7 +118,7 @@ def _trust_problems(statement: Mapping[str, Any], config: Config) -> Iterator[st
 
 #: The session tags EKS Pod Identity adds to every AssumeRole and that pin a role to one cluster,
 #: namespace and service account (EKS user guide pod-id-role / pod-id-abac; the platform's one
-#: builder is components/platform/iam.py pod_identity_trust_policy).
+#: builder is components/platform/cluster/iam.py pod_identity_trust_policy).
 POD_IDENTITY_PINS: Final = (
     "aws:RequestTag/eks-cluster-name",
     "aws:RequestTag/kubernetes-namespace",
@@ -199,7 +200,8 @@ POLICIES = [
         check=_check_iam_trust,
         severity=CRITICAL,
         enforcement=MANDATORY,
-        remediation="Build trust documents with components/platform/iam.py (irsa_trust_policy, "
+        remediation="Build trust documents with components/platform/cluster/iam.py "
+        "(irsa_trust_policy, "
         "pod_identity_trust_policy).",
         config={
             "allowedServiceAccounts": {
@@ -219,7 +221,8 @@ POLICIES = [
         check=_check_pod_identity_pinned,
         severity=CRITICAL,
         enforcement=MANDATORY,
-        remediation="Build the trust with components/platform/iam.py pod_identity_trust_policy "
+        remediation="Build the trust with components/platform/cluster/iam.py "
+        "pod_identity_trust_policy "
         "(cluster_name, namespace and service_account are required).",
     ),
 ]

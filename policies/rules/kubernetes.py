@@ -84,7 +84,7 @@ PLATFORM_NAMESPACES = [
     "amazon-cloudwatch",
     "cert-manager",
     "gpu-validation",
-    # FSx team-directory Jobs (components/platform/fsx_team_dirs.py FSX_ADMIN_NAMESPACE).
+    # FSx team-directory Jobs (components/platform/storage/fsx_team_dirs.py FSX_ADMIN_NAMESPACE).
     "gpu-platform-storage",
 ]
 

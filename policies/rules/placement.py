@@ -51,6 +51,6 @@ POLICIES = [
         severity=HIGH,
         enforcement=MANDATORY,
         remediation="Build the class with ec2nodeclass_spec(subnet_ids=[the "
-        "network.efaPlacementGroup.zoneIndex subnet]) (components/platform/karpenter.py).",
+        "network.efaPlacementGroup.zoneIndex subnet]) (components/platform/capacity/karpenter.py).",
     ),
 ]

@@ -302,7 +302,7 @@ def _check_ecr_repository(resource: Resource, _config: Config) -> Iterator[str]:
     ]
     if mutability == "IMMUTABLE_WITH_EXCLUSION":
         # Only the tags tools rewrite by design may move: cosign's signature tags and
-        # BuildKit's registry cache (components/platform/registry.py).
+        # BuildKit's registry cache (components/platform/registry/registry.py).
         extra = sorted(set(filters) - set(catalog.ECR_MUTABLE_TAG_FILTERS))
         if extra:
             yield (

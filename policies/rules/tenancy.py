@@ -5,8 +5,9 @@ The rule is inert on the platform's stacks (they create namespaces, CRDs and clu
 purpose); a job stack's pack config names its team's namespace (jobs/policies/config.<stack>.json,
 the file its CI preview passes as `policyPackConfigs`) and then every Kubernetes object must be
 namespaced and in it, and no cloud resource may be declared at all. The cluster enforces the same
-through the team identity's namespace-scoped access entry (components/platform/team_deploy.py);
-this rule says so at preview, with the object's name, before `pulumi up` half-applies a stack.
+through the team identity's namespace-scoped access entry
+(components/platform/tenancy/team_deploy.py); this rule says so at preview, with the object's name,
+before `pulumi up` half-applies a stack.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.platform.scheduling import KUEUE_FRAMEWORKS, QUEUE_OPEN_AWAIT
+from components.platform.scheduling.scheduling import KUEUE_FRAMEWORKS, QUEUE_OPEN_AWAIT
 from synth.harness import SynthResult
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"

@@ -9,7 +9,7 @@ import copy
 import pytest
 
 from components.analysis import pod_security
-from components.platform import fsx_team_dirs
+from components.platform.storage import fsx_team_dirs
 from policies.rules.common import Resource
 from policies.rules.kubernetes import pod_templates
 from policies.rules.security import (

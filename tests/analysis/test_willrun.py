@@ -80,7 +80,7 @@ def test_efa_request_is_blocked_unless_kueue_excludes_it() -> None:
 def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
     import yaml
 
-    from components.platform.scheduling import kueue_values
+    from components.platform.scheduling.scheduling import kueue_values
 
     cfg = _cfg("prod")
     manager = yaml.safe_load(

@@ -1,5 +1,5 @@
 """Team deploy identity: roles trusted by one GitHub repository, EKS access scoped to the team's
-namespace, nothing cluster-wide (components/platform/team_deploy.py)."""
+namespace, nothing cluster-wide (components/platform/tenancy/team_deploy.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.config import TeamDeploy
-from components.platform.team_deploy import (
+from components.platform.tenancy.team_deploy import (
     EDIT_POLICY,
     VIEW_POLICY,
     github_subjects,

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from components.config.security import ImageAdmissionConfig, SignatureConfig
-from components.platform import admission
-from components.platform.iam import AwsAccount
+from components.platform.cluster.iam import AwsAccount
+from components.platform.registry import admission
 from synth import __main__ as synth_cli
 from synth import output
 from synth.harness import SynthResult

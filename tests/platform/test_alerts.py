@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from components.config import AlertThresholds
-from components.platform import alerts, gpu, observability
+from components.platform.capacity import gpu
+from components.platform.observability import alerts, observability
 from synth.harness import PROJECT_ROOT, SynthResult
 from tests.promtool_cases import CASES, promtool_tests
 

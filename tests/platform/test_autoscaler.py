@@ -19,8 +19,8 @@ from components.analysis.nodes import node_sources, tolerates
 from components.config import GpuNodeGroup, StackConfig
 from components.config.autoscaler import IMAGE_FOR_MINOR
 from components.config.load import namespace_values, parse
-from components.platform import autoscaler
-from components.platform.node_group_builders import (
+from components.platform.capacity import autoscaler
+from components.platform.cluster.node_group_builders import (
     autoscaler_group_tags,
     node_group_instance_types,
     reservation_spec,

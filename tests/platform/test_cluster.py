@@ -10,8 +10,8 @@ import pulumi
 from components import catalog
 from components.analysis.nodes import managed_gpu_taints
 from components.config import LOG_TYPES, GpuNodeGroup
-from components.platform.cluster import CLUSTER_ADMIN_POLICY
-from components.platform.node_group_builders import (
+from components.platform.cluster.cluster import CLUSTER_ADMIN_POLICY
+from components.platform.cluster.node_group_builders import (
     eks_taints,
     gpu_group_labels,
     launch_template_spec,

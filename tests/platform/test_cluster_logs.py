@@ -8,8 +8,8 @@ import json
 import re
 from typing import Any
 
-from components.platform import cluster_logs as platform_logging
-from components.platform.iam import AwsAccount
+from components.platform.cluster.iam import AwsAccount
+from components.platform.observability import cluster_logs as platform_logging
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values
 from tests.platform.test_security_charts import chart_missing_keys

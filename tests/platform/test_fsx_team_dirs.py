@@ -18,7 +18,7 @@ import pytest
 
 from components.analysis import pod_security
 from components.config.load import namespace_values, parse
-from components.platform import fsx_team_dirs as sb
+from components.platform.storage import fsx_team_dirs as sb
 from synth.harness import SynthResult
 from tests.conftest import stack_values
 

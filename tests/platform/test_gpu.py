@@ -13,7 +13,7 @@ import yaml
 from components import catalog
 from components.analysis.nodes import tolerates
 from components.config import GpuOperatorConfig
-from components.platform import gpu
+from components.platform.capacity import gpu
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult
 from tests.conftest import STATIC_GPU_GROUPS, stack_values
@@ -268,7 +268,7 @@ def test_efa_values_keys_exist_in_the_vendored_chart(prod: SynthResult) -> None:
 
 
 def test_stack_efa_types_are_the_catalog_efa_types_its_pools_launch() -> None:
-    from components.platform.gpu import stack_efa_instance_types
+    from components.platform.capacity.gpu import stack_efa_instance_types
     from tests.platform.test_scheduling import _config
 
     cfg = _config("dev")

@@ -19,8 +19,8 @@ from components.config import (
     KarpenterNodeClass,
     KarpenterPool,
 )
-from components.platform import karpenter_builders as kpb
-from components.platform.node_group_builders import gpu_group_labels
+from components.platform.capacity import karpenter_builders as kpb
+from components.platform.cluster.node_group_builders import gpu_group_labels
 from synth import report
 from synth.harness import Registration, SynthResult
 from synth.validate import default_validator

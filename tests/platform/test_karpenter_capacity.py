@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from components import catalog
-from components.platform import karpenter_builders as kpb
+from components.platform.capacity import karpenter_builders as kpb
 from synth.harness import SynthResult
 
 # --- the controller's IAM policy ------------------------------------------------------------

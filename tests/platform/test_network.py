@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from components.platform.network import discovery_tags, plan_subnets
+from components.platform.cluster.network import discovery_tags, plan_subnets
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values
 

@@ -9,7 +9,7 @@ import pytest
 from components import catalog
 from components.analysis.nodes import tolerates
 from components.config import ObservabilityConfig
-from components.platform import observability
+from components.platform.observability import observability
 from synth.harness import SynthResult
 from tests.helm_values import missing_keys
 

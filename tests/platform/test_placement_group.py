@@ -8,7 +8,7 @@ from typing import Any
 
 from components.analysis import efa_placement
 from components.config import KarpenterPool
-from components.platform import karpenter_builders as kpb
+from components.platform.capacity import karpenter_builders as kpb
 from synth.harness import SynthResult, run_program
 from tests.conftest import config_error_test, karpenter_gpu_overrides, stack_values
 from tests.platform.test_karpenter import NODECLASS, NODEPOOL, _prod_cfg

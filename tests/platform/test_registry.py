@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.config.security import PullThroughCache, RegistryConfig
-from components.platform import registry
+from components.platform.registry import registry
 from synth.harness import SynthResult
 from tests.conftest import stack_values
 

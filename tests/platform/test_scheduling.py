@@ -15,9 +15,9 @@ from components.analysis import volcano as volcano_analysis
 from components.analysis.capacity import gpu_capacity
 from components.analysis.readiness import PodsReady
 from components.analysis.volcano import VALIDATION_QUEUE
-from components.platform.karpenter_builders import pool_labels
-from components.platform.node_group_builders import gpu_group_labels
-from components.platform.scheduling import (
+from components.platform.capacity.karpenter_builders import pool_labels
+from components.platform.cluster.node_group_builders import gpu_group_labels
+from components.platform.scheduling.scheduling import (
     KUEUE_API,
     PRIORITY_CLASSES,
     flavors,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from components.config import BucketLifecycle
-from components.platform import storage_builders, team_volumes
+from components.platform.storage import storage_builders, team_volumes
 from synth import __main__ as synth_cli
 from synth import harness, mocks
 from synth.harness import SynthResult

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from components.platform import team_secrets as platform_secrets
-from components.platform.iam import AwsAccount
+from components.platform.cluster.iam import AwsAccount
+from components.platform.tenancy import team_secrets as platform_secrets
 from synth import __main__ as synth_cli
 from synth import output
 from synth.harness import SynthResult

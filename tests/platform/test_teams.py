@@ -13,9 +13,9 @@ import pytest
 from components import catalog
 from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
-from components.platform.scheduling import flavors
-from components.platform.team_queues import cluster_queue_spec
-from components.platform.teams import (
+from components.platform.scheduling.scheduling import flavors
+from components.platform.tenancy.team_queues import cluster_queue_spec
+from components.platform.tenancy.teams import (
     NON_PUBLIC_CIDRS,
     TRAINER_SERVICE_ACCOUNT,
     data_buckets,
@@ -404,7 +404,7 @@ def test_quota_exactly_at_capacity_is_accepted() -> None:
 
 
 def test_extra_iam_statements_are_appended_after_the_platforms_own() -> None:
-    from components.platform.teams import trainer_policy
+    from components.platform.tenancy.teams import trainer_policy
 
     team = (
         _config("prod")

@@ -1,5 +1,5 @@
-"""The reference trainer the deploy produces (components/platform/trainer_image.py): the build
-resource's inputs (context, Dockerfile, push target, platform, cache), the signing step, and
+"""The reference trainer the deploy produces (components/platform/registry/trainer_image.py): the
+build resource's inputs (context, Dockerfile, push target, platform, cache), the signing step, and
 every job's, runtime's and job stack's image input being that build's digest output — or, with
 the build off, a published tag's digest resolved at deploy. Nothing here builds or pushes: the
 mocks answer for the registry (synth/mocks.py)."""
@@ -13,7 +13,11 @@ from typing import Any
 import pulumi
 import pytest
 
-from components.platform.trainer_image import CONTEXT_TAG_PREFIX, context_files, context_tag
+from components.platform.registry.trainer_image import (
+    CONTEXT_TAG_PREFIX,
+    context_files,
+    context_tag,
+)
 from synth import output
 from synth.harness import PROJECT_ROOT, SynthResult, run_program
 from synth.mocks import _digest

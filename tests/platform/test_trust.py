@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from components.platform.iam import POD_IDENTITY_PRINCIPAL
+from components.platform.cluster.iam import POD_IDENTITY_PRINCIPAL
 from policies.rules.iam import POD_IDENTITY_PINS
 from synth.harness import SynthResult
 

@@ -13,8 +13,8 @@ import pytest
 from components import catalog
 from components.analysis.nodes import node_sources, tolerates
 from components.config import ConfigError, ValidationConfig
-from components.platform import validation
-from components.platform import validation_scripts as scripts
+from components.platform.validation import validation
+from components.platform.validation import validation_scripts as scripts
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values

@@ -16,7 +16,7 @@ from typing import Any
 
 from components import catalog
 from components.analysis import pod_security
-from components.platform import iam
+from components.platform.cluster import iam
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
 Case = tuple[str, str, list[Res], dict[str, Any], bool]
@@ -1641,7 +1641,7 @@ def _github_role(sub: Any, aud: str = "sts.amazonaws.com") -> Res:
 
 def _team_deploy_trust() -> Res:
     from components.config import TeamDeploy
-    from components.platform.team_deploy import github_trust_policy
+    from components.platform.tenancy.team_deploy import github_trust_policy
 
     deploy = TeamDeploy.model_validate({"githubRepo": "org/repo", "environments": ["prod"]})
     policy = github_trust_policy("123456789012", deploy, preview=False)

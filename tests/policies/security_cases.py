@@ -12,7 +12,8 @@ from typing import Any
 
 from components.analysis import pod_security
 from components.config.security import ImageAdmissionConfig
-from components.platform import admission, fsx_team_dirs
+from components.platform.registry import admission
+from components.platform.storage import fsx_team_dirs
 
 Res = tuple[str, str, dict[str, Any], tuple[str, ...]]
 Case = tuple[str, str, list[Res], dict[str, Any], bool]

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components.platform import fsx_team_dirs
+from components.platform.storage import fsx_team_dirs
 from synth import checkov_input, output
 from synth.harness import SynthResult
 

@@ -128,7 +128,8 @@ def test_claim_before_its_storage_class_is_flagged() -> None:
 
 
 #: Known today, shown in report.md, for the platform lane to fix: team claims do not depend on
-#: the StorageClass (components/platform/storage.py team_volumes); dev's NCCL PodGroup does not
+#: the StorageClass (components/platform/storage/storage.py team_volumes); dev's NCCL PodGroup does
+#: not
 #: depend on the Volcano release, nor its validation Jobs on Kueue (components/platform/
 #: validation.py).
 KNOWN = ("does not depend on StorageClass",)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from components import catalog
-from components.platform import alerts
+from components.platform.observability import alerts
 from synth.harness import PROJECT_ROOT, SynthResult
 
 TRAINER = PROJECT_ROOT / "images" / "trainer" / "gpt_trainer"

@@ -42,9 +42,9 @@ import yaml
 
 from components import catalog
 from components.config import ClusterAutoscalerConfig, GpuNodeGroup, StackConfig
-from components.platform import iam
-from components.platform.handles import ClusterHandles
-from components.platform.iam import AwsAccount
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles
+from components.platform.cluster.iam import AwsAccount
 from components.resource_options import child_options
 
 CHART: Final = "cluster-autoscaler"
@@ -56,7 +56,7 @@ SERVICE_ACCOUNT: Final = "cluster-autoscaler"
 FULLNAME: Final = "cluster-autoscaler"
 #: The ProvisioningRequest CRD of the pinned autoscaler (schemas/SOURCES.md has its provenance).
 PROVREQ_CRD: Final = (
-    Path(__file__).resolve().parents[2]
+    Path(__file__).resolve().parents[3]
     / "schemas/crds/cluster-autoscaler/autoscaling.x-k8s.io_provisioningrequests.yaml"
 )
 #: What the autoscaler may do with ProvisioningRequests, exactly as upstream documents it
@@ -132,7 +132,7 @@ def policy(
 
 def group_pattern(cluster_name: str, group: str) -> str:
     """Regex of a managed group's Auto Scaling group name, `eks-<nodegroup-name>-<uuid>`; the
-    EKS node group is named `<cluster>-<group>` (components/platform/cluster.py)."""
+    EKS node group is named `<cluster>-<group>` (components/platform/cluster/cluster.py)."""
     return f"^eks-{re.escape(f'{cluster_name}-{group}')}-[0-9a-f-]+$"
 
 
@@ -242,7 +242,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
 
     release: k8s.helm.v3.Release
     #: The ProvisioningRequest CRD: Kueue must start after it (module docstring of
-    #: components/platform/scheduling.py).
+    #: components/platform/scheduling/scheduling.py).
     crd: k8s.apiextensions.v1.CustomResourceDefinition
     role: aws.iam.Role
 

@@ -25,10 +25,7 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.analysis import efa_placement
 from components.config import KarpenterConfig, KarpenterPool
-from components.platform import iam
-from components.platform.handles import ClusterHandles
-from components.platform.iam import AwsAccount
-from components.platform.karpenter_builders import (
+from components.platform.capacity.karpenter_builders import (
     CONTROLLER_CHART,
     CPU_NODE_CLASS,
     CRD_CHART,
@@ -48,6 +45,9 @@ from components.platform.karpenter_builders import (
     nodepool_spec,
     pool_node_class,
 )
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles
+from components.platform.cluster.iam import AwsAccount
 from components.resource_options import child_options
 
 if TYPE_CHECKING:

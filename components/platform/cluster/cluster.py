@@ -21,10 +21,10 @@ from components import catalog
 from components.analysis import efa_placement, nodes
 from components.config import ClusterConfig, GpuNodeGroup, NodeGroupsConfig
 from components.config.node_groups import GPU_AMI_TYPES
-from components.platform import iam
-from components.platform.handles import ClusterHandles, NetworkHandles
-from components.platform.iam import AwsAccount
-from components.platform.node_group_builders import (
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles, NetworkHandles
+from components.platform.cluster.iam import AwsAccount
+from components.platform.cluster.node_group_builders import (
     autoscaler_group_tags,
     efa_network_interfaces,
     eks_taints,

@@ -39,12 +39,12 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config.security import LoggingConfig
-from components.platform import iam
+from components.platform.cluster import iam
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
-    from components.platform.iam import AwsAccount
+    from components.platform.cluster.iam import AwsAccount
 
 ADDON: Final = "amazon-cloudwatch-observability"
 #: Pinned add-on build (confirm: `aws eks describe-addon-versions --addon-name

@@ -34,13 +34,13 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
-from components.platform import iam
-from components.platform.handles import ClusterHandles
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.iam import AwsAccount
+    from components.platform.cluster.iam import AwsAccount
 
 POLICY_NAME: Final = "gpu-platform-trusted-images"
 SIGNATURE_POLICY_NAME: Final = "gpu-platform-signed-images"

@@ -17,8 +17,8 @@ import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.config import ObservabilityConfig
-from components.platform import alerts
-from components.platform.handles import ClusterHandles
+from components.platform.cluster.handles import ClusterHandles
+from components.platform.observability import alerts
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:

@@ -164,7 +164,8 @@ def node_group_instance_types(group: GpuNodeGroup) -> list[str] | None:
 def node_group_extras(cluster_name: str, group: GpuNodeGroup) -> dict[str, Any]:
     """pulumi-eks ManagedNodeGroup inputs of a GPU group beyond the common ones: its EKS name,
     so the autoscaler's priority expander can match its Auto Scaling group
-    (`eks-<nodegroup-name>-<uuid>`, components/platform/autoscaler.py), and its AMI release."""
+    (`eks-<nodegroup-name>-<uuid>`, components/platform/capacity/autoscaler.py), and its AMI
+    release."""
     extra: dict[str, Any] = {"node_group_name": f"{cluster_name}-{group.name}"}
     if group.release_version is not None:
         extra["release_version"] = group.release_version

@@ -10,13 +10,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.platform.fsx_team_dirs import (
+from components.platform.storage.fsx_team_dirs import (
     FSX_ADMIN_NAMESPACE,
     TEAM_DIR_JOB_TIMEOUT,
     fsx_admin_objects,
     team_dirs_job,
 )
-from components.platform.storage_builders import (
+from components.platform.storage.storage_builders import (
     LustreVolume,
     RwxType,
     team_volume_specs,

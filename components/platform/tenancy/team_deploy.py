@@ -20,7 +20,7 @@ key only), so prod's admission, which trusts the platform key, admits what the t
 
 EKS facts: access policy scopes are `cluster` or `namespace` with a list of namespaces
 (https://docs.aws.amazon.com/eks/latest/APIReference/API_AccessScope.html); the cluster uses
-authentication mode API (components/platform/cluster.py). GitHub OIDC subjects are
+authentication mode API (components/platform/cluster/cluster.py). GitHub OIDC subjects are
 `repo:<owner>/<repo>:ref:refs/heads/<branch>`, `...:environment:<name>` and `...:pull_request`,
 audience `sts.amazonaws.com` (docs.github.com, "Configuring OpenID Connect in Amazon Web
 Services"); the account's provider for `token.actions.githubusercontent.com` is created once per

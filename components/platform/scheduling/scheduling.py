@@ -5,7 +5,7 @@ Owns the controllers and the cluster-wide objects every team shares: the Resourc
 per GPU class x capacity type, labelled and tolerating exactly like the GPU nodes, from
 components/catalog.py), the Cohort team ClusterQueues join, Kueue's WorkloadPriorityClasses and
 the Kubernetes PriorityClasses. Per-team objects (ClusterQueue, LocalQueue, Volcano Queue) are
-built by components/platform/teams.py on top of this. A job chooses Kueue
+built by components/platform/tenancy/teams.py on top of this. A job chooses Kueue
 (`kueue.x-k8s.io/queue-name` label) or Volcano (`schedulerName: volcano`), never both: Kueue
 manages only labelled jobs.
 
@@ -28,7 +28,7 @@ from components.analysis import volcano
 from components.analysis.facts import stack_facts
 from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig, StackConfig
-from components.platform.handles import ClusterHandles
+from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
 KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"

@@ -16,8 +16,8 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import NetworkConfig
-from components.platform.handles import NetworkHandles
-from components.platform.iam import AwsAccount
+from components.platform.cluster.handles import NetworkHandles
+from components.platform.cluster.iam import AwsAccount
 from components.resource_options import child_options
 
 if TYPE_CHECKING:

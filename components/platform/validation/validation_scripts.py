@@ -1,6 +1,7 @@
-"""The scripts the post-deploy validation Jobs run (components/platform/validation.py builds the
-Jobs): the GPU smoke test, the NCCL all-reduce test and the small Prometheus endpoint both serve
-their result from. Plain strings, compiled by the tests (tests/platform/test_validation.py)."""
+"""The scripts the post-deploy validation Jobs run (components/platform/validation/validation.py
+builds the Jobs): the GPU smoke test, the NCCL all-reduce test and the small Prometheus endpoint
+both serve their result from. Plain strings, compiled by the tests
+(tests/platform/test_validation.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import Final
 #: port); 9402 beside the trainers' 9401 so the two never get confused in a scrape config.
 METRICS_PORT: Final = 9402
 METRICS_PORT_NAME: Final = "metrics"
-#: Metric names the tests serve (components/platform/alerts.py EXPORTER_METRICS "validation").
+#: Metric names the tests serve (components/platform/observability/alerts.py EXPORTER_METRICS
+#: "validation").
 METRIC_PASSED: Final = "gpu_platform_validation_passed"
 METRIC_CHECK: Final = "gpu_platform_validation_check"
 METRIC_BUSBW: Final = "gpu_platform_validation_nccl_busbw_gbps"

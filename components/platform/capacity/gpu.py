@@ -19,7 +19,7 @@ import yaml
 
 from components import catalog
 from components.config import GpuOperatorConfig
-from components.platform.handles import ClusterHandles
+from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:

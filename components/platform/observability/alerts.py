@@ -16,7 +16,7 @@ from typing import Any, Final
 from components.config import AlertThresholds
 
 #: Metric names per exporter. DCGM names are the fields in the curated CSV
-#: (components/platform/gpu.py);
+#: (components/platform/capacity/gpu.py);
 #: kube-state-metrics v2, node-exporter, Kueue v0.19 (`kueue_*`), Karpenter v1.x
 #: (`karpenter_*`, docs "Metrics" page) and the reference trainer (docs/observability.md).
 EXPORTER_METRICS: Final[dict[str, frozenset[str]]] = {

@@ -23,9 +23,9 @@ from components.analysis.nccl import NcclHost
 from components.analysis.nodes import managed_gpu_taints
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
 from components.config.stack import nccl_instance_type
-from components.platform.handles import ClusterHandles
-from components.platform.scheduling import QUEUE_OPEN_AWAIT
-from components.platform.validation_scripts import (
+from components.platform.cluster.handles import ClusterHandles
+from components.platform.scheduling.scheduling import QUEUE_OPEN_AWAIT
+from components.platform.validation.validation_scripts import (
     METRICS_PORT,
     METRICS_PORT_NAME,
     NCCL_SCRIPT,

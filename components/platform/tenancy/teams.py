@@ -22,20 +22,20 @@ from components import catalog
 from components.analysis import pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import TeamConfig
-from components.platform import iam
-from components.platform.handles import ClusterHandles
-from components.platform.scheduling import (
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles
+from components.platform.scheduling.scheduling import (
     KUEUE_API,
     QUEUE_OPEN_AWAIT,
     VOLCANO_QUEUE_API,
     Flavor,
     SchedulingHandles,
 )
-from components.platform.team_queues import cluster_queue_spec
+from components.platform.tenancy.team_queues import cluster_queue_spec
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
-    from components.platform.iam import AwsAccount
+    from components.platform.cluster.iam import AwsAccount
 
 
 #: The EKS Pod Identity agent listens on this link-local address on every node; pods with a

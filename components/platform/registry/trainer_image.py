@@ -50,7 +50,7 @@ from components.ecr_tags import resolve_tag
 from components.resource_options import child_options
 
 #: BuildKit's registry cache tag in the trainer repository (excluded from tag immutability,
-#: components/platform/registry.py).
+#: components/platform/registry/registry.py).
 CACHE_TAG: Final = catalog.ECR_MUTABLE_TAG_FILTERS[1]
 #: Prefix of the tag a build pushes (`ctx-<context hash>`).
 CONTEXT_TAG_PREFIX: Final = "ctx-"

@@ -1,6 +1,6 @@
 """Pure builders of the storage layer: bucket, key and CSI IAM documents, lifecycle rules, CSI
 chart values, StorageClasses and per-team volumes. Functions from config to dicts, tested
-without Pulumi; `components.platform.storage` turns them into resources."""
+without Pulumi; `components.platform.storage.storage` turns them into resources."""
 
 from __future__ import annotations
 

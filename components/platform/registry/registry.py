@@ -12,7 +12,7 @@ releases.
 
 The platform's signing key (when admission trusts it, `signatures.platformKey`): an asymmetric
 KMS key (ECC_NIST_P256, SIGN_VERIFY) that cosign signs with through `awskms:///<key ARN>`
-(components/platform/trainer_image.py); its public key (`kms:GetPublicKey`, read at deploy
+(components/platform/registry/trainer_image.py); its public key (`kms:GetPublicKey`, read at deploy
 time) is what Kyverno verifies against, so the cluster needs no KMS permission. AWS does not
 rotate asymmetric keys (the rotation policy exempts them).
 
@@ -39,15 +39,15 @@ import pulumi_aws as aws
 
 from components import catalog
 from components.config.security import RegistryConfig
-from components.platform.handles import ClusterHandles
+from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig
-    from components.platform.iam import AwsAccount
+    from components.platform.cluster.iam import AwsAccount
 
 #: Tags exempt from immutability: cosign signatures and BuildKit's registry cache
-#: (components/platform/trainer_image.py CACHE_TAG). ECR filters allow letters, digits and
+#: (components/platform/registry/trainer_image.py CACHE_TAG). ECR filters allow letters, digits and
 #: `._*-`, at most two wildcards (pulumi-aws 7.51.1 RepositoryImageTagMutabilityExclusionFilter).
 MUTABLE_TAG_FILTERS: Final = catalog.ECR_MUTABLE_TAG_FILTERS
 #: What a node needs to pull through a cache rule for the first time (ECR user guide,
@@ -128,7 +128,7 @@ class RegistryArgs:
     #: Create the platform's image-signing key (admission trusts it: signatures.platformKey).
     signing_key: bool = False
     #: Teams with a deploy identity: each gets a repository `<cluster>/teams/<team>` its CI
-    #: pushes (and signs) its own images to (components/platform/team_deploy.py).
+    #: pushes (and signs) its own images to (components/platform/tenancy/team_deploy.py).
     teams: tuple[str, ...] = ()
 
     @classmethod

@@ -1,6 +1,6 @@
 """A team's Kueue ClusterQueue spec (pure data): nominal quota per flavor in the cluster's
 flavor order, borrowing and lending, preemption, and the ProvisioningRequest admission check on
-the flavors of autoscaled node groups. components/platform/teams.py creates the object."""
+the flavors of autoscaled node groups. components/platform/tenancy/teams.py creates the object."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.config import FlavorQuota, TeamConfig
-from components.platform.scheduling import PROVISIONING_CHECK, Flavor
+from components.platform.scheduling.scheduling import PROVISIONING_CHECK, Flavor
 
 #: Resources every team ClusterQueue covers, in the order each flavor must list them.
 COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES

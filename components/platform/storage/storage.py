@@ -19,10 +19,10 @@ import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.config import StorageConfig
-from components.platform import iam
-from components.platform.handles import ClusterHandles, NetworkHandles
-from components.platform.iam import AwsAccount
-from components.platform.storage_builders import (
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles, NetworkHandles
+from components.platform.cluster.iam import AwsAccount
+from components.platform.storage.storage_builders import (
     BUCKET_ROLES,
     CSI_NAMESPACE,
     CSI_RELEASE_AWAIT,
@@ -49,7 +49,7 @@ from components.platform.storage_builders import (
     log_bucket_policy,
     log_lifecycle_rules,
 )
-from components.platform.team_volumes import (
+from components.platform.storage.team_volumes import (
     create_fsx_admin,
     create_team_dirs_job,
     create_team_volumes,

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import pod_security
-from components.platform.storage_builders import (
+from components.platform.storage.storage_builders import (
     FSX_STORAGE_CLASS,
     FSX_TEAMS_DIR,
     LustreVolume,

@@ -1,6 +1,6 @@
 """Pure builders of the Karpenter layer: NodePool and EC2NodeClass specs, the controller's IAM
 policy, the interruption queue policy and the chart values. Functions from config to dicts,
-tested without Pulumi; `components.platform.karpenter` turns them into resources."""
+tested without Pulumi; `components.platform.capacity.karpenter` turns them into resources."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ the per-team roles; each team's SecretStore names its team's role, which may rea
 `arn:...:secret:teams/<team>/*` only (ESO's AWS provider assumes `spec.provider.aws.role` with
 the controller's SDK-default credentials: external-secrets/external-secrets@helm-chart-2.9.0:
 apis/externalsecrets/v1/secretstore_aws_types.go; IAM actions per its docs/provider/
-aws-access.md). Teams get no RBAC on external-secrets.io (components/platform/teams.py
+aws-access.md). Teams get no RBAC on external-secrets.io (components/platform/tenancy/teams.py
 role_rules), so only this program writes stores, and ClusterSecretStores are switched off in the
 controller: no team can point a store at another team's role.
 """
@@ -29,13 +29,13 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components.config.security import SECRET_STORE_NAME, SECRETS_PATH_PREFIX, SecretsConfig
-from components.platform import iam
-from components.platform.handles import ClusterHandles
+from components.platform.cluster import iam
+from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
-    from components.platform.iam import AwsAccount
+    from components.platform.cluster.iam import AwsAccount
 
 ESO_REPO: Final = "https://charts.external-secrets.io"
 ESO_API: Final = "external-secrets.io/v1"

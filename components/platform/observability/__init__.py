@@ -1,0 +1,1 @@
+"""Observability: kube-prometheus-stack, GPU and training alerts, dashboards, central logs."""

@@ -1,0 +1,1 @@
+"""Scheduling: Kueue, Volcano, Kubeflow Trainer, priorities and flavors."""

@@ -1,0 +1,1 @@
+"""Post-deploy validation: the GPU smoke Jobs and the NCCL all-reduce test."""
