@@ -1,7 +1,17 @@
 """Resource options of a component's children and the namespaces components own: one helper
-each, so every child is parented to its component and carries the options the component was
-created with (the house rule: merge the caller's options, never drop them), and everything in a
-namespace waits for it."""
+each, the one convention every child follows (tests/test_layout.py keeps it).
+
+A child gets `parent=<its component>` and the options it needs itself (provider, depends_on,
+...), never a copy of the component's own options. What a child should share with its component
+reaches it through `parent`: the Python SDK fills an unset `protect` and the providers map from
+the parent (pulumi/pulumi sdk/python/lib/pulumi/resource.py@v3.272.0, Resource.__init__: "Infer
+protection from parent", "Infer providers and provider maps from parent"), and the engine does
+the same for `retainOnDelete` (Pulumi docs, resource options protect, provider, providers,
+retainOnDelete: "the default is to inherit this value from the parent resource"). What must not
+reach children is exactly what a merge would copy: the component's aliases and import id (they
+name the component, not its children), ignore_changes / replace_on_changes (property paths of
+another type), custom timeouts, and its depends_on (children that need an ordering say so
+themselves, with values their component received)."""
 
 from __future__ import annotations
 
@@ -11,12 +21,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 
-def child_options(
-    component: pulumi.Resource, opts: pulumi.ResourceOptions | None = None, **extra: Any
-) -> pulumi.ResourceOptions:
-    """`opts` (the component's own, may be None) merged with `parent=component` and `extra`
-    (provider, depends_on, ...): what a child resource of `component` is created with."""
-    return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(parent=component, **extra))
+def child_options(parent: pulumi.Resource, **extra: Any) -> pulumi.ResourceOptions:
+    """What a child of `parent` (a component; in the network, a VPC its subnets have always
+    been parented to) is created with: `parent` and the child's own `extra` options."""
+    return pulumi.ResourceOptions(parent=parent, **extra)
 
 
 def owned_namespace(

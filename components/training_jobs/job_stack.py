@@ -124,13 +124,13 @@ class TeamJobs(pulumi.ComponentResource):
             kubeconfig=args.kubeconfig,
             # Objects without a namespace would land here rather than in `default`.
             namespace=team.namespace,
-            opts=child_options(self, opts),
+            opts=child_options(self),
         )
         self.jobs = {
             plan.name: TrainingJob(
                 f"{name}-{plan.name}",
                 TrainingJobArgs(plan=plan, k8s_provider=provider),
-                opts=child_options(self, opts),
+                opts=child_options(self),
             )
             for plan in plans
         }

@@ -105,8 +105,8 @@ class TrainingJob(pulumi.ComponentResource):
             role = {"ConfigMap": "deepspeed", "Service": "service"}.get(kind, "job")
             if kind == "ExternalSecret":
                 role = f"secret-{manifest['metadata']['name']}"
-            child_opts = pulumi.ResourceOptions(
-                parent=self,
+            child_opts = child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[*args.depends_on, *self.objects],
                 **(launcher_replacement(manifest) if role == "job" else {}),
@@ -221,8 +221,8 @@ class TrainingJobs(pulumi.ComponentResource):
                     kind=manifest["kind"],
                     metadata=manifest["metadata"],
                     spec=manifest["spec"],
-                    opts=pulumi.ResourceOptions(
-                        parent=self,
+                    opts=child_options(
+                        self,
                         provider=args.k8s_provider,
                         depends_on=[args.trainer_release],
                     ),
@@ -259,6 +259,6 @@ class TrainingJobs(pulumi.ComponentResource):
                     k8s_provider=args.k8s_provider,
                     depends_on=[*args.team_resources.get(job.team, ()), *scheduler],
                 ),
-                opts=child_options(self, opts),
+                opts=child_options(self),
             )
         self.register_outputs({"jobs": sorted(self.jobs)})

@@ -250,7 +250,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:autoscaler:ClusterAutoscaler", name, None, opts)
-        child = child_options(self, opts)
+        child = child_options(self)
         account = args.aws_account
         self.role = iam.pod_identity_role(
             f"{name}-role",

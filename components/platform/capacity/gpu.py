@@ -246,7 +246,7 @@ class GpuStack(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:gpu:GpuStack", name, None, opts)
         config = args.config
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
         self.namespace = config.namespace
 
         # Operands mount host paths and run privileged (device plugin, DCGM, validator).

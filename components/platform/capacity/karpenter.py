@@ -110,7 +110,7 @@ class Karpenter(pulumi.ComponentResource):
         self, name: str, args: KarpenterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:karpenter:Karpenter", name, None, opts)
-        child = child_options(self, opts)
+        child = child_options(self)
         cluster, tags = args.cluster, args.tags
         cluster_name = args.cluster_name
 
@@ -143,7 +143,7 @@ class Karpenter(pulumi.ComponentResource):
         role_policy, pod_identity = self._controller_identity(name, args, child)
 
         # --- Helm: CRDs first (Helm never upgrades a chart's crds/), then the controller ---
-        k8s_child = child_options(self, opts, provider=cluster.k8s_provider)
+        k8s_child = child_options(self, provider=cluster.k8s_provider)
         self._releases(
             name, args, queue_name, k8s_child, after=[pod_identity, role_policy, queue_policy]
         )

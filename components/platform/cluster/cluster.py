@@ -144,7 +144,7 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:cluster:Cluster", name, None, opts)
-        child = child_options(self, opts)
+        child = child_options(self)
         config = args.config
         self.physical_name = config.name
         addons = config.resolved_addons
@@ -308,9 +308,7 @@ class Cluster(pulumi.ComponentResource):
             kube_proxy_addon_options=eks.KubeProxyAddonOptionsArgs(version=addons.kube_proxy),
             tags=tags,
             cluster_tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[log_group] if log_group is not None else []
-            ),
+            opts=child_options(self, depends_on=[log_group] if log_group is not None else []),
         )
 
     def _gpu_node_groups(
@@ -410,9 +408,7 @@ class Cluster(pulumi.ComponentResource):
                 {"role_arn": ebs_csi_role.arn, "service_account": EBS_CSI_SERVICE_ACCOUNT}
             ],
             tags=tags,
-            opts=pulumi.ResourceOptions(
-                parent=self, depends_on=[pod_identity_agent, self.system_node_group]
-            ),
+            opts=child_options(self, depends_on=[pod_identity_agent, self.system_node_group]),
         )
 
     def _kubernetes(self, name: str, cluster: eks.Cluster, child: pulumi.ResourceOptions) -> None:
@@ -485,8 +481,8 @@ class Cluster(pulumi.ComponentResource):
             # `aws eks update-nodegroup-config` is reverted on the next `up`.
             ignore_scaling_changes=autoscaled,
             tags={**args.tags, **(autoscaler_group_tags(gpu_group) if gpu_group else {})},
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
                 transforms=[
                     node_group_transform(
                         auto_repair=auto_repair,

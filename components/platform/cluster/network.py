@@ -86,7 +86,7 @@ class Network(pulumi.ComponentResource):
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:network:Network", name, None, opts)
-        child = child_options(self, opts)
+        child = child_options(self)
         existing = args.config.existing_vpc
         if existing is not None:
             self._adopt(name, args, child)
@@ -146,7 +146,7 @@ class Network(pulumi.ComponentResource):
             tags={**tags, "Name": f"{args.cluster_name}-vpc"},
             opts=child,
         )
-        vpc_child = pulumi.ResourceOptions(parent=vpc)
+        vpc_child = child_options(vpc)
         # No rules: the default SG must not silently allow traffic between whatever lands in it.
         aws.ec2.DefaultSecurityGroup(f"{name}-default-sg", vpc_id=vpc.id, tags=tags, opts=vpc_child)
         igw = aws.ec2.InternetGateway(
@@ -191,7 +191,7 @@ class Network(pulumi.ComponentResource):
         """A public and a private subnet per zone (discovery-tagged), and the NAT gateways: one
         per zone, or one in the first zone (`natGateways: single`)."""
         config, tags = args.config, args.tags
-        vpc_child = pulumi.ResourceOptions(parent=vpc)
+        vpc_child = child_options(vpc)
         public_subnets: list[aws.ec2.Subnet] = []
         private_subnets: list[aws.ec2.Subnet] = []
         nat_gateways: list[aws.ec2.NatGateway] = []
@@ -240,7 +240,7 @@ class Network(pulumi.ComponentResource):
                         allocation_id=eip.id,
                         connectivity_type="public",
                         tags={**tags, "Name": f"{args.cluster_name}-{zone}"},
-                        opts=pulumi.ResourceOptions(parent=vpc, depends_on=[igw]),
+                        opts=child_options(vpc, depends_on=[igw]),
                     )
                 )
         return public_subnets, private_subnets, nat_gateways
@@ -258,7 +258,7 @@ class Network(pulumi.ComponentResource):
         """A route table per private subnet, default route through its zone's NAT gateway
         (per-AZ NAT keeps each AZ's egress independent; `single` routes all via AZ 0)."""
         config, tags = args.config, args.tags
-        vpc_child = pulumi.ResourceOptions(parent=vpc)
+        vpc_child = child_options(vpc)
         route_tables = []
         for index, (zone, subnet) in enumerate(zip(zones, private_subnets, strict=True)):
             nat = nat_gateways[index if config.nat_gateways == "perAz" else 0]
@@ -294,5 +294,5 @@ class Network(pulumi.ComponentResource):
             vpc_endpoint_type="Gateway",
             route_table_ids=[rt.id for rt in route_tables],
             tags={**args.tags, "Name": f"{args.cluster_name}-s3"},
-            opts=pulumi.ResourceOptions(parent=vpc),
+            opts=child_options(vpc),
         )

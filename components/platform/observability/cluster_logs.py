@@ -177,7 +177,7 @@ class Logging(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Logging", name, None, opts)
         config = args.config
-        child = child_options(self, opts)
+        child = child_options(self)
         self._name = name
         self._args = args
         self.log_groups = {}
@@ -247,7 +247,7 @@ class Logging(pulumi.ComponentResource):
             ],
             tags=args.tags,
             # Fluent Bit must find the encrypted groups, not create its own.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.log_groups.values())),
+            opts=child_options(self, depends_on=list(self.log_groups.values())),
         )
         if config.alarms:
             self._alarms(name, args)

@@ -371,7 +371,7 @@ class Observability(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:observability:Observability", name, None, opts)
         config = args.config
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
         self.namespace = config.namespace
 
         # node-exporter needs host namespaces and hostPath mounts.

@@ -289,7 +289,7 @@ class Admission(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Admission", name, None, opts)
         config = args.config
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
         registries = allowed_registries(config, args.account)
         pattern = image_pattern(registries, require_digest=config.require_digest)
         policy = trusted_images_policy(pattern)

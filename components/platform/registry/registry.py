@@ -170,7 +170,7 @@ class Registry(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:security:Registry", name, None, opts)
         config = args.config
-        child = child_options(self, opts)
+        child = child_options(self)
         self.repository_urls = {}
         self.repository_names = {}
         self.team_repositories = {}

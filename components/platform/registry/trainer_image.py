@@ -135,14 +135,14 @@ class TrainerImage(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:images:TrainerImage", name, None, opts)
         if args.config.build:
-            self.digest, self.ref = self._build(name, args, opts)
+            self.digest, self.ref = self._build(name, args)
         else:
-            self.digest = self._resolve(args, opts)
+            self.digest = self._resolve(args)
             self.ref = pulumi.Output.concat(args.repository_url, "@", self.digest)
         self.register_outputs({"ref": self.ref})
 
     def _build(
-        self, name: str, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None
+        self, name: str, args: TrainerImageArgs
     ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
         config = args.config
         url = pulumi.Output.from_input(args.repository_url)
@@ -189,7 +189,7 @@ class TrainerImage(pulumi.ComponentResource):
                 else None
             ),
             build_on_preview=False,
-            opts=child_options(self, opts),
+            opts=child_options(self),
         )
         pinned = pulumi.Output.concat(url, "@", image.digest)
         if args.signing_key_arn is None:
@@ -203,14 +203,12 @@ class TrainerImage(pulumi.ComponentResource):
             },
             # A new digest is a new image to sign; the same digest is never signed twice.
             triggers=[image.digest],
-            opts=child_options(self, opts, depends_on=[image]),
+            opts=child_options(self, depends_on=[image]),
         )
         signed = pulumi.Output.all(pinned, sign.id).apply(lambda values: str(values[0]))
         return image.digest, signed
 
-    def _resolve(
-        self, args: TrainerImageArgs, opts: pulumi.ResourceOptions | None
-    ) -> pulumi.Output[str]:
+    def _resolve(self, args: TrainerImageArgs) -> pulumi.Output[str]:
         return resolve_tag(
             "images.trainer.tag",
             registry_id=args.account_id,

@@ -390,7 +390,7 @@ class Scheduling(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:scheduling:Scheduling", name, None, opts)
         config = args.config.scheduling
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
         self.flavors = flavors(args.config)
         self.cohort = config.cohort
 
@@ -415,8 +415,8 @@ class Scheduling(pulumi.ComponentResource):
         }
 
         def release_opts(namespace: str) -> pulumi.ResourceOptions:
-            return pulumi.ResourceOptions(
-                parent=self,
+            return child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[namespaces[namespace], args.system_nodes, *priority_classes],
             )
@@ -484,9 +484,7 @@ class Scheduling(pulumi.ComponentResource):
         """The cluster-wide Kueue objects, once its webhooks answer: a ResourceFlavor per GPU
         class and capacity type, the cohort, the WorkloadPriorityClasses."""
         config = args.config.scheduling
-        kueue_objects = pulumi.ResourceOptions(
-            parent=self, provider=args.k8s_provider, depends_on=[self.kueue]
-        )
+        kueue_objects = child_options(self, provider=args.k8s_provider, depends_on=[self.kueue])
         for flavor in self.flavors:
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{flavor.name}",

@@ -137,14 +137,12 @@ class Storage(pulumi.ComponentResource):
         super().__init__("gpu-platform:storage:Storage", name, None, opts)
         self._name = name
         self._args = args
-        #: The component's options: every child merges them (child_options).
-        self._opts = opts
         config = args.config
-        child = child_options(self, opts)
+        child = child_options(self)
         # Deliberate: protect stops `pulumi destroy`/a refactor from deleting the data;
         # retain_on_delete leaves it in AWS even if protection is lifted (docs/storage.md).
         keep = child_options(
-            self, opts, protect=config.protect_data, retain_on_delete=config.protect_data
+            self, protect=config.protect_data, retain_on_delete=config.protect_data
         )
         account_id = args.aws_account.account_id
         region = args.aws_account.region
@@ -223,7 +221,7 @@ class Storage(pulumi.ComponentResource):
             tags={**self._args.tags, f"{catalog.LABEL_DOMAIN}/bucket-role": role},
             opts=keep,
         )
-        child = child_options(self, self._opts)
+        child = child_options(self)
         aws.s3.BucketOwnershipControls(
             f"{name}-{role}",
             bucket=bucket.id,
@@ -266,20 +264,20 @@ class Storage(pulumi.ComponentResource):
                     "bucket_key_enabled": True,
                 }
             ],
-            opts=child_options(self, self._opts),
+            opts=child_options(self),
         )
         aws.s3.BucketPolicy(
             f"{name}-{role}",
             bucket=bucket.id,
             policy=bucket.arn.apply(lambda arn: json.dumps(bucket_policy(arn))),
-            opts=child_options(self, self._opts, depends_on=[public_access]),
+            opts=child_options(self, depends_on=[public_access]),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{role}",
             bucket=bucket.id,
             rules=cast(Any, lifecycle_rules(self._args.config.lifecycle, role=role)),
             # Noncurrent-version rules only mean something once versioning is on.
-            opts=child_options(self, self._opts, depends_on=[versioning]),
+            opts=child_options(self, depends_on=[versioning]),
         )
         return bucket
 
@@ -290,7 +288,7 @@ class Storage(pulumi.ComponentResource):
         S3 log delivery; the AWS managed aws/s3 key would not work for log delivery)."""
         name = self._name
         bucket, public_access, versioning = self._bucket(LOG_BUCKET_ROLE, account_id, keep)
-        child = child_options(self, self._opts)
+        child = child_options(self)
         aws.s3.BucketServerSideEncryptionConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
@@ -312,13 +310,13 @@ class Storage(pulumi.ComponentResource):
             policy=pulumi.Output.all(bucket.arn, *sources).apply(
                 lambda arns: json.dumps(log_bucket_policy(arns[0], list(arns[1:]), account_id))
             ),
-            opts=child_options(self, self._opts, depends_on=[public_access]),
+            opts=child_options(self, depends_on=[public_access]),
         )
         aws.s3.BucketLifecycleConfiguration(
             f"{name}-{LOG_BUCKET_ROLE}",
             bucket=bucket.id,
             rules=cast(Any, log_lifecycle_rules(self._args.config.lifecycle)),
-            opts=child_options(self, self._opts, depends_on=[versioning]),
+            opts=child_options(self, depends_on=[versioning]),
         )
         return bucket
 
@@ -329,7 +327,7 @@ class Storage(pulumi.ComponentResource):
     ) -> aws.eks.PodIdentityAssociation:
         """An IAM role for one CSI controller service account, handed out by Pod Identity."""
         name, args = self._name, self._args
-        child = child_options(self, self._opts)
+        child = child_options(self)
         account_id = self._args.aws_account.account_id
         role = iam.pod_identity_role(
             f"{name}-{driver}-csi",
@@ -357,14 +355,14 @@ class Storage(pulumi.ComponentResource):
             vpc_id=self._args.vpc_id,
             description=f"{purpose}: reachable from the cluster's nodes only",
             tags={**self._args.tags, "Name": f"{self._args.bucket_prefix}-{purpose}"},
-            opts=child_options(self, self._opts),
+            opts=child_options(self),
         )
 
     def _efs(
         self, key: aws.kms.Key, region: str, account_id: str, keep: pulumi.ResourceOptions
     ) -> None:
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        child = child_options(self, self._opts)
+        child = child_options(self)
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,
@@ -415,8 +413,8 @@ class Storage(pulumi.ComponentResource):
             namespace=CSI_NAMESPACE,
             values=efs_csi_values(),
             **CSI_RELEASE_AWAIT,
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[association, args.system_node_group],
             ),
@@ -429,9 +427,7 @@ class Storage(pulumi.ComponentResource):
             parameters=spec["parameters"],
             reclaim_policy=spec["reclaimPolicy"],
             volume_binding_mode=spec["volumeBindingMode"],
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[release]
-            ),
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
         )
         self.file_system_id = file_system.id
         self.storage_class_name = EFS_STORAGE_CLASS
@@ -442,7 +438,7 @@ class Storage(pulumi.ComponentResource):
         the nodes: clients reach the servers, the servers reach each other and call clients
         back."""
         name, args = self._name, self._args
-        child = child_options(self, self._opts)
+        child = child_options(self)
         group = self._security_group("lustre")
         nodes = args.node_security_group_id
         for low, high in LUSTRE_PORTS:
@@ -486,7 +482,7 @@ class Storage(pulumi.ComponentResource):
         """The datasets bucket linked into the file system (lazy import on first read; export
         only when configured)."""
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        child = child_options(self, self._opts)
+        child = child_options(self)
         datasets = self.buckets["datasets"]
         s3_policy: dict[str, Any] = {
             "auto_import_policy": {"events": rwx.fsx_import_events},
@@ -542,8 +538,8 @@ class Storage(pulumi.ComponentResource):
             namespace=CSI_NAMESPACE,
             values=fsx_csi_values(region),
             **CSI_RELEASE_AWAIT,
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[association, args.system_node_group],
             ),
@@ -555,9 +551,7 @@ class Storage(pulumi.ComponentResource):
             provisioner=spec["provisioner"],
             reclaim_policy=spec["reclaimPolicy"],
             volume_binding_mode=spec["volumeBindingMode"],
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[release]
-            ),
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
         )
         self.file_system_id = file_system.id
         self.storage_class_name = FSX_STORAGE_CLASS
@@ -576,9 +570,7 @@ class Storage(pulumi.ComponentResource):
             name,
             self._lustre,
             capacity=f"{rwx.fsx_capacity_gib}Gi",
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[release]
-            ),
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
         )
 
     # --- per team ---------------------------------------------------------------------------
@@ -595,16 +587,14 @@ class Storage(pulumi.ComponentResource):
         namespace (`depends_on`); children of this component on the cluster's provider. On FSx
         the first call also creates the one Job that makes every team's directory, after that
         first team (whose Team component waits for the Kueue webhook a batch Job must pass)."""
-        opts = pulumi.ResourceOptions(
-            parent=self, provider=self._args.k8s_provider, depends_on=depends_on or []
-        )
+        child = child_options(self, provider=self._args.k8s_provider, depends_on=depends_on or [])
         if self.rwx_type == "fsx" and self._team_dirs_job is None:
             self._team_dirs_job = create_team_dirs_job(
                 self._name,
                 teams=list(self._args.teams),
                 image=self._args.team_dirs_image,
                 opts=pulumi.ResourceOptions.merge(
-                    opts, pulumi.ResourceOptions(depends_on=self._fsx_admin)
+                    child, pulumi.ResourceOptions(depends_on=self._fsx_admin)
                 ),
             )
         return create_team_volumes(
@@ -616,5 +606,5 @@ class Storage(pulumi.ComponentResource):
             datasets=datasets,
             lustre=self._lustre,
             directories=[self._team_dirs_job] if self._team_dirs_job is not None else [],
-            opts=opts,
+            opts=child,
         )

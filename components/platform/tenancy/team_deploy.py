@@ -154,7 +154,7 @@ class TeamDeployIdentity(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:teams:TeamDeployIdentity", name, None, opts)
         team = args.team
-        child = child_options(self, opts)
+        child = child_options(self)
         roles: dict[str, aws.iam.Role] = {}
         for kind, preview, policy, role_name in (
             ("deploy", False, EDIT_POLICY, deploy_role_name),

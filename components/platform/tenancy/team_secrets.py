@@ -189,7 +189,7 @@ class TeamSecrets(pulumi.ComponentResource):
         if not args.config.enabled:
             self.register_outputs({})
             return
-        aws_opts = child_options(self, opts)
+        aws_opts = child_options(self)
         controller = iam.pod_identity_role(
             f"{name}-eso-controller",
             account_id=args.account.account_id,
@@ -230,8 +230,8 @@ class TeamSecrets(pulumi.ComponentResource):
             # covers a cold image pull on a fresh system node.
             timeout=600,
             atomic=True,
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[args.system_nodes, association],
             ),
@@ -243,8 +243,8 @@ class TeamSecrets(pulumi.ComponentResource):
                 kind="SecretStore",
                 metadata={"name": SECRET_STORE_NAME, "namespace": team.namespace},
                 spec=_store_spec(team_roles[team.name].arn, team.namespace, args.account.region),
-                opts=pulumi.ResourceOptions(
-                    parent=self,
+                opts=child_options(
+                    self,
                     provider=args.k8s_provider,
                     depends_on=[release, args.team_components[team.name]],
                 ),

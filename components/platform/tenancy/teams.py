@@ -386,7 +386,7 @@ class Team(pulumi.ComponentResource):
         super().__init__("gpu-platform:teams:Team", name, None, opts)
         team = args.config
         ns = team.namespace
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
 
         self.namespace, in_ns = owned_namespace(
             f"{name}-namespace", ns, namespace_labels(team), k8s_opts
@@ -407,7 +407,7 @@ class Team(pulumi.ComponentResource):
             opts=in_ns,
         )
 
-        self._identity(name, args, in_ns, child_options(self, opts))
+        self._identity(name, args, in_ns, child_options(self))
         self._access(name, args, in_ns)
         self._queues(name, args)
 
@@ -505,8 +505,8 @@ class Team(pulumi.ComponentResource):
                 kind="PodMonitor",
                 metadata=meta("training-metrics"),
                 spec=training_pod_monitor_spec(team),
-                opts=pulumi.ResourceOptions(
-                    parent=self,
+                opts=child_options(
+                    self,
                     provider=args.k8s_provider,
                     depends_on=[self.namespace, args.monitoring_release],
                 ),
@@ -515,8 +515,8 @@ class Team(pulumi.ComponentResource):
     def _queues(self, name: str, args: TeamArgs) -> None:
         """Kueue ClusterQueue and LocalQueue, and the Volcano Queue (awaited until Open)."""
         team, meta = self._team, self._meta
-        kueue_opts = pulumi.ResourceOptions(
-            parent=self, provider=args.k8s_provider, depends_on=[args.kueue_release]
+        kueue_opts = child_options(
+            self, provider=args.k8s_provider, depends_on=[args.kueue_release]
         )
         self.cluster_queue = k8s.apiextensions.CustomResource(
             f"{name}-cluster-queue",
@@ -532,8 +532,8 @@ class Team(pulumi.ComponentResource):
             kind="LocalQueue",
             metadata=meta(team.name),
             spec={"clusterQueue": team.name},
-            opts=pulumi.ResourceOptions(
-                parent=self,
+            opts=child_options(
+                self,
                 provider=args.k8s_provider,
                 depends_on=[args.kueue_release, self.namespace, self.cluster_queue],
             ),
@@ -544,7 +544,5 @@ class Team(pulumi.ComponentResource):
             kind="Queue",
             metadata={"name": team.name, "annotations": dict(QUEUE_OPEN_AWAIT)},
             spec=volcano_queue_spec(team),
-            opts=pulumi.ResourceOptions(
-                parent=self, provider=args.k8s_provider, depends_on=[args.volcano_release]
-            ),
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[args.volcano_release]),
         )

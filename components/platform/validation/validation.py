@@ -514,7 +514,7 @@ class Validation(pulumi.ComponentResource):
     ) -> None:
         super().__init__("gpu-platform:validation:Validation", name, None, opts)
         config = args.config
-        k8s_opts = child_options(self, opts, provider=args.k8s_provider)
+        k8s_opts = child_options(self, provider=args.k8s_provider)
         objects = validation_objects(args.pools, args.nccl_pool, config, args.queue_guarantee)
         if objects:
             # Restricted like team namespaces: the tests prove GPUs and NCCL work from a
@@ -544,10 +544,10 @@ class Validation(pulumi.ComponentResource):
                 # that is not Open yet (the Queue is awaited until it is), and the Job's pods
                 # are scheduled as their PodGroup's gang from the first one.
                 before = {"PodGroup": made.get("Queue"), "Job": made.get("PodGroup")}.get(kind)
-                opts = monitored if kind == "PodMonitor" else after
+                child = monitored if kind == "PodMonitor" else after
                 if before is not None:
-                    opts = pulumi.ResourceOptions.merge(
-                        opts, pulumi.ResourceOptions(depends_on=[before])
+                    child = pulumi.ResourceOptions.merge(
+                        child, pulumi.ResourceOptions(depends_on=[before])
                     )
                 cls: Any = _KINDS.get((obj["apiVersion"], kind))
                 if cls is None:
@@ -557,9 +557,9 @@ class Validation(pulumi.ComponentResource):
                         kind=kind,
                         metadata=obj["metadata"],
                         spec=obj["spec"],
-                        opts=opts,
+                        opts=child,
                     )
                     continue
                 body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-                made[kind] = cls(resource_name, **body, opts=opts)
+                made[kind] = cls(resource_name, **body, opts=child)
         self.register_outputs({"objects": len(objects)})
