@@ -99,7 +99,7 @@ def check_node_group_zones(cfg: StackConfig) -> list[Problem]:
     """A group's `zoneIndex` that contradicts the placement group's zone it launches in."""
     pg_zone = cfg.network.efa_placement_group.zone_index
     return [
-        (
+        Problem(
             f"nodeGroups.gpu[{index}].zoneIndex",
             group.zone_index,
             f"unset or {pg_zone}: the group launches into the EFA placement group, which lives "
@@ -137,7 +137,7 @@ def check_placement_group(cfg: StackConfig) -> list[Problem]:
     if cfg.network.efa_placement_group.enabled:
         return []
     return [
-        (
+        Problem(
             f"karpenter.reservations[{index}].inPlacementGroup",
             True,
             "false while network.efaPlacementGroup.enabled is false (there is no group to "

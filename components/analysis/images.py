@@ -121,7 +121,7 @@ def image_source_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) ->
     if image_source(cfg, job) is not None:
         return []
     return [
-        (
+        Problem(
             f"{key}.image",
             job.image,
             "an image by digest (repo[:tag]@sha256:...), or a tag in an ECR registry "
@@ -178,7 +178,7 @@ def image_problems(cfg: StackConfig, key: str, image: str) -> list[Problem]:
         image_pattern(registries, require_digest=False, extra_hosts=(ECR_HOST,)), image
     ):
         return [
-            (
+            Problem(
                 key,
                 image,
                 f"an image from {shown} (<registry>/<lowercase path>[:tag]); the trusted-images "
@@ -186,7 +186,9 @@ def image_problems(cfg: StackConfig, key: str, image: str) -> list[Problem]:
             )
         ]
     if admission.require_digest and not DIGEST.search(image) and not ECR_TAG.match(image):
-        return [(key, image, "an image pinned by digest (admission denies tag-only references)")]
+        return [
+            Problem(key, image, "an image pinned by digest (admission denies tag-only references)")
+        ]
     scope = signed_scope(cfg)
     repository = catalog.image_repository(image)
     if (
@@ -195,7 +197,7 @@ def image_problems(cfg: StackConfig, key: str, image: str) -> list[Problem]:
         and not any(re.fullmatch(p, repository) for p in scope)
     ):
         return [
-            (
+            Problem(
                 key,
                 image,
                 f"an image from a repository {_signer_text(cfg)} signs: admission (Kyverno, "
@@ -218,7 +220,7 @@ def trainer_problems(cfg: StackConfig, key: str) -> list[Problem]:
     ):
         return []
     return [
-        (
+        Problem(
             key,
             None,
             "an image by digest signed by the trusted signer: the reference trainer this stack "

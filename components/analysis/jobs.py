@@ -21,12 +21,14 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
         key = f"trainingJobs[{index}]"
         team = teams.get(job.team)
         if team is None:
-            problems.append((f"{key}.team", job.team, f"a team ({', '.join(sorted(teams))})"))
+            problems.append(
+                Problem(f"{key}.team", job.team, f"a team ({', '.join(sorted(teams))})")
+            )
         else:
             where = (team.namespace, job.name)
             if where in seen:
                 problems.append(
-                    (
+                    Problem(
                         f"{key}.name",
                         job.name,
                         f"a unique name in {team.namespace} (trainingJobs[{seen[where]}])",
@@ -38,7 +40,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
         problems.extend(_batch_problems(key, job))
         if job.gpu_class not in classes:
             problems.append(
-                (
+                Problem(
                     f"{key}.gpuClass",
                     job.gpu_class,
                     f"a GPU class the pools provide ({', '.join(classes)})",
@@ -48,7 +50,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
         missing = [c for c in job.capacity_types if (job.gpu_class, c) not in capacity]
         if len(missing) == len(job.capacity_types):
             problems.append(
-                (
+                Problem(
                     f"{key}.capacity",
                     job.capacity,
                     f"no {job.capacity} pool provides {job.gpu_class}",
@@ -58,7 +60,7 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
         class_gpus = gpus_of_class(job.gpu_class)
         if job.gpus_per_node is not None and job.gpus_per_node != class_gpus:
             problems.append(
-                (
+                Problem(
                     f"{key}.gpusPerNode",
                     job.gpus_per_node,
                     f"{class_gpus}: the GPUs of a {job.gpu_class} instance (whole nodes only)",
@@ -79,7 +81,7 @@ def _image_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[
         return trainer_problems(cfg, f"{key}.image")
     if cfg.training.require_image_digest and "@sha256:" not in image:
         return [
-            (
+            Problem(
                 f"{key}.image",
                 image,
                 "an image pinned by digest (repo[:tag]@sha256:...); "
@@ -99,7 +101,7 @@ def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:
         want = batch.effective_batch(world)
         if batch.train_batch_size != want:
             problems.append(
-                (
+                Problem(
                     f"{key}.{mode}.trainBatchSize",
                     batch.train_batch_size,
                     f"micro {batch.micro_batch_per_gpu} x accumulation "
@@ -124,7 +126,7 @@ def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Pr
         # An explicit EFA ask on types without EFA would silently run over TCP sockets
         # (job_resources requests no device): refuse it, naming what the class offers.
         out.append(
-            (
+            Problem(
                 f"{key}.efa" if job.efa else f"{key}.efaDevices",
                 True if job.efa else job.efa_devices,
                 f"a GPU class whose instance types have EFA devices ({', '.join(without)} "
@@ -137,7 +139,7 @@ def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Pr
         # The device plugin advertises exactly the interfaces the node has
         # (aws-efa-k8s-device-plugin): a larger request stays Pending on every node.
         out.append(
-            (
+            Problem(
                 f"{key}.efaDevices",
                 job.efa_devices,
                 f"at most {most} (the EFA devices of "
@@ -150,7 +152,7 @@ def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Pr
         # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html): pods spread over zones
         # could not talk over EFA at all.
         out.append(
-            (
+            Problem(
                 f"{key}.zones",
                 "any",
                 f"single (or leave it out): a {job.nodes}-node EFA job must keep its pods in one "

@@ -33,7 +33,7 @@ def check_teams(cfg: StackConfig, capacity: Capacity) -> list[Problem]:
         ):
             if value in seen:
                 problems.append(
-                    (
+                    Problem(
                         f"teams[{index}].{field}",
                         value,
                         f"a unique {field} (teams[{seen[value]}] already uses it)",
@@ -44,7 +44,7 @@ def check_teams(cfg: StackConfig, capacity: Capacity) -> list[Problem]:
             path = f"teams[{index}].quota[{entry_index}]"
             if entry.gpu_class not in classes:
                 problems.append(
-                    (
+                    Problem(
                         f"{path}.gpuClass",
                         entry.gpu_class,
                         f"a GPU class the pools provide ({', '.join(classes)})",
@@ -54,7 +54,7 @@ def check_teams(cfg: StackConfig, capacity: Capacity) -> list[Problem]:
             key = (entry.gpu_class, entry.capacity_type)
             if key not in capacity:
                 problems.append(
-                    (
+                    Problem(
                         f"{path}.capacityType",
                         entry.capacity_type,
                         f"no {entry.capacity_type} pool provides {entry.gpu_class}",
@@ -65,7 +65,7 @@ def check_teams(cfg: StackConfig, capacity: Capacity) -> list[Problem]:
             totals[key] = before + entry.gpus
             if before <= capacity[key] < totals[key]:
                 problems.append(
-                    (
+                    Problem(
                         f"{path}.gpus",
                         entry.gpus,
                         f"the nominal GPU quotas of flavor {entry.flavor} add up to "
@@ -92,7 +92,7 @@ def job_quota_problems(
     pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
     if gpus > max(pools):
         problems.append(
-            (
+            Problem(
                 f"{key}.nodes",
                 job.nodes,
                 f"nodes x GPUs = {gpus} is over the {max(pools)} GPUs the "
@@ -134,7 +134,7 @@ def job_quota_problems(
             fits.append(entry.flavor)
     if not fits:
         problems.append(
-            (
+            Problem(
                 f"{key}.nodes",
                 job.nodes,
                 f"the job ({gpus} GPUs, {requests.cpu * job.nodes:g} CPU, "
@@ -144,7 +144,7 @@ def job_quota_problems(
         )
     if gpus > team.limits.gpus:
         problems.append(
-            (
+            Problem(
                 f"{key}.nodes",
                 job.nodes,
                 f"nodes x GPUs = {gpus} is over team {team.name}'s namespace limit "
@@ -168,7 +168,7 @@ def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> 
     """A GPU node source no team's queue reaches is a config error unless it says what it is
     for (`unqueuedReason`, which the report prints)."""
     return [
-        (
+        Problem(
             f"{source.key}.unqueuedReason",
             None,
             f"{source.name} serves {source.gpu_class} {source.capacity_type}, which no team's "

@@ -204,7 +204,7 @@ def check_pods_ready(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[Pr
         "a shorter timeout evicts and requeues workloads whose nodes are still coming"
     )
     problems: list[Problem] = [
-        (f"scheduling.waitForPodsReady.{key}", value, why)
+        Problem(f"scheduling.waitForPodsReady.{key}", value, why)
         for key, value in (("timeout", ready.timeout), ("recoveryTimeout", ready.recovery_timeout))
         if value is not None and value != "0s" and duration_s(value) < figures.required_s
     ]
@@ -214,7 +214,7 @@ def check_pods_ready(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[Pr
     launch = slowest.scale_up_seconds - AUTOSCALER_SCAN_SECONDS if slowest else 0
     if slowest is not None and duration_s(give_up) < launch:
         problems.append(
-            (
+            Problem(
                 "clusterAutoscaler.maxNodeProvisionTime",
                 give_up,
                 f"at least {minutes(launch)}: a {slowest.instance_types[0]} node of "

@@ -263,7 +263,7 @@ def check_queues(cfg: StackConfig) -> list[Problem]:
     for index, team in enumerate(cfg.teams):
         if team.volcano.guarantee == "none" and (enqueue or any_guarantee):
             found.append(
-                (
+                Problem(
                     f"teams[{index}].volcano.guarantee",
                     "none",
                     "nominal: "
@@ -282,7 +282,7 @@ def check_queues(cfg: StackConfig) -> list[Problem]:
         for name, key in (("cpu", "cpu"), ("memory", "memoryGib")):
             if guarantee.get(name, 0.0) > capability[name]:
                 found.append(
-                    (
+                    Problem(
                         f"teams[{index}].limits.{key}",
                         int(capability[name]),
                         f"at least the nominal quota's {guarantee[name]:g} (the Volcano "

@@ -122,7 +122,7 @@ def _admission(
         for blocker in path.blockers:
             if volcano.queue_guarantee(team):
                 problems.append(
-                    (
+                    Problem(
                         f"{key}.nodes",
                         job.nodes,
                         f"a gang within team {team.name}'s Volcano queue guarantee (its "
@@ -131,7 +131,7 @@ def _admission(
                 )
             else:
                 problems.append(
-                    (
+                    Problem(
                         f"{key}.scheduler",
                         job.scheduler,
                         "kueue, or a Volcano queue with a guarantee "
@@ -150,7 +150,7 @@ def _admission(
     blocked = uncovered(requests, covered, excluded)
     if blocked:
         problems.append(
-            (
+            Problem(
                 f"{key}.efa" if catalog.EFA_RESOURCE in blocked else key,
                 job.efa,
                 f"Kueue would keep the job pending: it requests {', '.join(blocked)}, which "
@@ -206,7 +206,7 @@ def _ready(
     if slowest.total_s <= timeouts.timeout_s:
         return text, []
     return text, [
-        (
+        Problem(
             f"{key}.imageSizeGib",
             job.image_size_gib,
             f"an image Ready within the platform's waitForPodsReady.timeout "
@@ -231,7 +231,7 @@ def _namespace_limits(
     ):
         if total > cap:
             problems.append(
-                (
+                Problem(
                     f"{key}.nodes",
                     job.nodes,
                     f"the gang requests {total:g} {what}, over team {team.name}'s namespace "
@@ -262,7 +262,7 @@ def _placement(
     if job.scheduler != "kueue" and len(kinds) > 1:
         # Kueue pods carry their flavor's provisioner label; these carry only the affinity.
         problems.append(
-            (
+            Problem(
                 f"{key}.capacity",
                 job.capacity,
                 "capacity one provisioner serves: the pods match managed node groups ("
@@ -278,7 +278,7 @@ def _placement(
     want = ", ".join(f"{k} in {'/'.join(v)}" for k, v in sorted(where.required.items()))
     if not candidates:
         problems.append(
-            (
+            Problem(
                 f"{key}.gpuClass",
                 job.gpu_class,
                 f"no node source matches the pod's node affinity ({want}) and taints",
@@ -290,7 +290,7 @@ def _placement(
         )
         detail = "; ".join(f"{name}: {miss}" for name, miss in misses.items())
         problems.append(
-            (
+            Problem(
                 f"{key}.efa" if efa_short else f"{key}.gpuClass",
                 job.efa if efa_short else job.gpu_class,
                 (
@@ -326,7 +326,7 @@ def _scale_and_gang(
     scale_text = "; ".join(f"{s.path}, up to {s.max_nodes} nodes ({s.limit_text})" for s in fitting)
     if fitting and not scalable:
         problems.append(
-            (
+            Problem(
                 f"{key}.gpuClass",
                 job.gpu_class,
                 "nothing brings a node: "
@@ -344,7 +344,7 @@ def _scale_and_gang(
     )
     if scalable and best < job.nodes:
         problems.append(
-            (
+            Problem(
                 f"{key}.nodes",
                 job.nodes,
                 f"a gang of {job.nodes} pods needs {job.nodes} nodes at once; the "
@@ -374,7 +374,7 @@ def _zone(
     # multi-node EFA job whose pods may spread cannot talk over EFA across the zone line.
     if (pin is not None or (resources.efa_devices and job.nodes > 1)) and not where.single_zone:
         problems.append(
-            (
+            Problem(
                 f"{key}.zones",
                 job.zones,
                 "a multi-node EFA job must keep its pods in one availability zone (EFA "
@@ -383,7 +383,7 @@ def _zone(
         )
     if where.single_zone and job.nodes > 1:
         problems += [
-            (
+            Problem(
                 f"{key}.zones",
                 job.zones,
                 "`any` (a TCP job) or node sources confined to one zone: "
@@ -436,7 +436,7 @@ def _storage(
     )
     if job.nodes > 1 and claim_mode != "ReadWriteMany":
         problems.append(
-            (
+            Problem(
                 f"{key}.checkpoint.volume",
                 True,
                 f"pods on {job.nodes} nodes share {claim}, which is {claim_mode}: it must "
@@ -456,7 +456,7 @@ def _memory(
     per_gpu = row.gpu_memory_gib / max(1, row.gpus)
     if states > per_gpu:
         problems.append(
-            (
+            Problem(
                 f"{key}.modelParameters",
                 job.model_parameters,
                 f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
@@ -570,7 +570,7 @@ def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: st
         problems: list[Problem] = []
         if source.max_nodes < 1:
             problems.append(
-                (
+                Problem(
                     "validation.smokeTest",
                     True,
                     f"gpu-smoke-{source.name} runs on {source.name} ({source.key}), which "
@@ -601,7 +601,9 @@ def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str
     pool = cfg.nccl_pool() if validation.nccl_test else None
     if validation.nccl_test and pool is None:
         # No GPU pool at all: the NCCL test has nowhere to run (a stack with no GPU capacity).
-        problem = ("validation.ncclTest", True, "a GPU node group or Karpenter GPU pool to run on")
+        problem = Problem(
+            "validation.ncclTest", True, "a GPU node group or Karpenter GPU pool to run on"
+        )
         out.append(
             Verdict(
                 key="validation.nccl",
@@ -632,7 +634,7 @@ def _nccl_problems(
     problems: list[Problem] = []
     if source is not None and host is None:
         problems.append(
-            (
+            Problem(
                 "validation.nccl.pool",
                 pool.name,
                 "a GPU source with an instance type whose allocatable holds one NCCL test pod "
@@ -644,7 +646,7 @@ def _nccl_problems(
     override = cfg.validation.nccl.min_bus_bandwidth_gbps
     if host is not None and catalog.nccl_min_bus_bandwidth(host.instance_type, override) is None:
         problems.append(
-            (
+            Problem(
                 "validation.nccl.minBusBandwidthGbps",
                 None,
                 f"a threshold in GB/s: the catalog has no published all-reduce figure for "
@@ -654,13 +656,15 @@ def _nccl_problems(
     if source is not None and host is not None and host.efa_devices and nodes > 1:
         # The test keeps its ranks in one zone over EFA (validation.py nccl_affinity).
         problems += [
-            (f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes))
+            Problem(
+                f"{s.key}.zoneIndex", None, "a private-subnet index: " + scattered_text(s, nodes)
+            )
             for s in scattered([source])
         ]
     reach = source.max_nodes if source else 0
     if reach < nodes:
         problems.append(
-            (
+            Problem(
                 "validation.nccl.nodes",
                 nodes,
                 f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, NamedTuple
 
 import pulumi
 from pydantic import BaseModel, ConfigDict, StringConstraints
@@ -20,8 +20,16 @@ from pydantic_core import PydanticCustomError
 
 NAMESPACE: Final = "gpu-platform"
 
-#: (relative key path, offending value, what is allowed) — one config problem.
-Problem = tuple[str, Any, str]
+
+class Problem(NamedTuple):
+    """One finding about a config: the key path it names (relative to the model that found it,
+    or from the namespace's root for the cross-area rules), the offending value, and what is
+    allowed. Rendered to one line (`gpu-platform:<key>: got <value>; <allowed>`) only at the
+    edge: components/config/errors.py for the CLI and `pulumi up`, the report for reviewers."""
+
+    key: str
+    value: Any
+    allowed: str
 
 
 class ConfigError(pulumi.RunError):

@@ -165,15 +165,19 @@ class ClusterConfig(Model):
             try:
                 net = ipaddress.IPv4Network(cidr, strict=True)
             except ValueError:
-                problems.append((f"publicAccessCidrs[{index}]", cidr, "must be an IPv4 CIDR"))
+                problems.append(
+                    Problem(f"publicAccessCidrs[{index}]", cidr, "must be an IPv4 CIDR")
+                )
                 continue
             if net.prefixlen == 0:
                 problems.append(
-                    (f"publicAccessCidrs[{index}]", cidr, "the whole internet is not allowed")
+                    Problem(
+                        f"publicAccessCidrs[{index}]", cidr, "the whole internet is not allowed"
+                    )
                 )
         if self.endpoint_public_access and not self.public_access_cidrs:
             problems.append(
-                (
+                Problem(
                     "publicAccessCidrs",
                     [],
                     "a public endpoint needs an explicit CIDR allow-list",
@@ -181,7 +185,7 @@ class ClusterConfig(Model):
             )
         if self.public_access_cidrs and not self.endpoint_public_access:
             problems.append(
-                (
+                Problem(
                     "endpointPublicAccess",
                     False,
                     "must be true when publicAccessCidrs is set (or drop the CIDRs)",

@@ -15,7 +15,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
-from components.config.base import Model, problems_error
+from components.config.base import Model, Problem, problems_error
 
 #: An image tag as the OCI distribution spec allows it
 #: (opencontainers/distribution-spec v1.1.1 spec.md: `[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`).
@@ -49,7 +49,7 @@ class TrainerImageConfig(Model):
         if not self.build and self.tag is None:
             raise problems_error(
                 [
-                    (
+                    Problem(
                         "tag",
                         None,
                         "the published tag to resolve in the trainer repository "
@@ -60,7 +60,7 @@ class TrainerImageConfig(Model):
         if self.build and self.tag is not None:
             raise problems_error(
                 [
-                    (
+                    Problem(
                         "tag",
                         self.tag,
                         "no tag with build: true (the pushed tag is derived from "

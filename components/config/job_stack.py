@@ -57,7 +57,7 @@ class JobStackConfig(Model):
     @model_validator(mode="after")
     def _one_team(self) -> JobStackConfig:
         problems: list[Problem] = [
-            (
+            Problem(
                 f"trainingJobs[{index}].team",
                 job.team,
                 f"{self.team} (a job stack deploys only its own team's jobs)",

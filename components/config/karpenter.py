@@ -99,7 +99,7 @@ class KarpenterDisruption(Model):
         if (self.freeze_schedule is None) != (self.freeze_duration is None):
             raise problems_error(
                 [
-                    (
+                    Problem(
                         "freezeDuration",
                         self.freeze_duration,
                         "freezeSchedule and freezeDuration must be set together",
@@ -172,12 +172,12 @@ class KarpenterReservation(Model):
     def _check(self) -> KarpenterReservation:
         problems: list[Problem] = []
         if (self.id is None) == (self.tags is None):
-            problems.append(("id", self.id, "set exactly one of id (cr-…) or tags"))
+            problems.append(Problem("id", self.id, "set exactly one of id (cr-…) or tags"))
         if self.tags is not None and not 1 <= len(self.tags) <= 20:
-            problems.append(("tags", self.tags, "1 to 20 tags (EC2NodeClass limit)"))
+            problems.append(Problem("tags", self.tags, "1 to 20 tags (EC2NodeClass limit)"))
         if self.instance_type not in catalog.GPU_INSTANCE_TYPES:
             problems.append(
-                (
+                Problem(
                     "instanceType",
                     self.instance_type,
                     f"a GPU instance type from components/catalog.py "
@@ -186,16 +186,18 @@ class KarpenterReservation(Model):
             )
         if self.type == "capacity-block":
             if self.start is None or self.end is None:
-                problems.append(("end", self.end, "a capacity-block needs start and end (UTC)"))
+                problems.append(
+                    Problem("end", self.end, "a capacity-block needs start and end (UTC)")
+                )
             elif self.start >= self.end:
-                problems.append(("end", self.end, f"after start ({self.start})"))
+                problems.append(Problem("end", self.end, f"after start ({self.start})"))
             if self.price_usd_per_hour is None:
                 problems.append(
-                    ("priceUsdPerHour", None, "the Capacity Block's price per instance-hour")
+                    Problem("priceUsdPerHour", None, "the Capacity Block's price per instance-hour")
                 )
             if self.in_placement_group:
                 problems.append(
-                    (
+                    Problem(
                         "inPlacementGroup",
                         True,
                         "false for a capacity-block (Capacity Blocks are placed in UltraClusters "
@@ -203,7 +205,7 @@ class KarpenterReservation(Model):
                     )
                 )
         elif self.start is not None or self.end is not None:
-            problems.append(("start", self.start, "start/end only for type capacity-block"))
+            problems.append(Problem("start", self.start, "start/end only for type capacity-block"))
         if problems:
             raise problems_error(problems)
         return self
@@ -291,7 +293,7 @@ class KarpenterPool(Model):
             if name not in catalog.INSTANCE_TYPES:
                 unknown = True
                 problems.append(
-                    (
+                    Problem(
                         f"instanceTypes[{index}]",
                         name,
                         "an instance type from components/catalog.py "
@@ -299,7 +301,7 @@ class KarpenterPool(Model):
                     )
                 )
         if len(set(self.instance_types)) != len(self.instance_types):
-            problems.append(("instanceTypes", self.instance_types, "must not repeat a type"))
+            problems.append(Problem("instanceTypes", self.instance_types, "must not repeat a type"))
         if self.gpu_class is not None:
             members = gpu_class_instance_types(self.gpu_class)
             if not members:
@@ -310,26 +312,26 @@ class KarpenterPool(Model):
                         if row.gpus
                     }
                 )
-                problems.append(("gpuClass", self.gpu_class, f"one of {', '.join(known)}"))
+                problems.append(Problem("gpuClass", self.gpu_class, f"one of {', '.join(known)}"))
             elif not unknown:
                 for index, name in enumerate(self.instance_types):
                     if name not in members:
                         problems.append(
-                            (
+                            Problem(
                                 f"instanceTypes[{index}]",
                                 name,
                                 f"a type of GPU class {self.gpu_class} ({', '.join(members)})",
                             )
                         )
         elif not self.instance_types:
-            problems.append(("instanceTypes", [], "set gpuClass or list instance types"))
+            problems.append(Problem("instanceTypes", [], "set gpuClass or list instance types"))
         types = self.resolved_instance_types
         if not unknown and not problems and types:
             kinds = {catalog.instance(t).gpus > 0 for t in types}
             shapes = {(catalog.instance(t).gpu_model, catalog.instance(t).gpus) for t in types}
             if len(kinds) > 1 or (self.is_gpu and len(shapes) > 1):
                 problems.append(
-                    (
+                    Problem(
                         "instanceTypes",
                         types,
                         "one GPU model and GPU count per pool (or CPU types only): queue "
@@ -338,7 +340,7 @@ class KarpenterPool(Model):
                 )
             if self.capacity_type == "spot" and len(types) < 3:
                 problems.append(
-                    (
+                    Problem(
                         "instanceTypes" if self.instance_types else "gpuClass",
                         types,
                         "spot pools need at least 3 instance types (spot pools run dry)",
@@ -346,13 +348,15 @@ class KarpenterPool(Model):
                 )
         if self.is_gpu and self.limits.gpus is None:
             problems.append(
-                ("limits.gpus", None, "required for a GPU pool (caps nvidia.com/gpu and spend)")
+                Problem(
+                    "limits.gpus", None, "required for a GPU pool (caps nvidia.com/gpu and spend)"
+                )
             )
         if not self.is_gpu:
             if self.limits.gpus is not None:
-                problems.append(("limits.gpus", self.limits.gpus, "only for GPU pools"))
+                problems.append(Problem("limits.gpus", self.limits.gpus, "only for GPU pools"))
             if self.limits.cpu is None:
-                problems.append(("limits.cpu", None, "required for a CPU pool (caps spend)"))
+                problems.append(Problem("limits.cpu", None, "required for a CPU pool (caps spend)"))
         if problems:
             raise problems_error(problems)
         return self
@@ -392,7 +396,7 @@ class KarpenterConfig(Model):
         if release != "latest" and release not in catalog.EKS_AMI_RELEASES:
             known = sorted(catalog.EKS_AMI_RELEASES)
             problems.append(
-                (
+                Problem(
                     "amiAlias",
                     self.ami_alias,
                     f"an existing amazon-eks-ami release (catalog.EKS_AMI_RELEASES: "
@@ -401,7 +405,7 @@ class KarpenterConfig(Model):
             )
         if self.ami_alias.endswith("@latest") and not self.allow_latest_ami:
             problems.append(
-                (
+                Problem(
                     "amiAlias",
                     self.ami_alias,
                     "a pinned al2023@vYYYYMMDD release; @latest only where "
@@ -412,7 +416,7 @@ class KarpenterConfig(Model):
         for index, pool in enumerate(self.pools):
             if pool.name in seen:
                 problems.append(
-                    (
+                    Problem(
                         f"pools[{index}].name",
                         pool.name,
                         f"a unique name (pools[{seen[pool.name]}] already uses it)",
@@ -435,7 +439,7 @@ class KarpenterConfig(Model):
             for first, then in pairs:
                 if weights[first] and weights[then] and min(weights[first]) <= max(weights[then]):
                     problems.append(
-                        (
+                        Problem(
                             "pools",
                             gpu_class,
                             f"{first} pools of {gpu_class} need a higher weight than its {then} "
@@ -445,7 +449,9 @@ class KarpenterConfig(Model):
                     )
         problems += self._reservation_problems()
         if not any(not pool.is_gpu for pool in self.pools):
-            problems.append(("pools", len(self.pools), "at least one CPU pool for general work"))
+            problems.append(
+                Problem("pools", len(self.pools), "at least one CPU pool for general work")
+            )
         if problems:
             raise problems_error(problems)
         return self
@@ -459,7 +465,7 @@ class KarpenterConfig(Model):
         for index, reservation in enumerate(self.reservations):
             if reservation.name in names:
                 problems.append(
-                    (
+                    Problem(
                         f"reservations[{index}].name",
                         reservation.name,
                         f"a unique name (reservations[{names[reservation.name]}] uses it)",
@@ -474,13 +480,15 @@ class KarpenterConfig(Model):
             reserved_types.update(types)
             if not pool.is_gpu:
                 problems.append(
-                    (f"pools[{index}].capacityType", "reserved", "reserved pools are GPU pools")
+                    Problem(
+                        f"pools[{index}].capacityType", "reserved", "reserved pools are GPU pools"
+                    )
                 )
                 continue
             held = self.reserved_gpus(types)
             if held == 0:
                 problems.append(
-                    (
+                    Problem(
                         f"pools[{index}].capacityType",
                         "reserved",
                         f"a karpenter.reservations entry for one of {', '.join(types)}",
@@ -488,7 +496,7 @@ class KarpenterConfig(Model):
                 )
             elif pool.limits.gpus is not None and pool.limits.gpus > held:
                 problems.append(
-                    (
+                    Problem(
                         f"pools[{index}].limits.gpus",
                         pool.limits.gpus,
                         f"at most the {held} GPUs the reservations of {', '.join(types)} hold",
@@ -498,7 +506,7 @@ class KarpenterConfig(Model):
         if len(in_group) > 1:
             first = next(i for i, r in enumerate(self.reservations) if r.in_placement_group)
             problems.append(
-                (
+                Problem(
                     f"reservations[{first}].inPlacementGroup",
                     True,
                     "the same for every reservation: they share one reserved EC2NodeClass, which "
@@ -508,7 +516,7 @@ class KarpenterConfig(Model):
         for index, reservation in enumerate(self.reservations):
             if reservation.instance_type not in reserved_types:
                 problems.append(
-                    (
+                    Problem(
                         f"reservations[{index}].instanceType",
                         reservation.instance_type,
                         "a type a pool with capacityType reserved launches (an unused "

@@ -9,6 +9,7 @@ from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from components.config.base import (
     Model,
+    Problem,
     problems_error,
 )
 
@@ -67,7 +68,7 @@ class NetworkConfig(Model):
         if index >= self.zone_count:
             raise problems_error(
                 [
-                    (
+                    Problem(
                         "efaPlacementGroup.zoneIndex",
                         index,
                         f"an index of the {self.zone_count} private subnets (0-"

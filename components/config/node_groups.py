@@ -19,10 +19,10 @@ from components.config.base import (
 def _check_sizes(min_size: int, desired: int, max_size: int) -> list[Problem]:
     problems: list[Problem] = []
     if min_size > max_size:
-        problems.append(("minSize", min_size, f"must be <= maxSize ({max_size})"))
+        problems.append(Problem("minSize", min_size, f"must be <= maxSize ({max_size})"))
     if not min_size <= desired <= max_size:
         problems.append(
-            ("desiredSize", desired, f"must be between minSize ({min_size}) and maxSize")
+            Problem("desiredSize", desired, f"must be between minSize ({min_size}) and maxSize")
         )
     return problems
 
@@ -45,7 +45,7 @@ class SystemNodeGroup(Model):
         for index, name in enumerate(self.instance_types):
             if name not in catalog.CPU_INSTANCE_TYPES:
                 problems.append(
-                    (
+                    Problem(
                         f"instanceTypes[{index}]",
                         name,
                         f"one of {', '.join(sorted(catalog.CPU_INSTANCE_TYPES))}",
@@ -173,7 +173,7 @@ class GpuNodeGroup(Model):
             if name not in catalog.GPU_INSTANCE_TYPES:
                 unknown = True
                 problems.append(
-                    (
+                    Problem(
                         f"instanceTypes[{index}]",
                         name,
                         "a GPU instance type from components/catalog.py "
@@ -181,12 +181,12 @@ class GpuNodeGroup(Model):
                     )
                 )
         if len(set(self.instance_types)) != len(self.instance_types):
-            problems.append(("instanceTypes", self.instance_types, "must not repeat a type"))
+            problems.append(Problem("instanceTypes", self.instance_types, "must not repeat a type"))
         if not unknown:
             problems += _type_problems(self.instance_types)
         if self.capacity_type == "spot" and len(self.instance_types) < 3:
             problems.append(
-                (
+                Problem(
                     "instanceTypes",
                     self.instance_types,
                     "spot groups need at least 3 instance types (spot pools run dry)",
@@ -196,7 +196,7 @@ class GpuNodeGroup(Model):
         for key in self.labels:
             if key.startswith(RESERVED_LABEL_DOMAINS):
                 problems.append(
-                    (
+                    Problem(
                         f"labels.{key}",
                         self.labels[key],
                         "a key outside the platform's and "
@@ -206,7 +206,9 @@ class GpuNodeGroup(Model):
         for index, taint in enumerate(self.taints):
             if taint.key in (catalog.GPU_TAINT_KEY, catalog.SPOT_TAINT_KEY):
                 problems.append(
-                    (f"taints[{index}].key", taint.key, "a key the platform does not set itself")
+                    Problem(
+                        f"taints[{index}].key", taint.key, "a key the platform does not set itself"
+                    )
                 )
             elif self.resizable and not taint.value:
                 # The cluster-autoscaler builds an empty group's node from eks:DescribeNodegroup
@@ -215,7 +217,7 @@ class GpuNodeGroup(Model):
                 # getManagedNodegroupInfo: `taint.Value != nil`): it would scale the group up
                 # for pods that do not tolerate the taint, and the nodes would sit unused.
                 problems.append(
-                    (
+                    Problem(
                         f"taints[{index}].value",
                         taint.value,
                         "a non-empty value on a group the cluster-autoscaler resizes (it ignores "
@@ -230,12 +232,14 @@ class GpuNodeGroup(Model):
         problems: list[Problem] = []
         if self.capacity_type == "capacity-block":
             if self.capacity_reservation_id is None:
-                problems.append(("capacityReservationId", None, "the Capacity Block's id (cr-...)"))
+                problems.append(
+                    Problem("capacityReservationId", None, "the Capacity Block's id (cr-...)")
+                )
             # EKS: a Capacity Block group is created at desired size 0 and scaled from there
             # (awsdocs amazon-eks-user-guide nodes/capacity-blocks-mng.adoc).
             if self.desired_size != 0 or self.min_size != 0:
                 problems.append(
-                    (
+                    Problem(
                         "desiredSize",
                         self.desired_size,
                         "0 with minSize 0: EKS creates Capacity Block groups empty and "
@@ -244,7 +248,7 @@ class GpuNodeGroup(Model):
                 )
         elif self.capacity_reservation_id is not None and self.capacity_type != "on-demand":
             problems.append(
-                (
+                Problem(
                     "capacityReservationId",
                     self.capacity_reservation_id,
                     "only on on-demand (ODCR) or capacity-block groups",
@@ -252,7 +256,7 @@ class GpuNodeGroup(Model):
             )
         if self.capacity_reservation_id is not None and self.zone_index is not None:
             problems.append(
-                (
+                Problem(
                     "zoneIndex",
                     self.zone_index,
                     "unset on a group bound to a reservation (reservationZoneIndex names the "
@@ -263,7 +267,7 @@ class GpuNodeGroup(Model):
             # A Capacity Block group's launch template must carry its type (`InstanceType`),
             # and EKS then takes no instanceTypes: one type (node_group_builders.py).
             problems.append(
-                (
+                Problem(
                     "instanceTypes",
                     self.instance_types,
                     "exactly one type: a capacity reservation holds one instance type"
@@ -284,7 +288,7 @@ def _type_problems(names: list[str]) -> list[Problem]:
     rows = [catalog.instance(n) for n in names]
     if len({(r.gpu_model, r.gpus) for r in rows}) > 1:
         problems.append(
-            (
+            Problem(
                 "instanceTypes",
                 names,
                 "all types of a group must have the same GPU model and GPU count "
@@ -295,7 +299,7 @@ def _type_problems(names: list[str]) -> list[Problem]:
     efa = sorted({r.efa_devices for r in rows})
     if len(efa) > 1:
         problems.append(
-            (
+            Problem(
                 "instanceTypes",
                 names,
                 "one EFA device count per group (the launch template lays out one "
@@ -310,7 +314,7 @@ def _type_problems(names: list[str]) -> list[Problem]:
     smaller = [r.name for r in rows[1:] if (r.vcpu, r.memory_gib) < (first.vcpu, first.memory_gib)]
     if smaller:
         problems.append(
-            (
+            Problem(
                 "instanceTypes[0]",
                 first.name,
                 f"the smallest type first ({', '.join(smaller)} is smaller): the "
@@ -335,7 +339,7 @@ class NodeGroupsConfig(Model):
         for index, group in enumerate(self.gpu):
             if group.name in seen:
                 problems.append(
-                    (
+                    Problem(
                         f"gpu[{index}].name",
                         group.name,
                         f"a unique name (gpu[{seen[group.name]}] already uses it)",

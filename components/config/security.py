@@ -61,7 +61,7 @@ class SignatureConfig(Model):
         problems: list[Problem] = []
         if keyless and not complete:
             problems.append(
-                (
+                Problem(
                     "keylessSubjectRegexp" if self.keyless_issuer else "keylessIssuer",
                     None,
                     "both keylessIssuer and keylessSubjectRegexp for a keyless signer",
@@ -70,7 +70,7 @@ class SignatureConfig(Model):
         signers = [self.platform_key, keyless, self.public_key is not None]
         if self.enabled and sum(signers) != 1:
             problems.append(
-                (
+                Problem(
                     "platformKey",
                     self.platform_key,
                     "exactly one signer: platformKey, publicKey or keyless* (turn platformKey "
@@ -126,7 +126,7 @@ class PullThroughCache(Model):
         needs = self.upstream in ("ghcr.io", "registry-1.docker.io")
         if needs and self.credential_arn is None:
             allowed = f"a secret ARN: {self.upstream} requires authentication"
-            raise problems_error([("credentialArn", None, allowed)])
+            raise problems_error([Problem("credentialArn", None, allowed)])
         return self
 
 
@@ -169,7 +169,9 @@ class LoggingConfig(Model):
     def _retention(self) -> LoggingConfig:
         if self.retention_days not in LOG_RETENTION_DAYS:
             allowed = ", ".join(map(str, LOG_RETENTION_DAYS))
-            problems: list[Problem] = [("retentionDays", self.retention_days, f"one of {allowed}")]
+            problems: list[Problem] = [
+                Problem("retentionDays", self.retention_days, f"one of {allowed}")
+            ]
             raise problems_error(problems)
         return self
 

@@ -61,7 +61,7 @@ class StackConfig(Model):
         # Without a prefix, bucket names start with the cluster name: it must fit S3's limit.
         if self.storage.bucket_prefix is None and len(self.cluster.name) > BUCKET_PREFIX_MAX:
             problems.append(
-                (
+                Problem(
                     "storage.bucketPrefix",
                     None,
                     f"set a prefix of at most {BUCKET_PREFIX_MAX} characters: the cluster "
@@ -73,7 +73,7 @@ class StackConfig(Model):
         index = self.storage.rwx.subnet_index
         if index is not None and index >= subnets:
             problems.append(
-                (
+                Problem(
                     "storage.rwx.subnetIndex",
                     index,
                     f"an index of one of the {subnets} private subnets (0-{subnets - 1})",
@@ -91,10 +91,12 @@ class StackConfig(Model):
             key = f"gpuOperator.timeSlicing.pools[{index}]"
             group = groups.get(pool)
             if group is None:
-                problems.append((key, pool, f"a GPU node group ({', '.join(sorted(groups))})"))
+                problems.append(
+                    Problem(key, pool, f"a GPU node group ({', '.join(sorted(groups))})")
+                )
             elif group.workload_type == "training":
                 problems.append(
-                    (
+                    Problem(
                         key,
                         pool,
                         "a pool whose workloadType is not training (time-sliced GPUs share "
@@ -108,7 +110,7 @@ class StackConfig(Model):
             models & catalog.MIG_CAPABLE_GPU_MODELS
         ):
             problems.append(
-                (
+                Problem(
                     "gpuOperator.migStrategy",
                     self.gpu_operator.mig_strategy,
                     "'none' unless a GPU group or pool has a MIG-capable GPU "
@@ -120,7 +122,7 @@ class StackConfig(Model):
             targets = self.nccl_targets()
             if nccl.pool is not None and nccl.pool not in targets:
                 problems.append(
-                    (
+                    Problem(
                         "validation.nccl.pool",
                         nccl.pool,
                         f"a GPU node group or Karpenter GPU pool ({', '.join(sorted(targets))})",
@@ -129,7 +131,7 @@ class StackConfig(Model):
             target = self.nccl_pool()
             if target is not None and targets[target.name] < nccl.nodes:
                 problems.append(
-                    (
+                    Problem(
                         "validation.nccl.nodes",
                         nccl.nodes,
                         f"at most the nodes its pool reaches ({target.name}: "
@@ -152,7 +154,7 @@ class StackConfig(Model):
             key = f"nodeGroups.gpu[{index}]"
             if group.resizable and not scaler.enabled:
                 problems.append(
-                    (
+                    Problem(
                         f"{key}.maxSize",
                         group.max_size,
                         f"= minSize ({group.min_size}): nothing resizes a managed group while "
@@ -169,7 +171,7 @@ class StackConfig(Model):
             ):
                 if zone is not None and zone >= subnets:
                     problems.append(
-                        (
+                        Problem(
                             f"{key}.{field_name}",
                             zone,
                             f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
@@ -182,7 +184,7 @@ class StackConfig(Model):
                 # group's too; a resizable system group would answer the same pending CPU pods
                 # as Karpenter's general pools.
                 problems.append(
-                    (
+                    Problem(
                         "nodeGroups.system.maxSize",
                         system.max_size,
                         f"= minSize = desiredSize ({system.desired_size}): the cluster-autoscaler "
@@ -193,7 +195,7 @@ class StackConfig(Model):
             minor = self.cluster.kubernetes_version
             if not scaler.image_tag.startswith(f"v{minor}."):
                 problems.append(
-                    (
+                    Problem(
                         "clusterAutoscaler.imageTag",
                         scaler.image_tag,
                         f"an image of the cluster's Kubernetes minor {minor} "
@@ -218,7 +220,7 @@ class StackConfig(Model):
         }
         classes = sorted({p.resolved_gpu_class for p in self.karpenter.pools if p.is_gpu})
         problems: list[Problem] = [
-            (
+            Problem(
                 "karpenter.pools",
                 gpu_class,
                 "every GPU class needs an on-demand pool or node group (the fallback when spot "
@@ -242,7 +244,7 @@ class StackConfig(Model):
             found = karpenter.get((group.gpu_class, group.flavor_capacity_type))
             if found is not None:
                 problems.append(
-                    (
+                    Problem(
                         f"nodeGroups.gpu[{index}].capacityType",
                         group.capacity_type,
                         f"a GPU class and capacity type no Karpenter pool serves: "
@@ -258,7 +260,7 @@ class StackConfig(Model):
         # Pools and managed groups share the gpu-platform.io/node-pool label: names must differ.
         groups = {"system", *(group.name for group in self.node_groups.gpu)}
         problems: list[Problem] = [
-            (
+            Problem(
                 f"karpenter.pools[{index}].name",
                 pool.name,
                 "a name no managed node group uses (both set the gpu-platform.io/node-pool label)",
@@ -274,7 +276,7 @@ class StackConfig(Model):
     def _registry_prefixes(self) -> StackConfig:
         # Pull-through cache prefixes are `<cluster>-<prefix>`, at most 30 characters (ECR).
         problems: list[Problem] = [
-            (
+            Problem(
                 f"security.registry.pullThroughCaches[{index}].prefix",
                 cache.prefix,
                 f"at most {29 - len(self.cluster.name)} characters with cluster "
@@ -298,7 +300,7 @@ class StackConfig(Model):
         ):
             raise problems_error(
                 [
-                    (
+                    Problem(
                         "training.defaultImage",
                         None,
                         "an image by digest, or security.registry enabled with a "

@@ -126,7 +126,7 @@ class RwxConfig(Model):
             value = getattr(self, key)
             if value is not None:
                 problems.append(
-                    (
+                    Problem(
                         to_camel(key),
                         value,
                         f"only applies to type {'fsx' if self.type == 'efs' else 'efs'}",
@@ -136,7 +136,7 @@ class RwxConfig(Model):
             provisioned = self.efs_throughput_mode == "provisioned"
             if provisioned and self.provisioned_throughput_mibps is None:
                 problems.append(
-                    (
+                    Problem(
                         "provisionedThroughputMibps",
                         None,
                         "required when throughputMode is provisioned",
@@ -144,7 +144,7 @@ class RwxConfig(Model):
                 )
             if not provisioned and self.provisioned_throughput_mibps is not None:
                 problems.append(
-                    (
+                    Problem(
                         "provisionedThroughputMibps",
                         self.provisioned_throughput_mibps,
                         "only with throughputMode: provisioned",
@@ -154,7 +154,7 @@ class RwxConfig(Model):
             tiers = FSX_THROUGHPUT_TIERS[self.fsx_deployment_type]
             if self.fsx_throughput not in tiers:
                 problems.append(
-                    (
+                    Problem(
                         "perUnitStorageThroughput",
                         self.fsx_throughput,
                         f"{self.fsx_deployment_type} allows {', '.join(map(str, tiers))} MB/s/TiB",
@@ -165,7 +165,7 @@ class RwxConfig(Model):
                 capacity != FSX_MIN_CAPACITY_GIB and capacity % FSX_CAPACITY_INCREMENT_GIB
             ):
                 problems.append(
-                    (
+                    Problem(
                         "storageCapacityGib",
                         capacity,
                         f"{self.fsx_deployment_type} SSD needs {FSX_MIN_CAPACITY_GIB} GiB or a "
@@ -176,7 +176,7 @@ class RwxConfig(Model):
             for key in ("import_events", "export_events"):
                 events = getattr(self, key) or []
                 if len(set(events)) != len(events):
-                    problems.append((to_camel(key), events, "must not repeat an event"))
+                    problems.append(Problem(to_camel(key), events, "must not repeat an event"))
         if problems:
             raise problems_error(problems)
         return self
@@ -212,7 +212,7 @@ class StorageConfig(Model):
         problems: list[Problem] = []
         if self.bucket_prefix is not None and len(self.bucket_prefix) > BUCKET_PREFIX_MAX:
             problems.append(
-                (
+                Problem(
                     "bucketPrefix",
                     self.bucket_prefix,
                     f"at most {BUCKET_PREFIX_MAX} characters (S3 names are <= 63)",

@@ -58,7 +58,11 @@ class FlavorQuota(Model):
     def _check(self) -> FlavorQuota:
         if self.lending_limit_gpus is not None and self.lending_limit_gpus > self.gpus:
             raise problems_error(
-                [("lendingLimitGpus", self.lending_limit_gpus, f"at most gpus ({self.gpus})")]
+                [
+                    Problem(
+                        "lendingLimitGpus", self.lending_limit_gpus, f"at most gpus ({self.gpus})"
+                    )
+                ]
             )
         return self
 
@@ -155,7 +159,7 @@ class TeamDeploy(Model):
     def _someone(self) -> TeamDeploy:
         if not self.branches and not self.environments:
             raise problems_error(
-                [("branches", [], "at least one branch or environment that may deploy")]
+                [Problem("branches", [], "at least one branch or environment that may deploy")]
             )
         return self
 
@@ -200,7 +204,7 @@ class TeamConfig(Model):
         for index, entry in enumerate(self.quota):
             if entry.flavor in seen:
                 problems.append(
-                    (
+                    Problem(
                         f"quota[{index}]",
                         entry.flavor,
                         f"one entry per GPU class and capacity type (quota[{seen[entry.flavor]}])",
@@ -210,7 +214,7 @@ class TeamConfig(Model):
         nominal = sum(entry.gpus for entry in self.quota)
         if self.limits.gpus < nominal:
             problems.append(
-                (
+                Problem(
                     "limits.gpus",
                     self.limits.gpus,
                     f"at least the nominal GPU quota ({nominal}), or Kueue admits pods the "

@@ -68,14 +68,16 @@ class DeepSpeedSettings(Model):
     def _check(self) -> DeepSpeedSettings:
         problems: list[Problem] = []
         if self.fp16 and self.bf16:
-            problems.append(("fp16", True, "fp16 and bf16 are exclusive: turn one off"))
+            problems.append(Problem("fp16", True, "fp16 and bf16 are exclusive: turn one off"))
         if self.offload_param != "none" and self.zero_stage != 3:
             problems.append(
-                ("offloadParam", self.offload_param, "parameter offload needs zeroStage 3")
+                Problem("offloadParam", self.offload_param, "parameter offload needs zeroStage 3")
             )
         if self.offload_optimizer != "none" and self.zero_stage == 0:
             problems.append(
-                ("offloadOptimizer", self.offload_optimizer, "optimizer offload needs ZeRO >= 1")
+                Problem(
+                    "offloadOptimizer", self.offload_optimizer, "optimizer offload needs ZeRO >= 1"
+                )
             )
         if problems:
             raise problems_error(problems)
@@ -160,7 +162,7 @@ class JobSecret(Model):
     @model_validator(mode="after")
     def _used(self) -> JobSecret:
         if not self.env and not self.files:
-            raise problems_error([("env", None, "at least one env var or file")])
+            raise problems_error([Problem("env", None, "at least one env var or file")])
         return self
 
 
@@ -266,22 +268,24 @@ class TrainingJobConfig(Model):
     def _check(self) -> TrainingJobConfig:
         problems: list[Problem] = []
         if (self.module is None) == (self.script is None):
-            problems.append(("module", self.module, "exactly one of module and script"))
+            problems.append(Problem("module", self.module, "exactly one of module and script"))
         if self.mode == "deepspeed" and self.deepspeed is None:
-            problems.append(("deepspeed", None, "a deepspeed section (mode is deepspeed)"))
+            problems.append(Problem("deepspeed", None, "a deepspeed section (mode is deepspeed)"))
         if self.mode != "deepspeed" and self.deepspeed is not None:
-            problems.append(("deepspeed", "...", "only for mode: deepspeed"))
+            problems.append(Problem("deepspeed", "...", "only for mode: deepspeed"))
         if self.mode != "fsdp" and self.fsdp is not None:
-            problems.append(("fsdp", "...", "only for mode: fsdp"))
+            problems.append(Problem("fsdp", "...", "only for mode: fsdp"))
         if self.efa is False and self.efa_devices is not None:
-            problems.append(("efaDevices", self.efa_devices, "only with EFA (efa is false)"))
+            problems.append(Problem("efaDevices", self.efa_devices, "only with EFA (efa is false)"))
         if self.launcher == "volcano" and self.scheduler != "volcano":
             problems.append(
-                ("scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)")
+                Problem(
+                    "scheduler", self.scheduler, "volcano (the Volcano launcher is scheduled by it)"
+                )
             )
         if self.launcher != "volcano" and self.scheduler == "volcano":
             problems.append(
-                (
+                Problem(
                     "launcher",
                     self.launcher,
                     "volcano when scheduler is volcano (native and kubeflow jobs queue in Kueue)",
@@ -289,7 +293,7 @@ class TrainingJobConfig(Model):
             )
         if self.capacity != "on-demand" and not self.checkpoint.has_storage:
             problems.append(
-                (
+                Problem(
                     "checkpoint",
                     {"volume": False, "s3Prefix": None},
                     "a spot job needs checkpoint storage (volume: true and/or s3Prefix)",
@@ -299,7 +303,7 @@ class TrainingJobConfig(Model):
             grace = job_grace_seconds(self.checkpoint)
             if grace.termination > SPOT_NOTICE_SECONDS:
                 problems.append(
-                    (
+                    Problem(
                         "checkpoint.saveSeconds",
                         self.checkpoint.save_seconds,
                         f"a save that fits the {SPOT_NOTICE_SECONDS} s spot interruption notice "

@@ -206,7 +206,7 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:
             found.append(
-                (
+                Problem(
                     f"trainingJobs[{index}].name",
                     job.name,
                     f"a name the platform stack's own jobs do not use in "
@@ -228,7 +228,7 @@ def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Probl
         key = f"trainingJobs[{index}].image"
         if job.image is not None and "@sha256:" not in job.image:
             problems.append(
-                (
+                Problem(
                     key,
                     job.image,
                     "an image by digest (repo[:tag]@sha256:...): a job stack resolves no tags; "
@@ -238,7 +238,7 @@ def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Probl
             )
         elif job.image is None and not (isinstance(trainer_image, str) and "@" in trainer_image):
             problems.append(
-                (
+                Problem(
                     key,
                     None,
                     "an image by digest: the platform stack publishes no trainerImage in "
