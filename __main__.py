@@ -5,6 +5,7 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 each `XxxArgs.of(...)` takes its component's slice of the config.
 """
 
+import os
 from pathlib import Path
 
 import pulumi
@@ -30,11 +31,14 @@ from components.platform.tenancy.team_deploy import deploy_identity
 from components.platform.tenancy.team_secrets import TeamSecrets, TeamSecretsArgs
 from components.platform.tenancy.teams import Team, TeamArgs
 from components.platform.validation.validation import Validation, ValidationArgs
-from components.training_jobs.plan import JobImage
+from components.training_jobs.job_images import plan_jobs
+from components.training_jobs.plan import JobImage, deploy_provenance
 from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 
-# Validate everything before the first resource is registered: a bad config deploys nothing.
-cfg = analysis.check(stack_config.load())
+# Validate everything, build the facts once and judge every workload before the first resource
+# is registered: a bad config, or a job that cannot run, deploys nothing.
+facts, judgement = analysis.check(stack_config.load())
+cfg = facts.cfg
 tags = {"gpu-platform:environment": cfg.environment, "managed-by": "pulumi", **cfg.tags}
 account = AwsAccount.lookup()
 
@@ -91,7 +95,7 @@ autoscaler = (
     else None
 )
 kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
-scheduling = Scheduling("scheduling", SchedulingArgs.of(cfg, eks, kueue_after))
+scheduling = Scheduling("scheduling", SchedulingArgs.of(facts, eks, kueue_after))
 admission = Admission(
     "admission", AdmissionArgs.of(cfg, eks, account, tags, registry.signing_public_key)
 )
@@ -124,17 +128,19 @@ secrets = TeamSecrets("secrets", TeamSecretsArgs.of(cfg, eks, account, tags, tea
 for name, store in secrets.stores.items():
     team_resources[name].append(store)
 schedulers = (scheduling.kueue, scheduling.volcano)
-Validation("validation", ValidationArgs.of(cfg, eks, gpu.release, monitoring[1], schedulers))
+Validation("validation", ValidationArgs.of(facts, eks, gpu.release, monitoring[1], schedulers))
 
-# Workload layer.
+# Workload layer: each job's plan, once (the report reads these too), then its objects.
+plans = plan_jobs(
+    facts,
+    trainer=trainer,
+    account_id=account.account_id,
+    region=account.region,
+    provenance=deploy_provenance(os.environ),
+)
+runtime_image = cfg.training.default_image or (trainer.reference if trainer else "")
 training_args = TrainingJobsArgs.of(
-    cfg,
-    eks,
-    scheduling.handles,
-    account,
-    team_resources,
-    autoscaler=autoscaler,
-    trainer_image=trainer,
+    plans, runtime_image, eks, scheduling.handles, team_resources, autoscaler=autoscaler
 )
 TrainingJobs("training", training_args)
 
@@ -154,11 +160,11 @@ pulumi.export(
 )
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
 # What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
-facts = platform_facts(
-    cfg,
+contract = platform_facts(
+    facts,
     account_id=account.account_id,
     storage_class=storage.storage_class_name,
     trainer_image=trainer.reference if trainer is not None else None,
     image_repositories={t: r.repository_url for t, r in registry.team_repositories.items()},
 )
-pulumi.export("jobPlatform", exported(facts))
+pulumi.export("jobPlatform", exported(contract))

@@ -17,7 +17,7 @@ def resolve_tag(
     repository: pulumi.Input[str],
     tag: str,
     remedy: str,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None = None,
     region: str | None = None,
 ) -> pulumi.Output[str]:
     """The digest an ECR tag points at, read at deploy (and preview) time from the repository's

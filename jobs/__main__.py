@@ -15,30 +15,42 @@ from pathlib import Path
 # The platform's packages (components/) live one level up, in the repository root.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import os
+
 import pulumi
 
 from components.config.job_stack import load_job_stack
 from components.contract.platform_facts import job_stack_config
-from components.training_jobs.job_stack import TeamJobs, TeamJobsArgs, read_platform, trainer_image
+from components.training_jobs.job_stack import (
+    TeamJobs,
+    TeamJobsArgs,
+    plan_team_jobs,
+    read_platform,
+    trainer_image,
+)
+from components.training_jobs.plan import deploy_provenance
 
 jobs = load_job_stack()
 platform = read_platform(jobs)
-# Every job judged before the first resource is registered: a job that cannot run deploys nothing.
-cfg = job_stack_config(platform.facts, jobs)
+# Every job validated, its facts built and judged by the platform's own rules before the first
+# resource is registered: a job that cannot run deploys nothing.
+judged = job_stack_config(platform.facts, jobs)
+config, facts, judgement = judged.config, judged.facts, judged.judgement
+namespace = facts.teams[jobs.team].namespace
+plans = plan_team_jobs(
+    facts,
+    # The platform's reference trainer, by the digest its deploy pushed (or resolved).
+    trainer=trainer_image(platform.facts),
+    # The platform's account (bucket names); the job stack makes no AWS calls of its own.
+    account_id=str(platform.facts["accountId"]) if platform.facts else "",
+    provenance=deploy_provenance(os.environ),
+)
 
 team_jobs = TeamJobs(
     f"jobs-{jobs.team}",
-    TeamJobsArgs(
-        jobs=jobs,
-        config=cfg,
-        # The platform's account (bucket names); the job stack makes no AWS calls of its own.
-        account_id=str(platform.facts["accountId"]) if platform.facts else "",
-        kubeconfig=platform.kubeconfig,
-        # The platform's reference trainer, by the digest its deploy pushed (or resolved).
-        trainer_image=trainer_image(platform.facts),
-    ),
+    TeamJobsArgs(namespace=namespace, plans=plans, kubeconfig=platform.kubeconfig),
 )
 
 pulumi.export("team", jobs.team)
-pulumi.export("namespace", next(t.namespace for t in cfg.teams if t.name == jobs.team))
+pulumi.export("namespace", namespace)
 pulumi.export("jobs", sorted(team_jobs.jobs))

@@ -10,7 +10,6 @@ always gives the same output. Facts and pitfalls: docs/architecture.md ("Offline
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import runpy
@@ -101,8 +100,14 @@ class SynthResult:
     resources: list[Registration] = field(default_factory=list)
     #: policy-report.json records, once synth has run the policy pack (None: not run).
     policy_violations: list[dict[str, str]] | None = None
-    #: The validated stack config the program ran with (the report's "will it run" reads it).
+    #: The validated stack config the program ran with (`facts.cfg`), its facts, the judgement
+    #: of its workloads and the training jobs' plans — read from the composition root's own
+    #: names after it ran (`facts`, `judgement`, `plans`: __main__.py, jobs/__main__.py), the one
+    #: channel from the program to the report. None: not captured (a failed run).
     config: Any = None
+    facts: Any = None
+    judgement: Any = None
+    plans: Any = None
     #: The stack's exports (`pulumi.export`), resolved: what a StackReference to this stack
     #: reads (the job stacks' stub of the platform, jobs/). Never written to the build files.
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -343,8 +348,8 @@ def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
-#: Where the program under synth leaves the config it judged (platform, job stack).
-_JUDGES = ("config.load", "contract.platform_facts")
+#: The composition root's names the harness reads after the program ran (SynthResult).
+ROOT_NAMES = ("facts", "judgement", "plans")
 
 
 def run_program(
@@ -396,31 +401,28 @@ def run_program(
 
     exports: dict[str, Any] = {}
     secrets: list[str] = []
+    root_names: dict[str, Any] = {}
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> None:
-        runpy.run_path(main, run_name="__main__")
+        # The module namespace the program leaves: what it built, read by name (ROOT_NAMES).
+        root_names.update(runpy.run_path(main, run_name="__main__"))
         _sync_await(_resolve_exports(exports, secrets))
 
     if not sdk_stack_traces:
         pulumi_resource._get_stack_trace = stack_trace
-    config_load, contract = (importlib.import_module(f"components.{m}") for m in _JUDGES)
-    config_load.forget()
-    contract.forget_judged()
     try:
         with _deploy_environment(deploy_env):
             program()
     finally:
         pulumi_resource._get_stack_trace = SDK_STACK_TRACE
-    from components.config.base import NAMESPACE
-
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
-        # The very config object the program judged (the report's "will it run" reads it and
-        # its facts): the platform's, or for a job stack (jobs/) the platform's config with the
-        # stack's jobs that jobs/__main__.py judged.
-        config=config_load.loaded() if project == NAMESPACE else contract.judged(),
+        # What the program built and judged: for a job stack (jobs/) the platform's config
+        # with the stack's jobs.
+        config=root_names["facts"].cfg if root_names.get("facts") is not None else None,
+        **{name: root_names.get(name) for name in ROOT_NAMES},
         outputs=exports,
         secret_outputs=secrets,
     )

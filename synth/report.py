@@ -16,7 +16,6 @@ from typing import Any
 from components import catalog
 from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
-from components.analysis.facts import stack_facts
 from components.analysis.quota import unreachable_sources
 from synth.harness import Registration, SynthResult
 
@@ -400,9 +399,9 @@ def _queues(result: SynthResult) -> str:
 def _unqueued(result: SynthResult) -> str:
     """The GPU node sources no team's quota reaches, each with what it is there for
     (`unqueuedReason`; without one the config check refuses it)."""
-    if result.config is None:
+    if result.facts is None:
         return ""
-    found = unreachable_sources(result.config, stack_facts(result.config).sources)
+    found = unreachable_sources(result.config, result.facts.sources)
     if not found:
         return "\n\nEvery GPU node source is a flavor of some team's ClusterQueue."
     lines = [f"- `{s.name}` ({s.key}): {s.unqueued_reason}" for s in found]
@@ -687,20 +686,14 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 
 #: Launcher objects of training jobs (components/training_jobs/training.py).
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
-    """One row per training job, from the plan the program built its objects from
-    (components/training_jobs/plan.py on the judged config) and the job's facts (planned
+    """One row per training job, from the plan the program built its objects from (the
+    composition root's `plans`, components/training_jobs/plan.py) and the job's facts (planned
     waste at the plan's checkpoint interval). The plan annotations on the launcher objects are
     deployed metadata for operators, never read back here: they are rounded (the checkpoint
     interval to a second)."""
-    from components.training_jobs.plan import plan_job
-
-    cfg = result.config
-    if cfg is None:
-        return []
     rows = []
-    for job in cfg.training_jobs:
-        # The account only names the checkpoint bucket, which no column shows.
-        plan = plan_job(cfg, job, account_id="")
+    for plan in result.plans or ():
+        job = plan.job
         nodes, instance = job.nodes, plan.resources.instance_type
         rows.append(
             {
@@ -714,7 +707,7 @@ def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
                 "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
                 "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
                 "interval_s": plan.interval_s,
-                "waste": stack_facts(cfg).job(job).planned_waste,
+                "waste": plan.facts.planned_waste,
             }
         )
     return sorted(rows, key=lambda row: str(row["job"]))

@@ -9,9 +9,9 @@ from collections import Counter
 from typing import Any
 
 from components.analysis.startup import by_workload
-from components.analysis.willrun import verdicts
 from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
 from synth.harness import SynthResult
+from synth.verdict_text import render
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -21,17 +21,18 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def will_it_run(result: SynthResult) -> str:
-    if result.config is None:
+    if result.facts is None or result.judgement is None:
         return "No config captured."
-    found = verdicts(result.config)
+    found = list(result.judgement.verdicts)
     if result.platform is not None:
         # A job stack: its own jobs; the platform's validation Jobs are in the platform's report.
         found = [v for v in found if v.key.startswith("trainingJobs")]
     if not found:
         return "No workloads declared."
-    startup = by_workload(result.config)
+    startup = by_workload(result.facts)
     blocks = []
     for v in found:
+        text = render(result.facts.cfg, v)
         verdict = (
             "**runs**"
             if v.runnable
@@ -40,20 +41,20 @@ def will_it_run(result: SynthResult) -> str:
         lines = [
             f"### `{v.workload}` ({v.kind}, `{v.key}`) — {verdict}",
             "",
-            *([f"- image: {v.image}"] if v.image else []),
-            f"- admission: {v.admission}",
-            f"- placement: {v.placement}",
-            f"- scale-up: {v.scale_up}",
-            f"- gang: {v.gang}" + (f"; {v.zone}" if v.zone else ""),
-            f"- storage: {v.storage}",
+            *([f"- image: {text.image}"] if text.image else []),
+            f"- admission: {text.admission}",
+            f"- placement: {text.placement}",
+            f"- scale-up: {text.scale_up}",
+            f"- gang: {text.gang}" + (f"; {text.zone}" if text.zone else ""),
+            f"- storage: {text.storage}",
         ]
-        if v.memory:
-            lines.append(f"- memory: {v.memory}")
-        if v.ready:
-            lines.append(f"- pods ready: {v.ready}")
+        if text.memory:
+            lines.append(f"- memory: {text.memory}")
+        if text.ready:
+            lines.append(f"- pods ready: {text.ready}")
         if v.workload in startup:
             lines.append(f"- {startup[v.workload].line()}")
-        lines.append(f"- `pulumi up` waits for: {v.awaits}")
+        lines.append(f"- `pulumi up` waits for: {text.awaits}")
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + (
         "\n\nDerived from the config alone (components/analysis/willrun.py); a workload that "

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from components import catalog
-from components.config import StackConfig, TrainingJobConfig
+from components.config import KarpenterPool, StackConfig, TrainingJobConfig
 
 
 def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int]:
@@ -22,14 +22,28 @@ def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int
     for group in cfg.node_groups.gpu:
         key: tuple[str, catalog.CapacityType] = (group.gpu_class, group.flavor_capacity_type)
         capacity[key] = capacity.get(key, 0) + cfg.group_max_nodes(group) * group.gpus_per_node
-    for pool in cfg.karpenter.pools:
-        if pool.is_gpu and pool.limits.gpus:
-            gpus = pool.limits.gpus
-            if pool.capacity_type == "reserved":
-                gpus = min(gpus, cfg.karpenter.reserved_gpus(pool.resolved_instance_types))
-            key = (pool.resolved_gpu_class, pool.capacity_type)
-            capacity[key] = capacity.get(key, 0) + gpus
+    for pool in _gpu_pools(cfg):
+        gpus = pool.limits.gpus or 0
+        if pool.capacity_type == "reserved":
+            gpus = min(gpus, cfg.karpenter.reserved_gpus(pool.resolved_instance_types))
+        key = (pool.resolved_gpu_class, pool.capacity_type)
+        capacity[key] = capacity.get(key, 0) + gpus
     return capacity
+
+
+def _gpu_pools(cfg: StackConfig) -> list[KarpenterPool]:
+    """The Karpenter pools that count towards GPU capacity: GPU pools with a GPU limit."""
+    return [pool for pool in cfg.karpenter.pools if pool.is_gpu and pool.limits.gpus]
+
+
+def flavors(cfg: StackConfig) -> frozenset[tuple[str, catalog.CapacityType]]:
+    """The (GPU class, capacity type) flavors the pools provide — `gpu_capacity`'s keys,
+    without counting: what the structural config check (analysis.validate) needs before the
+    facts are built."""
+    return frozenset(
+        [(g.gpu_class, g.flavor_capacity_type) for g in cfg.node_groups.gpu]
+        + [(p.resolved_gpu_class, p.capacity_type) for p in _gpu_pools(cfg)]
+    )
 
 
 def flavor_provisioners(

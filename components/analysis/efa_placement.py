@@ -36,6 +36,7 @@ Facts behind the rule (docs/karpenter.md#placement-groups):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig
@@ -93,6 +94,36 @@ def node_group_zone_index(cfg: StackConfig, group: GpuNodeGroup) -> int | None:
     if node_group_in_group(cfg, group):
         return cfg.network.efa_placement_group.zone_index
     return group.zone_index
+
+
+@dataclass(frozen=True)
+class Membership:
+    """Where one GPU node source's nodes go: into the EFA cluster placement group or not, and
+    into one private subnet or all (the rules above, applied once per source)."""
+
+    #: Its nodes launch into the stack's EFA cluster placement group.
+    placement_group: bool
+    #: The private-subnet (AZ) index it is confined to; None: every private subnet.
+    zone_index: int | None = None
+
+
+def memberships(cfg: StackConfig) -> tuple[dict[str, Membership], dict[str, Membership]]:
+    """(managed GPU group name -> its Membership, Karpenter GPU pool name -> its Membership):
+    computed once (analysis/facts.py) and read by the Cluster and Karpenter components and the
+    node sources alike."""
+    groups = {
+        group.name: Membership(
+            placement_group=node_group_in_group(cfg, group),
+            zone_index=node_group_zone_index(cfg, group),
+        )
+        for group in cfg.node_groups.gpu
+    }
+    pools = {
+        pool.name: Membership(placement_group=pool_in_group(cfg, pool))
+        for pool in cfg.karpenter.pools
+        if pool.is_gpu
+    }
+    return groups, pools
 
 
 def check_node_group_zones(cfg: StackConfig) -> list[Problem]:

@@ -79,22 +79,6 @@ class ImageSource:
             return f"ecr:{where}/{self.ecr.repository}:{self.ecr.tag}"
         return self.reference or "built:images/trainer"
 
-    def describe(self, cluster: str) -> str:
-        """One line for the will-it-run verdict and the report."""
-        if self.kind == "built":
-            return (
-                "the reference trainer, built by the platform stack's deploy: images/trainer "
-                f"pushed to ECR `{cluster}/{TRAINER_REPOSITORY}`, run by the digest the push "
-                "returns"
-            )
-        if self.kind == "resolved" and self.ecr is not None:
-            what = "the reference trainer, " if self.trainer else ""
-            return (
-                f"{what}resolved at deploy: ECR `{self.ecr.repository}:{self.ecr.tag}` to the "
-                "digest the registry holds (the preview fails naming the tag if it is absent)"
-            )
-        return f"given by digest: `{self.reference}`"
-
 
 def image_source(cfg: StackConfig, job: TrainingJobConfig) -> ImageSource | None:
     """Where `job`'s digest comes from; None for a tag that no deploy can resolve (a registry

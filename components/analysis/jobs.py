@@ -1,21 +1,25 @@
-"""Cross-area rules of `trainingJobs`: known team and GPU class, GPUs per node, quota and pool
-capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
+"""Cross-area rules of `trainingJobs`. Structural (`validate_training_jobs`, before the facts are
+built): known team, unique names per namespace, images, DeepSpeed batch arithmetic, a GPU class
+and capacity type the pools provide, whole nodes. On the facts (`judge_training_jobs`,
+`quota_problems`): EFA asks the types cannot meet, quota and pool capacity."""
 
 from __future__ import annotations
 
 from components import catalog
-from components.analysis.facts import stack_facts
+from components.analysis import capacity, quota
+from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.images import image_problems, image_source_problems, trainer_problems
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
-def check_training_jobs(cfg: StackConfig) -> list[Problem]:
-    """Cross-section rules of `trainingJobs`: known team and GPU class, GPUs per node, quota and
-    pool capacity, DeepSpeed batch arithmetic, image digests, unique names per namespace."""
+def validate_training_jobs(cfg: StackConfig) -> list[Problem]:
+    """The structural rules of `trainingJobs`, before any fact is built: known team, unique
+    names per namespace, images that can be pinned and admitted, DeepSpeed/FSDP batch
+    arithmetic, a GPU class and capacity type the pools provide, whole nodes."""
     problems: list[Problem] = []
     teams = {team.name: team for team in cfg.teams}
-    capacity = stack_facts(cfg).capacity
-    classes = sorted({gpu_class for gpu_class, _ in capacity})
+    provided = capacity.flavors(cfg)
+    classes = sorted({gpu_class for gpu_class, _ in provided})
     seen: dict[tuple[str, str], int] = {}
     for index, job in enumerate(cfg.training_jobs):
         key = f"trainingJobs[{index}]"
@@ -36,40 +40,61 @@ def check_training_jobs(cfg: StackConfig) -> list[Problem]:
                 )
             seen.setdefault(where, index)
         problems.extend(_image_problems(cfg, key, job))
-        problems.extend(_efa_problems(cfg, key, job))
         problems.extend(_batch_problems(key, job))
-        if job.gpu_class not in classes:
-            problems.append(
-                Problem(
-                    f"{key}.gpuClass",
-                    job.gpu_class,
-                    f"a GPU class the pools provide ({', '.join(classes)})",
-                )
-            )
-            continue
-        missing = [c for c in job.capacity_types if (job.gpu_class, c) not in capacity]
-        if len(missing) == len(job.capacity_types):
-            problems.append(
-                Problem(
-                    f"{key}.capacity",
-                    job.capacity,
-                    f"no {job.capacity} pool provides {job.gpu_class}",
-                )
-            )
-            continue
-        class_gpus = gpus_of_class(job.gpu_class)
-        if job.gpus_per_node is not None and job.gpus_per_node != class_gpus:
-            problems.append(
-                Problem(
-                    f"{key}.gpusPerNode",
-                    job.gpus_per_node,
-                    f"{class_gpus}: the GPUs of a {job.gpu_class} instance (whole nodes only)",
-                )
-            )
-            continue
-        if team is not None:
-            problems.extend(stack_facts(cfg).quota_problems(index, job, team))
+        problems.extend(_class_problems(key, job, provided, classes))
     return problems
+
+
+def _class_problems(
+    key: str,
+    job: TrainingJobConfig,
+    provided: frozenset[tuple[str, catalog.CapacityType]],
+    classes: list[str],
+) -> list[Problem]:
+    """A GPU class and capacity type the pools provide, and whole nodes of it."""
+    if job.gpu_class not in classes:
+        return [
+            Problem(
+                f"{key}.gpuClass",
+                job.gpu_class,
+                f"a GPU class the pools provide ({', '.join(classes)})",
+            )
+        ]
+    if all((job.gpu_class, c) not in provided for c in job.capacity_types):
+        return [
+            Problem(
+                f"{key}.capacity", job.capacity, f"no {job.capacity} pool provides {job.gpu_class}"
+            )
+        ]
+    class_gpus = gpus_of_class(job.gpu_class)
+    if job.gpus_per_node is not None and job.gpus_per_node != class_gpus:
+        return [
+            Problem(
+                f"{key}.gpusPerNode",
+                job.gpus_per_node,
+                f"{class_gpus}: the GPUs of a {job.gpu_class} instance (whole nodes only)",
+            )
+        ]
+    return []
+
+
+def quota_problems(facts: StackFacts) -> dict[int, list[Problem]]:
+    """Each Kueue job against its team's quota, the namespace limit and the pools' capacity
+    (quota.job_quota_problems), by job index: the one rule that reports them (the will-it-run
+    verdict reads only whether a job is over quota)."""
+    return {
+        jf.index: found
+        for jf in facts.jobs
+        if jf.job.scheduler == "kueue"
+        and (
+            found := quota.job_quota_problems(jf.key, jf.job, jf.team, facts.capacity, jf.resources)
+        )
+    }
+
+
+def judge_training_jobs(facts: StackFacts) -> list[Problem]:
+    """The rules of `trainingJobs` that need the facts: EFA asks that can never be met."""
+    return [p for jf in facts.jobs for p in _efa_problems(jf)]
 
 
 def _image_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
@@ -112,10 +137,10 @@ def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:
     return problems
 
 
-def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
+def _efa_problems(jf: JobFacts) -> list[Problem]:
     """EFA asks that can never be met: EFA on types without it, more devices per pod than the
     type has, and a multi-node EFA job allowed to spread across zones."""
-    types = stack_facts(cfg).job(job).instance_types
+    job, key, types = jf.job, jf.key, jf.instance_types
     if not types:
         return []  # unknown class or no capacity: reported above
     counts = {t: catalog.instance(t).efa_devices for t in types}
@@ -147,7 +172,7 @@ def _efa_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Pr
                 + "); or leave it out for all of them",
             )
         )
-    if job.zones == "any" and job.nodes > 1 and stack_facts(cfg).resources(job).efa_devices:
+    if job.zones == "any" and job.nodes > 1 and jf.resources.efa_devices:
         # EFA traffic does not cross availability zones ("EFA limitations",
         # https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa.html): pods spread over zones
         # could not talk over EFA at all.

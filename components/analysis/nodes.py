@@ -31,13 +31,15 @@ Facts behind the figures:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
 from components import catalog
 from components.analysis import efa_placement
+from components.analysis.efa_placement import Membership
 from components.analysis.resources import default_cpu, default_memory_gib
-from components.config import GpuNodeGroup, StackConfig
+from components.config import GpuNodeGroup, KarpenterPool, StackConfig
 
 SourceKind = Literal["managed", "karpenter"]
 #: What brings a source's nodes: Karpenter, the cluster-autoscaler, or nothing (a fixed size).
@@ -150,80 +152,92 @@ def allocatable(name: str, *, efa: bool) -> Allocatable:
     )
 
 
-def node_sources(cfg: StackConfig) -> list[NodeSource]:
-    """Every GPU node source of the stack: managed groups first, then Karpenter pools."""
-    zones = cfg.network.zone_count
+def node_sources(
+    cfg: StackConfig,
+    groups: Mapping[str, Membership],
+    pools: Mapping[str, Membership],
+) -> list[NodeSource]:
+    """Every GPU node source of the stack: managed groups first, then Karpenter pools; where
+    each one's nodes go comes from `groups` / `pools` (efa_placement.memberships)."""
     pg_name = efa_placement.group_name(cfg)
-    sources: list[NodeSource] = []
-    for index, group in enumerate(cfg.node_groups.gpu):
-        grouped = efa_placement.node_group_in_group(cfg, group)
-        autoscaled = cfg.autoscaled(group)
-        # The autoscaler simulates the first type only (module docstring); static groups'
-        # nodes already exist, of any of their types: a pod must fit the smallest.
-        types = group.instance_types[:1] if autoscaled else group.instance_types
-        sources.append(
-            NodeSource(
-                name=group.name,
-                kind="managed",
-                key=f"nodeGroups.gpu[{index}]",
-                gpu_class=group.gpu_class,
-                capacity_type=group.flavor_capacity_type,
-                instance_types=tuple(group.instance_types),
-                labels=managed_gpu_labels(group),
-                taints=managed_gpu_taints(group),
-                # A reservation's, a placement group's or a confined group's capacity gets one
-                # private subnet (efa_placement.node_group_zone_index).
-                zones=1 if efa_placement.node_group_zone_index(cfg, group) is not None else zones,
-                allocatable={t: allocatable(t, efa=True) for t in types},
-                scaler="autoscaler" if autoscaled else "static",
-                max_nodes=cfg.group_max_nodes(group),
-                limit_text=(
-                    f"minSize {group.min_size} / maxSize {group.max_size}, cluster-autoscaler"
-                    if autoscaled
-                    else f"desiredSize {group.desired_size}, fixed"
-                ),
-                placement_group=pg_name if grouped else "",
-                scale_up_seconds=(
-                    AUTOSCALER_SCAN_SECONDS + catalog.node_launch_seconds(types[0])
-                    if autoscaled
-                    else 0
-                ),
-                unqueued_reason=group.unqueued_reason or "",
-            )
-        )
-    for index, pool in enumerate(cfg.karpenter.pools):
-        if not pool.is_gpu:
-            continue
-        labels = catalog.gpu_node_labels(
-            gpu_class=pool.resolved_gpu_class,
-            gpu_model=pool.gpu_model,
-            capacity_type=pool.capacity_type,
-            workload_type=pool.workload_type,
-            provisioner="karpenter",
-        )
-        types = pool.resolved_instance_types
-        grouped = efa_placement.pool_in_group(cfg, pool)
-        sources.append(
-            NodeSource(
-                name=pool.name,
-                kind="karpenter",
-                key=f"karpenter.pools[{index}]",
-                gpu_class=pool.resolved_gpu_class,
-                capacity_type=pool.capacity_type,
-                instance_types=tuple(types),
-                labels={**labels, catalog.LABEL_NODE_POOL: pool.name},
-                taints=(catalog.gpu_taint(),),
-                zones=1 if grouped else zones,
-                allocatable={t: allocatable(t, efa=True) for t in types},
-                scaler="karpenter",
-                max_nodes=(pool.limits.gpus or 0) // max(1, pool.gpus_per_node),
-                limit_text=f"limits.gpus {pool.limits.gpus}",
-                placement_group=pg_name if grouped else "",
-                scale_up_seconds=KARPENTER_BATCH_SECONDS + catalog.node_launch_seconds(types[0]),
-                unqueued_reason=pool.unqueued_reason or "",
-            )
-        )
-    return sources
+    managed = [
+        _group_source(cfg, index, group, groups[group.name], pg_name)
+        for index, group in enumerate(cfg.node_groups.gpu)
+    ]
+    karpenter = [
+        _pool_source(cfg, index, pool, pools[pool.name], pg_name)
+        for index, pool in enumerate(cfg.karpenter.pools)
+        if pool.is_gpu
+    ]
+    return managed + karpenter
+
+
+def _group_source(
+    cfg: StackConfig, index: int, group: GpuNodeGroup, where: Membership, pg_name: str
+) -> NodeSource:
+    """A managed GPU group as a node source."""
+    autoscaled = cfg.autoscaled(group)
+    # The autoscaler simulates the first type only (module docstring); static groups'
+    # nodes already exist, of any of their types: a pod must fit the smallest.
+    types = group.instance_types[:1] if autoscaled else group.instance_types
+    return NodeSource(
+        name=group.name,
+        kind="managed",
+        key=f"nodeGroups.gpu[{index}]",
+        gpu_class=group.gpu_class,
+        capacity_type=group.flavor_capacity_type,
+        instance_types=tuple(group.instance_types),
+        labels=managed_gpu_labels(group),
+        taints=managed_gpu_taints(group),
+        # A reservation's, a placement group's or a confined group's capacity gets one
+        # private subnet (efa_placement.node_group_zone_index).
+        zones=1 if where.zone_index is not None else cfg.network.zone_count,
+        allocatable={t: allocatable(t, efa=True) for t in types},
+        scaler="autoscaler" if autoscaled else "static",
+        max_nodes=cfg.group_max_nodes(group),
+        limit_text=(
+            f"minSize {group.min_size} / maxSize {group.max_size}, cluster-autoscaler"
+            if autoscaled
+            else f"desiredSize {group.desired_size}, fixed"
+        ),
+        placement_group=pg_name if where.placement_group else "",
+        scale_up_seconds=(
+            AUTOSCALER_SCAN_SECONDS + catalog.node_launch_seconds(types[0]) if autoscaled else 0
+        ),
+        unqueued_reason=group.unqueued_reason or "",
+    )
+
+
+def _pool_source(
+    cfg: StackConfig, index: int, pool: KarpenterPool, where: Membership, pg_name: str
+) -> NodeSource:
+    """A Karpenter GPU pool as a node source."""
+    labels = catalog.gpu_node_labels(
+        gpu_class=pool.resolved_gpu_class,
+        gpu_model=pool.gpu_model,
+        capacity_type=pool.capacity_type,
+        workload_type=pool.workload_type,
+        provisioner="karpenter",
+    )
+    types = pool.resolved_instance_types
+    return NodeSource(
+        name=pool.name,
+        kind="karpenter",
+        key=f"karpenter.pools[{index}]",
+        gpu_class=pool.resolved_gpu_class,
+        capacity_type=pool.capacity_type,
+        instance_types=tuple(types),
+        labels={**labels, catalog.LABEL_NODE_POOL: pool.name},
+        taints=(catalog.gpu_taint(),),
+        zones=1 if where.placement_group else cfg.network.zone_count,
+        allocatable={t: allocatable(t, efa=True) for t in types},
+        scaler="karpenter",
+        max_nodes=(pool.limits.gpus or 0) // max(1, pool.gpus_per_node),
+        limit_text=f"limits.gpus {pool.limits.gpus}",
+        placement_group=pg_name if where.placement_group else "",
+        scale_up_seconds=KARPENTER_BATCH_SECONDS + catalog.node_launch_seconds(types[0]),
+        unqueued_reason=pool.unqueued_reason or "",
+    )
 
 
 def tolerates(taint: dict[str, str], tolerations: tuple[dict[str, str], ...]) -> bool:

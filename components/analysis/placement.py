@@ -22,7 +22,9 @@ the workload builder adds one nodeAffinity expression on `topology.kubernetes.io
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components import catalog
@@ -114,13 +116,25 @@ def tolerations(job: TrainingJobConfig) -> list[dict[str, str]]:
 
 @dataclass(frozen=True)
 class Placement:
-    """What the scheduler and Karpenter match a pod against, in analysable form."""
+    """Where a pod may go: the pod template's affinity and tolerations, rendered once, and the
+    same in the form the scheduler and Karpenter match against (the will-it-run analysis and
+    the manifests read this one model)."""
 
     #: Required node labels: key -> allowed values (a nodeSelectorTerm's `In` expressions).
     required: dict[str, tuple[str, ...]]
     tolerations: tuple[dict[str, str], ...]
     #: All pods forced into one zone (required podAffinity on the zone key).
     single_zone: bool
+    #: The pod template's `affinity` as rendered (node affinity, single-zone podAffinity).
+    affinity: Mapping[str, Any] = field(default_factory=dict)
+
+    def pod_affinity(self) -> dict[str, Any]:
+        """A pod template's `affinity` (a copy: templates never share a dict)."""
+        return copy.deepcopy(dict(self.affinity))
+
+    def pod_tolerations(self) -> list[dict[str, str]]:
+        """A pod template's `tolerations` (copies)."""
+        return [dict(t) for t in self.tolerations]
 
 
 def placement_of(affinity: dict[str, Any], pod_tolerations: list[dict[str, str]]) -> Placement:
@@ -142,6 +156,7 @@ def placement_of(affinity: dict[str, Any], pod_tolerations: list[dict[str, str]]
         required=required,
         tolerations=tuple(pod_tolerations),
         single_zone=any(term.get("topologyKey") == ZONE_KEY for term in zone_terms),
+        affinity=affinity,
     )
 
 

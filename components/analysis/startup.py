@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import Final
 
 from components import catalog
-from components.analysis.facts import stack_facts
+from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.readiness import pull_rate
-from components.config import StackConfig, TrainingJobConfig
+from components.config import StackConfig
 
 #: The pull figures (PULL_MIBPS, PARALLEL_PULL_MIBPS, NVME_MIBPS) live with the readiness model,
 #: which sizes Kueue's waitForPodsReady from the same pull (analysis/readiness.py pull_rate).
@@ -73,10 +73,10 @@ class StartupEstimate:
         )
 
 
-def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
+def estimate(cfg: StackConfig, derived: JobFacts) -> StartupEstimate:
     """The estimate for one job on the instance type its pods land on, pulled the way that
     type's source pulls (a Karpenter pool's node class or a managed group's launch template)."""
-    derived = stack_facts(cfg).job(job)
+    job = derived.job
     instance_type = derived.resources.instance_type
     # The source of the job's first capacity type (the flavor Kueue tries first).
     order = {capacity: rank for rank, capacity in enumerate(job.capacity_types)}
@@ -99,11 +99,6 @@ def estimate(cfg: StackConfig, job: TrainingJobConfig) -> StartupEstimate:
     )
 
 
-def by_workload(cfg: StackConfig) -> dict[str, StartupEstimate]:
+def by_workload(facts: StackFacts) -> dict[str, StartupEstimate]:
     """Estimates keyed like willrun's verdicts (`<team namespace>/<job name>`)."""
-    namespaces = {team.name: team.namespace for team in cfg.teams}
-    return {
-        f"{namespaces[job.team]}/{job.name}": estimate(cfg, job)
-        for job in cfg.training_jobs
-        if job.team in namespaces
-    }
+    return {jf.workload: estimate(facts.cfg, jf) for jf in facts.jobs}

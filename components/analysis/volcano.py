@@ -62,7 +62,7 @@ from typing import Final
 
 from components import catalog
 from components.analysis.capacity import smallest_instance_type
-from components.analysis.facts import stack_facts
+from components.analysis.nccl import NcclHost
 from components.config import Problem, StackConfig, TeamConfig
 from components.config.karpenter import gpu_class_instance_types
 
@@ -124,23 +124,23 @@ def quantities(resources: Resources) -> dict[str, str]:
     return {name: _amount(name, amount) for name, amount in resources.items()}
 
 
-def validation_guarantee(cfg: StackConfig) -> dict[str, float]:
+def validation_guarantee(cfg: StackConfig, host: NcclHost | None) -> dict[str, float]:
     """The validation queue's guarantee: the NCCL test's PodGroup has no minResources, so
     enqueue lets it through, but allocate still needs its queue to deserve the pods — a queue
     without a guarantee deserves only what exceeds the team queues' guarantees, i.e. nothing
     while the nodes launched for the test are all there is. Empty when no NCCL test runs or no
-    team queue has a guarantee (then nothing is reserved ahead of it)."""
-    host = stack_facts(cfg).nccl_host
+    team queue has a guarantee (then nothing is reserved ahead of it). `host`: the NCCL test's
+    (StackFacts.nccl_host)."""
     if host is None or not any(queue_guarantee(t) for t in cfg.teams):
         return {}
     nodes = float(cfg.validation.nccl.nodes)
     return {name: nodes * amount for name, amount in host.requests.items()}
 
 
-def total_guarantee(cfg: StackConfig) -> dict[str, float]:
+def total_guarantee(cfg: StackConfig, host: NcclHost | None) -> dict[str, float]:
     """Σ of every queue's guarantee the platform creates (teams and the validation queue)."""
     out: dict[str, float] = {}
-    for part in [*(queue_guarantee(t) for t in cfg.teams), validation_guarantee(cfg)]:
+    for part in [*(queue_guarantee(t) for t in cfg.teams), validation_guarantee(cfg, host)]:
         for name, amount in part.items():
             out[name] = out.get(name, 0.0) + amount
     return out
@@ -184,10 +184,16 @@ def short(need: Resources, have: Resources) -> list[str]:
 
 @dataclass(frozen=True)
 class Admission:
-    """How a Volcano PodGroup gets from Pending to pods a provisioner sees, or why it cannot."""
+    """How a Volcano PodGroup gets from Pending to pods a provisioner sees, or why it cannot:
+    through the enqueue gate (its minResources within the queue's guarantee with no node up) or
+    straight to allocate (no enqueue action), then allocate binds the gang."""
 
-    #: The path, for the report.
-    text: str
+    #: The queue (a team's name).
+    queue: str
+    #: Whether Volcano's enqueue action gates it (scheduling.volcanoEnqueue).
+    enqueue: bool
+    #: The PodGroup's minResources.
+    min_resources: Resources
     #: What stops it (empty when it starts on an empty cluster).
     blockers: tuple[str, ...]
 
@@ -196,14 +202,15 @@ def admission(
     cfg: StackConfig,
     team: TeamConfig,
     min_resources: Resources,
+    host: NcclHost | None,
 ) -> Admission:
     """The enqueue and allocate gates for one Volcano Job of `team` whose PodGroup carries
-    `min_resources`, on an empty cluster (no GPU node up)."""
+    `min_resources`, on an empty cluster (no GPU node up); `host`: the NCCL test's, whose queue
+    guarantee comes first (StackFacts.nccl_host)."""
     capability = queue_capability(team)
     guarantee = queue_guarantee(team)
-    guarantees = total_guarantee(cfg)
+    guarantees = total_guarantee(cfg, host)
     enqueue = cfg.scheduling.volcano_enqueue
-    need = describe(min_resources)
     blockers: list[str] = []
     if enqueue:
         # Nothing exists yet: the PodGroup must fit the queue's realCapability with no node.
@@ -216,15 +223,6 @@ def admission(
                 + (describe(real) or "empty")
                 + f" ({'; '.join(miss)}); no pod is created, so nothing scales up"
             )
-        gate = (
-            f"enqueue: PodGroup minResources ({need}) within queue `{team.name}`'s guarantee "
-            "with no node up -> Inqueue -> the job controller creates the pods"
-        )
-    else:
-        gate = (
-            "no enqueue action: allocate moves the PodGroup to Inqueue at once -> the job "
-            "controller creates the pods"
-        )
     # Allocate: the provisioner has launched the job's nodes (total = the job's own requests,
     # at least); the queue's deserved must hold the whole gang.
     real = real_capability(capability, guarantee, min_resources, guarantees)
@@ -239,11 +237,7 @@ def admission(
             f"queue {team.name} deserves {'; '.join(miss)} (every other queue's guarantee "
             "comes first)"
         )
-    text = (
-        f"{gate}; pods Unschedulable -> nodes launched for the whole gang -> allocate binds "
-        "all minAvailable pods at once (gang)"
-    )
-    return Admission(text=text, blockers=tuple(blockers))
+    return Admission(team.name, enqueue, dict(min_resources), tuple(blockers))
 
 
 def check_queues(cfg: StackConfig) -> list[Problem]:

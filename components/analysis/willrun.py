@@ -1,50 +1,173 @@
 """Will it run: for every workload the stack declares (training jobs of every launcher, the
-validation Jobs) the path from `pulumi up` to running pods, derived from the config alone —
+validation Jobs) the path from `pulumi up` to running pods, judged from the facts alone —
 
 - admission: LocalQueue -> ClusterQueue -> flavor; every requested resource covered by the
-  ClusterQueue or excluded from quota; the job within nominal quota + borrowing (quota.py);
+  ClusterQueue or excluded from quota; the job within nominal quota + borrowing (quota.py, a
+  rule of its own: the verdict reads whether the job is over quota, it does not report it);
 - placement: node sources (nodes.py) whose labels, taints and allocatable fit the pod, incl.
   `nvidia.com/gpu` and `vpc.amazonaws.com/efa`;
 - scale-up: which controller brings the nodes, up to which limit;
 - gang: nodes x pods within what the sources can hold; one zone for multi-node EFA jobs;
 - storage: the checkpoint claim binds and is ReadWriteMany when pods span nodes;
 - memory: model states per rank within GPU memory (when `modelParameters` is given);
-- pods ready: Kueue's waitForPodsReady timeout outlasts the slowest path from admission to Ready
-  pods on the job's sources with its own image (readiness.py);
-- the NCCL test: a type of its pool holds its pods, which are sized for it (nccl.py);
+- pods ready: Kueue's waitForPodsReady outlasts the slowest path to Ready pods;
 - what `pulumi up` waits for.
 
-A workload that cannot run is a config error naming its key (`trainingJobs[i]`) and the reason.
-Pure: config in, verdicts out; the figures come from facts.py, Volcano's gates from volcano.py.
+A verdict is a typed record: each part holds the facts behind the answer (sources, flavors,
+figures), and the findings that stop the workload are `Problem`s naming their key. Prose is
+rendered at the edge, by the report (synth/verdict_text.py). Pure: facts in, verdicts out; the
+figures come from facts.py, Volcano's gates from volcano.py.
 
-Why this module is long: it is the whole model of one verdict — one small helper per concern
-of a training job (admission, namespace limits, placement, scale-up and gang, zone, storage,
-memory) and the validation workloads' verdicts; per-job figures (pod resources, placement,
-the sources that fit, zone pin, model-state memory) come from facts.JobFacts, the matching
-helpers from fit.py.
+Why this module is long: it is the whole model of one verdict — a typed part and one small
+judging helper per concern of a training job (admission, namespace limits, placement, scale-up
+and gang, zone, storage, memory, readiness) and the validation workloads' verdicts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from components import catalog
-from components.analysis import efa_placement, nccl, readiness, storage, volcano
-from components.analysis.facts import stack_facts
+from components.analysis import nccl, readiness, storage, volcano
+from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.fit import SourceFit, fit_sources
+from components.analysis.images import ImageSource
+from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement
-from components.analysis.resources import JobResources
-from components.config import (
-    GpuNodeGroup,
-    KarpenterPool,
-    Problem,
-    StackConfig,
-    TeamConfig,
-    TrainingJobConfig,
-    gpus_of_class,
-)
+from components.analysis.readiness import ReadyPath
+from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig
+
+
+@dataclass(frozen=True)
+class Provisioning:
+    """Kueue's ProvisioningRequest path of a job on an autoscaled node-group flavor."""
+
+    nodes: int
+    max_node_provision_time: str
+    pods_ready_timeout: str
+    scale_down_unneeded_time: str
+
+
+@dataclass(frozen=True)
+class KueueAdmission:
+    """LocalQueue -> ClusterQueue -> flavors, the resources Kueue covers, the quota."""
+
+    queue: str
+    flavors: tuple[str, ...]
+    over_quota: bool
+    #: Requested resources the ClusterQueue neither covers nor excludes (Kueue keeps the job
+    #: pending), else empty.
+    uncovered: tuple[str, ...]
+    #: The requested resources' names (all covered or excluded).
+    requests: tuple[str, ...]
+    provisioning: Provisioning | None = None
+
+
+@dataclass(frozen=True)
+class VolcanoAdmission:
+    """A Volcano Job's gang in its team's queue (volcano.py)."""
+
+    queue: str
+    min_available: int
+    path: volcano.Admission
+
+
+@dataclass(frozen=True)
+class ValidationAdmission:
+    """How a validation Job gets its pods: no queue, or the NCCL test's Volcano PodGroup."""
+
+    kind: Literal["unqueued", "no-pool", "nccl"]
+    min_member: int = 0
+    #: The NCCL test's queue guarantees its pods (volcano.validation_guarantee).
+    guaranteed: bool = False
+
+
+Admission = KueueAdmission | VolcanoAdmission | ValidationAdmission
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where the pods can go: sources matching their affinity and taints, those whose
+    allocatable holds a pod, and the EFA devices each pod asks for."""
+
+    candidates: tuple[NodeSource, ...]
+    fitting: tuple[NodeSource, ...]
+    efa_devices: int = 0
+    #: The NCCL test's host type (validation only).
+    nccl: NcclHost | None = None
+    #: The validation Job's pool when it is not a node source (no GPU source at all).
+    pool: str = ""
+
+
+@dataclass(frozen=True)
+class Gang:
+    """Nodes x 1 pod, and how many nodes the sources reach per capacity type."""
+
+    nodes: int
+    reach: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class ScaleUp:
+    """What brings the nodes: each fitting source (its scaler, limit), or a validation Job's."""
+
+    sources: tuple[NodeSource, ...] = ()
+    #: Validation: the source's scaler and reach (smoke) or the pool's reach (NCCL).
+    scaler: str = ""
+    max_nodes: int | None = None
+
+
+@dataclass(frozen=True)
+class Zone:
+    """Whether the pods are kept in one zone, and which placement group their sources use."""
+
+    single: bool
+    #: The AZ index a single-zone job is pinned to (None: Kueue/the scheduler picks).
+    pin: int | None = None
+    #: EFA: the sources whose placement group applies (empty without EFA).
+    efa_sources: tuple[NodeSource, ...] = ()
+    #: The FSx subnet index, when FSx and the placement group are in different zones.
+    fsx_conflict: tuple[int, int] | None = None
+    efa: bool = False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The checkpoint volume: a team PVC, or none (S3 only)."""
+
+    namespace: str
+    claim: str
+    mode: str
+    storage_class: str
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Model states per rank against one GPU's memory."""
+
+    states_gib: float
+    per_gpu_gib: float
+    mode: str
+
+
+@dataclass(frozen=True)
+class Ready:
+    """The slowest path from admission to Ready pods against Kueue's timeout."""
+
+    slowest: ReadyPath
+    timeout: str
+
+
+@dataclass(frozen=True)
+class Awaits:
+    """What `pulumi up` waits for: a launcher (and a DeepSpeed ConfigMap), or a validation
+    Job (none when no pool exists)."""
+
+    launcher: Literal["native", "kubeflow", "volcano", "validation", "nothing"]
+    config_map: bool = False
 
 
 @dataclass(frozen=True)
@@ -54,18 +177,20 @@ class Verdict:
     key: str
     workload: str
     kind: str
-    admission: str
-    placement: str
-    scale_up: str
-    gang: str
-    storage: str
-    awaits: str
-    memory: str = ""
-    zone: str = ""
-    #: Where the image digest comes from (images.ImageSource.describe).
-    image: str = ""
+    admission: Admission
+    placement: Placed
+    scale_up: ScaleUp
+    gang: Gang
+    awaits: Awaits
+    #: The checkpoint claim; None: no volume (`s3_only` tells S3 from nothing).
+    storage: Claim | None = None
+    s3_only: bool = False
+    memory: Memory | None = None
+    zone: Zone | None = None
+    #: Where the image digest comes from (training jobs).
+    image: ImageSource | None = None
     #: Kueue jobs: the slowest path from admission to Ready pods against waitForPodsReady.
-    ready: str = ""
+    ready: Ready | None = None
     problems: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
@@ -74,7 +199,7 @@ class Verdict:
 
 
 def uncovered(
-    requests: dict[str, float],
+    requests: Mapping[str, float],
     covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
     excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
 ) -> list[str]:
@@ -86,128 +211,98 @@ def uncovered(
     )
 
 
-def _awaits(job: TrainingJobConfig) -> str:
-    extra = "ConfigMap (no await), " if job.deepspeed is not None else ""
-    if job.launcher == "native":
-        return (
-            f"{extra}headless Service (object only) and the Job with "
-            "`pulumi.com/skipAwait`: `up` never waits for the run"
-        )
-    kind = "TrainJob" if job.launcher == "kubeflow" else "Volcano Job"
-    return f"{extra}{kind}: a custom resource, created and not awaited"
+def _volcano_admission(facts: StackFacts, jf: JobFacts) -> tuple[VolcanoAdmission, list[Problem]]:
+    """Enqueue and allocate against the team's Volcano queue (volcano.py)."""
+    job, team, key = jf.job, jf.team, jf.key
+    gang_requests = {name: amount * job.nodes for name, amount in jf.requests.items()}
+    path = volcano.admission(facts.cfg, team, gang_requests, facts.nccl_host)
+    team_index = facts.cfg.teams.index(team)
+    problems: list[Problem] = []
+    for blocker in path.blockers:
+        if volcano.queue_guarantee(team):
+            problems.append(
+                Problem(
+                    f"{key}.nodes",
+                    job.nodes,
+                    f"a gang within team {team.name}'s Volcano queue guarantee (its "
+                    f"nominal quota, teams[{team_index}].quota): {blocker}",
+                )
+            )
+        else:
+            problems.append(
+                Problem(
+                    f"{key}.scheduler",
+                    job.scheduler,
+                    "kueue, or a Volcano queue with a guarantee "
+                    f"(teams[{team_index}].volcano.guarantee: nominal): {blocker}",
+                )
+            )
+    return VolcanoAdmission(queue=team.name, min_available=job.nodes, path=path), problems
 
 
-Found = tuple[str, list[Problem]]
-
-
-def _admission(
-    cfg: StackConfig,
-    key: str,
-    job: TrainingJobConfig,
-    team: TeamConfig,
+def _kueue_admission(
+    facts: StackFacts,
+    jf: JobFacts,
     *,
-    requests: dict[str, float],
-    flavors: Sequence[str],
-    quota_problems: Sequence[Problem],
+    requests: Mapping[str, float],
+    over_quota: bool,
     covered: Sequence[str],
     excluded: Sequence[str],
-) -> Found:
-    """Kueue (LocalQueue -> ClusterQueue -> `flavors`, covered resources) or Volcano (enqueue
-    and allocate against the team queue: volcano.py)."""
-    problems: list[Problem] = []
-    if job.scheduler != "kueue":
-        gang_requests = {name: amount * job.nodes for name, amount in requests.items()}
-        path = volcano.admission(cfg, team, gang_requests)
-        team_index = cfg.teams.index(team)
-        for blocker in path.blockers:
-            if volcano.queue_guarantee(team):
-                problems.append(
-                    Problem(
-                        f"{key}.nodes",
-                        job.nodes,
-                        f"a gang within team {team.name}'s Volcano queue guarantee (its "
-                        f"nominal quota, teams[{team_index}].quota): {blocker}",
-                    )
-                )
-            else:
-                problems.append(
-                    Problem(
-                        f"{key}.scheduler",
-                        job.scheduler,
-                        "kueue, or a Volcano queue with a guarantee "
-                        f"(teams[{team_index}].volcano.guarantee: nominal): {blocker}",
-                    )
-                )
-        return (
-            f"Volcano queue `{team.name}`, gang minAvailable {job.nodes}; {path.text}",
-            problems,
-        )
-    admission = (
-        f"LocalQueue `{team.name}` -> ClusterQueue `{team.name}` -> flavor "
-        f"{' / '.join(f'`{f}`' for f in flavors) or 'none'}; "
-        + ("fits nominal + borrowing" if not quota_problems else "over quota")
-    )
+) -> tuple[KueueAdmission, list[Problem]]:
+    """LocalQueue -> ClusterQueue -> `flavors`, covered resources, the provisioning check."""
+    job, team = jf.job, jf.team
     blocked = uncovered(requests, covered, excluded)
+    problems: list[Problem] = []
     if blocked:
         problems.append(
             Problem(
-                f"{key}.efa" if catalog.EFA_RESOURCE in blocked else key,
+                f"{jf.key}.efa" if catalog.EFA_RESOURCE in blocked else jf.key,
                 job.efa,
                 f"Kueue would keep the job pending: it requests {', '.join(blocked)}, which "
                 f"ClusterQueue {team.name} does not cover ({', '.join(covered)}) and the "
                 "Kueue config does not exclude (resources.excludeResourcePrefixes)",
             )
         )
-    else:
-        admission += f"; requests {', '.join(sorted(requests))} covered or excluded"
-    checked = stack_facts(cfg).provisioning_checked
-    if any((job.gpu_class, c) in checked for c in job.capacity_types):
-        admission += "; " + provisioning_path(cfg, job)
+    scaler = facts.cfg.cluster_autoscaler
+    checked = any((job.gpu_class, c) in facts.provisioning_checked for c in job.capacity_types)
+    admission = KueueAdmission(
+        queue=team.name,
+        flavors=jf.flavors,
+        over_quota=over_quota,
+        uncovered=tuple(blocked),
+        requests=tuple(sorted(requests)),
+        provisioning=Provisioning(
+            nodes=job.nodes,
+            max_node_provision_time=scaler.max_node_provision_time,
+            pods_ready_timeout=facts.pods_ready.timeout,
+            scale_down_unneeded_time=scaler.scale_down_unneeded_time,
+        )
+        if checked
+        else None,
+    )
     return admission, problems
 
 
-def provisioning_path(cfg: StackConfig, job: TrainingJobConfig) -> str:
-    """What Kueue's ProvisioningRequest check does for a job on an autoscaled node-group flavor
-    (components/platform/scheduling/scheduling.py has the sources)."""
-    scaler = cfg.cluster_autoscaler
-    return (
-        "on a node-group flavor the admission check `node-group-provisioning` holds the "
-        "workload: Kueue creates a ProvisioningRequest (best-effort-atomic-scale-up) for its "
-        f"{job.nodes} pods, the cluster-autoscaler raises the group and marks it Provisioned, "
-        "then Kueue admits. On AWS the increase is not atomic (the AWS provider does not "
-        "implement AtomicIncreaseSize at 1.33.6) and Provisioned means the desired size was "
-        "raised, not that every node joined. If EC2 delivers only part of the gang, the "
-        f"missing nodes count as a failed scale-up after {scaler.max_node_provision_time} and "
-        "the group backs off; the pods that got nodes wait at rendezvous, Kueue's "
-        f"waitForPodsReady ({stack_facts(cfg).pods_ready.timeout}, longer than that "
-        "provisioning bound: analysis/readiness.py) evicts and requeues "
-        "the workload, and the nodes it leaves empty are removed after "
-        f"{scaler.scale_down_unneeded_time}"
-    )
-
-
 def _ready(
-    cfg: StackConfig, key: str, job: TrainingJobConfig, fitting: Sequence[NodeSource]
-) -> Found:
+    facts: StackFacts, jf: JobFacts, fitting: Sequence[NodeSource]
+) -> tuple[Ready | None, list[Problem]]:
     """Whether Kueue's waitForPodsReady timeout outlasts the slowest path from admission to
     Ready pods on the sources the job can land on, with its own image (readiness.py). The
     platform's timeout covers the default image size; a job's larger image may not."""
+    job, cfg = jf.job, facts.cfg
     if job.scheduler != "kueue" or not fitting:
-        return "", []
-    timeouts = stack_facts(cfg).pods_ready
+        return None, []
+    timeouts = facts.pods_ready
     image = job.image_size_gib or cfg.training.image_size_gib
     slowest = max(
         (readiness.ready_path(cfg, s, image) for s in fitting), key=lambda path: path.total_s
     )
-    text = (
-        f"all pods Ready at most {slowest.total_s} s after admission ({slowest.text()}); "
-        f"Kueue waitForPodsReady.timeout {timeouts.timeout}"
-    )
+    ready = Ready(slowest=slowest, timeout=timeouts.timeout)
     if slowest.total_s <= timeouts.timeout_s:
-        return text, []
-    return text, [
+        return ready, []
+    return ready, [
         Problem(
-            f"{key}.imageSizeGib",
+            f"{jf.key}.imageSizeGib",
             job.image_size_gib,
             f"an image Ready within the platform's waitForPodsReady.timeout "
             f"({timeouts.timeout}): {slowest.text()}, so Kueue would evict and requeue the job on "
@@ -217,11 +312,10 @@ def _ready(
     ]
 
 
-def _namespace_limits(
-    key: str, job: TrainingJobConfig, team: TeamConfig, requests: dict[str, float]
-) -> list[Problem]:
+def _namespace_limits(jf: JobFacts, requests: Mapping[str, float]) -> list[Problem]:
     """The namespace ResourceQuota (and, for Volcano, the queue's capability: the same figures,
     components/platform/tenancy/teams.py) must hold the whole gang, or its pods are refused."""
+    job, team = jf.job, jf.team
     problems: list[Problem] = []
     total_cpu, total_mem = requests["cpu"] * job.nodes, requests["memory"] * job.nodes
     limits = team.limits
@@ -232,7 +326,7 @@ def _namespace_limits(
         if total > cap:
             problems.append(
                 Problem(
-                    f"{key}.nodes",
+                    f"{jf.key}.nodes",
                     job.nodes,
                     f"the gang requests {total:g} {what}, over team {team.name}'s namespace "
                     f"limit of {cap:g} (ResourceQuota"
@@ -242,44 +336,36 @@ def _namespace_limits(
     return problems
 
 
-@dataclass(frozen=True)
-class _Placed:
-    """Where the job's pods can go: sources matching its affinity and taints, and those whose
-    allocatable holds a pod."""
-
-    candidates: list[NodeSource]
-    fitting: list[NodeSource]
-    text: str
-    problems: list[Problem]
-
-
-def _placement(
-    key: str, job: TrainingJobConfig, resources: JobResources, *, where: Placement, fit: SourceFit
-) -> _Placed:
-    problems: list[Problem] = []
-    candidates = list(fit.candidates)
-    kinds = {s.provisioner for s in candidates}
-    if job.scheduler != "kueue" and len(kinds) > 1:
-        # Kueue pods carry their flavor's provisioner label; these carry only the affinity.
-        problems.append(
-            Problem(
-                f"{key}.capacity",
-                job.capacity,
-                "capacity one provisioner serves: the pods match managed node groups ("
-                + ", ".join(s.name for s in candidates if s.provisioner == "node-group")
-                + ") and Karpenter NodePools ("
-                + ", ".join(s.name for s in candidates if s.provisioner == "karpenter")
-                + "); the cluster-autoscaler and Karpenter would each bring a node for the "
-                "same pending pod (or queue it with Kueue: each flavor selects one)",
-            )
+def _mixed_provisioners(jf: JobFacts, candidates: Sequence[NodeSource]) -> list[Problem]:
+    """A pod outside Kueue that both provisioners would scale for."""
+    job = jf.job
+    if job.scheduler == "kueue" or len({s.provisioner for s in candidates}) <= 1:
+        return []
+    # Kueue pods carry their flavor's provisioner label; these carry only the affinity.
+    return [
+        Problem(
+            f"{jf.key}.capacity",
+            job.capacity,
+            "capacity one provisioner serves: the pods match managed node groups ("
+            + ", ".join(s.name for s in candidates if s.provisioner == "node-group")
+            + ") and Karpenter NodePools ("
+            + ", ".join(s.name for s in candidates if s.provisioner == "karpenter")
+            + "); the cluster-autoscaler and Karpenter would each bring a node for the "
+            "same pending pod (or queue it with Kueue: each flavor selects one)",
         )
-    misses = fit.misses
-    fitting = list(fit.fitting)
+    ]
+
+
+def _placement(jf: JobFacts, *, where: Placement, fit: SourceFit) -> tuple[Placed, list[Problem]]:
+    """The sources that admit and fit the pod, and why none does."""
+    job, resources = jf.job, jf.resources
+    candidates, fitting = tuple(fit.candidates), tuple(fit.fitting)
+    problems = _mixed_provisioners(jf, candidates)
     want = ", ".join(f"{k} in {'/'.join(v)}" for k, v in sorted(where.required.items()))
     if not candidates:
         problems.append(
             Problem(
-                f"{key}.gpuClass",
+                f"{jf.key}.gpuClass",
                 job.gpu_class,
                 f"no node source matches the pod's node affinity ({want}) and taints",
             )
@@ -288,10 +374,10 @@ def _placement(
         efa_short = resources.efa_devices and all(
             max(a.efa for a in s.allocatable.values()) < resources.efa_devices for s in candidates
         )
-        detail = "; ".join(f"{name}: {miss}" for name, miss in misses.items())
+        detail = "; ".join(f"{name}: {miss}" for name, miss in fit.misses.items())
         problems.append(
             Problem(
-                f"{key}.efa" if efa_short else f"{key}.gpuClass",
+                f"{jf.key}.efa" if efa_short else f"{jf.key}.gpuClass",
                 job.efa if efa_short else job.gpu_class,
                 (
                     f"EFA requested ({resources.efa_devices} per pod) but no matching node "
@@ -302,28 +388,14 @@ def _placement(
                 else f"the pod fits no matching node source: {detail}",
             )
         )
-    text = (
-        ", ".join(f"`{s.name}` ({s.kind})" for s in fitting)
-        or ", ".join(f"`{s.name}` does not fit" for s in candidates)
-        or "no source"
-    )
-    if resources.efa_devices and fitting:
-        text += (
-            f"; EFA nodes: {resources.efa_devices} `{catalog.EFA_RESOURCE}` per pod, allocatable "
-            + ", ".join(
-                f"{max(a.efa for a in s.allocatable.values())} on `{s.name}`" for s in fitting
-            )
-        )
-    return _Placed(candidates, fitting, text, problems)
+    return Placed(candidates, fitting, resources.efa_devices), problems
 
 
-def _scale_and_gang(
-    key: str, job: TrainingJobConfig, fitting: Sequence[NodeSource]
-) -> tuple[str, str, list[Problem]]:
+def _scale_and_gang(jf: JobFacts, fitting: Sequence[NodeSource]) -> tuple[Gang, list[Problem]]:
     """What brings the nodes, and whether the sources hold the whole gang at once."""
+    job, key = jf.job, jf.key
     problems: list[Problem] = []
     scalable = [s for s in fitting if s.max_nodes > 0]
-    scale_text = "; ".join(f"{s.path}, up to {s.max_nodes} nodes ({s.limit_text})" for s in fitting)
     if fitting and not scalable:
         problems.append(
             Problem(
@@ -339,40 +411,51 @@ def _scale_and_gang(
         for capacity in job.capacity_types
     }
     best = max(reach.values()) if reach else 0
-    gang = f"{job.nodes} nodes x 1 pod; sources reach " + ", ".join(
-        f"{n} {c}" for c, n in reach.items()
-    )
     if scalable and best < job.nodes:
+        scale = "; ".join(
+            f"{scale_up_path(s)}, up to {s.max_nodes} nodes ({s.limit_text})" for s in fitting
+        )
         problems.append(
             Problem(
                 f"{key}.nodes",
                 job.nodes,
                 f"a gang of {job.nodes} pods needs {job.nodes} nodes at once; the "
-                f"{job.gpu_class} sources reach at most {best} ({scale_text})",
+                f"{job.gpu_class} sources reach at most {best} ({scale})",
             )
         )
-    return scale_text, gang, problems
+    return Gang(job.nodes, tuple(reach.items())), problems
+
+
+def scale_up_path(source: NodeSource) -> str:
+    """What brings a node of `source` for a pending pod, in words (problem messages and the
+    report's scale-up line)."""
+    if source.scaler == "karpenter":
+        return f"Karpenter NodePool `{source.name}` launches nodes, ≈ {source.scale_up_seconds} s"
+    if source.scaler == "autoscaler":
+        return (
+            f"cluster-autoscaler resizes node group `{source.name}`, ≈ {source.scale_up_seconds} s"
+        )
+    return f"fixed node group `{source.name}` (no scale-up)"
 
 
 def _zone(
-    cfg: StackConfig,
-    key: str,
-    job: TrainingJobConfig,
-    *,
-    resources: JobResources,
-    where: Placement,
-    placed: _Placed,
-    pin: int | None,
-) -> Found:
+    facts: StackFacts, jf: JobFacts, *, where: Placement, placed: Placed
+) -> tuple[Zone, list[Problem]]:
+    """Whether the pods share one zone, the placement group their sources use, and the
+    gangs a zone-spanning autoscaled group would strand."""
+    job, key, pin, efa = jf.job, jf.key, jf.zone_pin, jf.resources.efa_devices
     problems: list[Problem] = []
-    zone = "any zone"
-    if pin is not None:
-        zone = f"one zone (required podAffinity on {catalog.ZONE_LABEL}; AZ index {pin} if pinned)"
-        if resources.efa_devices:
-            zone += "; " + placement_group_text(cfg, placed.fitting or placed.candidates, pin)
+    sources = (placed.fitting or placed.candidates) if pin is not None and efa else ()
+    zone = Zone(
+        single=pin is not None,
+        pin=pin,
+        efa_sources=tuple(sources),
+        fsx_conflict=fsx_conflict(facts.cfg, sources, pin),
+        efa=bool(efa),
+    )
     # Checked on the pod template itself (not on the config that should have produced it): a
     # multi-node EFA job whose pods may spread cannot talk over EFA across the zone line.
-    if (pin is not None or (resources.efa_devices and job.nodes > 1)) and not where.single_zone:
+    if (pin is not None or (efa and job.nodes > 1)) and not where.single_zone:
         problems.append(
             Problem(
                 f"{key}.zones",
@@ -392,6 +475,22 @@ def _zone(
             for source in scattered(placed.fitting)
         ]
     return zone, problems
+
+
+def fsx_conflict(
+    cfg: StackConfig, sources: Sequence[NodeSource], pin: int | None
+) -> tuple[int, int] | None:
+    """(FSx's AZ index, the placement group's) when grouped sources of a pinned EFA job land in
+    another zone than the FSx file system its checkpoints go to."""
+    zone_index = cfg.network.efa_placement_group.zone_index
+    if (
+        pin is not None
+        and any(s.placement_group for s in sources)
+        and cfg.storage.rwx.type == "fsx"
+        and pin != zone_index
+    ):
+        return pin, zone_index
+    return None
 
 
 def scattered(sources: Sequence[NodeSource]) -> list[NodeSource]:
@@ -422,122 +521,106 @@ def scattered_text(source: NodeSource, nodes: int) -> str:
 
 
 def _storage(
-    cfg: StackConfig, key: str, job: TrainingJobConfig, team: TeamConfig, claim_mode: str
-) -> Found:
-    problems: list[Problem] = []
+    facts: StackFacts, jf: JobFacts, claim_mode: str
+) -> tuple[Claim | None, list[Problem]]:
+    """The checkpoint claim, ReadWriteMany when the pods span nodes."""
+    job, team = jf.job, jf.team
     if not job.checkpoint.volume:
-        return ("no volume (S3 only)" if job.checkpoint.s3_prefix else "none"), problems
+        return None, []
     claim = storage.checkpoint_claim(team.name)
-    rwx = cfg.storage.rwx.type
-    text = (
-        f"PVC `{team.namespace}/{claim}` ({claim_mode}, class "
-        f"`{storage.RWX_STORAGE_CLASS[rwx]}`, {storage.VOLUME_BINDING_MODE} binding: Bound "
-        "during `up`)"
-    )
+    rwx = facts.cfg.storage.rwx.type
+    found = Claim(team.namespace, claim, claim_mode, storage.RWX_STORAGE_CLASS[rwx])
     if job.nodes > 1 and claim_mode != "ReadWriteMany":
-        problems.append(
+        return found, [
             Problem(
-                f"{key}.checkpoint.volume",
+                f"{jf.key}.checkpoint.volume",
                 True,
                 f"pods on {job.nodes} nodes share {claim}, which is {claim_mode}: it must "
                 "be ReadWriteMany",
             )
-        )
-    return text, problems
+        ]
+    return found, []
 
 
-def _memory(
-    key: str, job: TrainingJobConfig, resources: JobResources, states: float | None
-) -> Found:
-    problems: list[Problem] = []
+def _memory(jf: JobFacts) -> tuple[Memory | None, list[Problem]]:
+    """Model states per rank within one GPU (before activations)."""
+    job, resources, states = jf.job, jf.resources, jf.model_state_gib
     if states is None or not resources.instance_type:
-        return "", problems
+        return None, []
     row = catalog.instance(resources.instance_type)
     per_gpu = row.gpu_memory_gib / max(1, row.gpus)
-    if states > per_gpu:
-        problems.append(
-            Problem(
-                f"{key}.modelParameters",
-                job.model_parameters,
-                f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
-                f"GiB per rank, over the {per_gpu:g} GiB of a {row.gpu_model} GPU (before "
-                "activations); shard (fsdp, ZeRO-3), offload, or add ranks",
-            )
+    found = Memory(states, per_gpu, job.mode)
+    if states <= per_gpu:
+        return found, []
+    return found, [
+        Problem(
+            f"{jf.key}.modelParameters",
+            job.model_parameters,
+            f"{job.mode}: parameters + gradients + optimizer state need {states:.1f} "
+            f"GiB per rank, over the {per_gpu:g} GiB of a {row.gpu_model} GPU (before "
+            "activations); shard (fsdp, ZeRO-3), offload, or add ranks",
         )
-    return f"{states:.1f} GiB model states per rank of {per_gpu:g} GiB ({job.mode})", problems
+    ]
+
+
+KIND = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}
 
 
 def training_verdict(
-    cfg: StackConfig,
-    index: int,
-    job: TrainingJobConfig,
+    facts: StackFacts,
+    jf: JobFacts,
     *,
+    over_quota: bool = False,
     sources: Sequence[NodeSource] | None = None,
     placement: Placement | None = None,
     covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
     excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
     claim_mode: str = storage.CHECKPOINT_ACCESS_MODE,
-) -> Verdict | None:
-    """One job's verdict; None when its team or GPU class is unknown (jobs.py reports that).
-    The keyword arguments default to what the stack builds; tests substitute them. Each
-    concern is one helper above; the problems come in that order, quota problems first."""
-    key = f"trainingJobs[{index}]"
-    facts = stack_facts(cfg)
-    team = facts.team(job.team)
-    if team is None or gpus_of_class(job.gpu_class) is None:
-        return None
-    all_sources = list(sources if sources is not None else facts.sources)
-    derived = facts.job(job)
-    resources = derived.resources
-    requests = dict(derived.requests)
-    where = placement or derived.placement
-    quota_problems = facts.quota_problems(index, job, team) if job.scheduler == "kueue" else []
-
-    admission, admission_problems = _admission(
-        cfg,
-        key,
-        job,
-        team,
-        requests=requests,
-        flavors=derived.flavors,
-        quota_problems=quota_problems,
-        covered=covered,
-        excluded=excluded,
-    )
+) -> Verdict:
+    """One job's verdict. `over_quota`: the quota rule found the job over its team's quota
+    (quota.py reports that). The keyword arguments after it default to what the stack builds;
+    tests substitute them. Each concern is one helper above; the problems come in that order."""
+    job = jf.job
+    requests = dict(jf.requests)
+    where = placement or jf.placement
+    if job.scheduler == "kueue":
+        admission: Admission
+        admission, admission_problems = _kueue_admission(
+            facts, jf, requests=requests, over_quota=over_quota, covered=covered, excluded=excluded
+        )
+    else:
+        admission, admission_problems = _volcano_admission(facts, jf)
     # The facts' fit unless a test substitutes the sources or the pod's placement.
     fit = (
-        derived.fit
+        jf.fit
         if sources is None and placement is None
-        else fit_sources(all_sources, where, requests)
+        else fit_sources(list(sources if sources is not None else facts.sources), where, requests)
     )
-    placed = _placement(key, job, resources, where=where, fit=fit)
-    scale_text, gang, scale_problems = _scale_and_gang(key, job, placed.fitting)
-    zone, zone_problems = _zone(
-        cfg, key, job, resources=resources, where=where, placed=placed, pin=derived.zone_pin
-    )
-    storage_text, storage_problems = _storage(cfg, key, job, team, claim_mode)
-    memory, memory_problems = _memory(key, job, resources, derived.model_state_gib)
-    ready, ready_problems = _ready(cfg, key, job, placed.fitting)
-    kind = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}[job.launcher]
+    placed, placement_problems = _placement(jf, where=where, fit=fit)
+    gang, scale_problems = _scale_and_gang(jf, placed.fitting)
+    zone, zone_problems = _zone(facts, jf, where=where, placed=placed)
+    claim, storage_problems = _storage(facts, jf, claim_mode)
+    memory, memory_problems = _memory(jf)
+    ready, ready_problems = _ready(facts, jf, placed.fitting)
     return Verdict(
-        key=key,
-        workload=f"{team.namespace}/{job.name}",
-        kind=kind,
+        key=jf.key,
+        workload=jf.workload,
+        kind=KIND[job.launcher],
         admission=admission,
-        placement=placed.text,
-        scale_up=scale_text or "none",
+        placement=placed,
+        scale_up=ScaleUp(sources=placed.fitting),
         gang=gang,
-        storage=storage_text,
-        awaits=_awaits(job),
+        awaits=Awaits(launcher=job.launcher, config_map=job.deepspeed is not None),
+        storage=claim,
+        s3_only=not job.checkpoint.volume and job.checkpoint.s3_prefix is not None,
         memory=memory,
         zone=zone,
-        image=derived.image.describe(cfg.cluster.name) if derived.image else "",
+        image=jf.image,
         ready=ready,
         problems=(
-            *quota_problems,
             *admission_problems,
-            *_namespace_limits(key, job, team, requests),
-            *placed.problems,
+            *_namespace_limits(jf, requests),
+            *placement_problems,
             *scale_problems,
             *zone_problems,
             *storage_problems,
@@ -547,22 +630,19 @@ def training_verdict(
     )
 
 
-def validation_verdicts(
-    cfg: StackConfig, sources: Sequence[NodeSource] | None = None
-) -> list[Verdict]:
+def validation_verdicts(facts: StackFacts) -> list[Verdict]:
     """The GPU smoke Job per GPU source and the NCCL test
     (components/platform/validation/validation.py pins each to one source by its node-pool
     label)."""
-    validation = cfg.validation
+    validation = facts.cfg.validation
     if not validation.enabled:
         return []
-    by_name = {s.name: s for s in (sources if sources is not None else stack_facts(cfg).sources)}
-    awaits = "Job with `pulumi.com/skipAwait`: `up` never waits for it"
-    out = _smoke_verdicts(cfg, by_name, awaits) if validation.smoke_test else []
-    return out + _nccl_verdicts(cfg, by_name, awaits)
+    by_name = {s.name: s for s in facts.sources}
+    out = _smoke_verdicts(facts.cfg, by_name) if validation.smoke_test else []
+    return out + _nccl_verdicts(facts, by_name)
 
 
-def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str) -> list[Verdict]:
+def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource]) -> list[Verdict]:
     """One GPU smoke Job per GPU source: the source must be able to hold a node."""
     validation = cfg.validation
     out: list[Verdict] = []
@@ -582,50 +662,47 @@ def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: st
                 key="validation.smokeTest",
                 workload=f"{validation.namespace}/gpu-smoke-{source.name}",
                 kind="validation Job",
-                admission="none (no queue label: Kueue leaves it alone)",
-                placement=f"`{source.name}` ({source.kind})",
-                scale_up=f"{source.scaler} up to {source.max_nodes} nodes",
-                gang="1 node",
-                storage="none",
-                awaits=awaits,
+                admission=ValidationAdmission("unqueued"),
+                placement=Placed((source,), (source,)),
+                scale_up=ScaleUp(scaler=source.scaler, max_nodes=source.max_nodes),
+                gang=Gang(1),
+                awaits=Awaits("validation"),
                 problems=tuple(problems),
             )
         )
     return out
 
 
-def _nccl_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource], awaits: str) -> list[Verdict]:
+def _nccl_verdicts(facts: StackFacts, by_name: dict[str, NodeSource]) -> list[Verdict]:
     """The NCCL all-reduce test: a pool to run on, its gang within the pool, its Volcano queue."""
-    validation = cfg.validation
-    out: list[Verdict] = []
-    pool = cfg.nccl_pool() if validation.nccl_test else None
-    if validation.nccl_test and pool is None:
+    validation = facts.cfg.validation
+    if not validation.nccl_test:
+        return []
+    pool = facts.cfg.nccl_pool()
+    if pool is None:
         # No GPU pool at all: the NCCL test has nowhere to run (a stack with no GPU capacity).
         problem = Problem(
             "validation.ncclTest", True, "a GPU node group or Karpenter GPU pool to run on"
         )
-        out.append(
+        return [
             Verdict(
                 key="validation.nccl",
                 workload=f"{validation.namespace}/nccl-all-reduce",
                 kind="validation Job",
-                admission="none",
-                placement="no GPU source",
-                scale_up="none",
-                gang=f"{validation.nccl.nodes} nodes",
-                storage="none",
-                awaits="nothing: no Job is rendered without a pool",
+                admission=ValidationAdmission("no-pool"),
+                placement=Placed((), ()),
+                scale_up=ScaleUp(),
+                gang=Gang(validation.nccl.nodes),
+                awaits=Awaits("nothing"),
                 problems=(problem,),
             )
-        )
-    if validation.nccl_test and pool is not None:
-        out.append(_nccl_verdict(cfg, pool, by_name.get(pool.name), awaits))
-    return out
+        ]
+    return [_nccl_verdict(facts, pool, by_name.get(pool.name))]
 
 
 def _nccl_problems(
     cfg: StackConfig, pool: GpuNodeGroup | KarpenterPool, source: NodeSource | None
-) -> tuple[nccl.NcclHost | None, list[Problem]]:
+) -> tuple[NcclHost | None, list[Problem]]:
     """The test's host type (nccl.py) and what keeps it from running: no type of its pool holds
     a pod, no threshold for that type, a gang over EFA on a group that spans zones, more nodes
     than the pool reaches."""
@@ -675,104 +752,36 @@ def _nccl_problems(
 
 
 def _nccl_verdict(
-    cfg: StackConfig,
-    pool: GpuNodeGroup | KarpenterPool,
-    source: NodeSource | None,
-    awaits: str,
+    facts: StackFacts, pool: GpuNodeGroup | KarpenterPool, source: NodeSource | None
 ) -> Verdict:
     """The NCCL all-reduce test on its pool: host type, gang, Volcano queue, zone."""
-    validation = cfg.validation
+    validation = facts.cfg.validation
     nodes = validation.nccl.nodes
-    host, problems = _nccl_problems(cfg, pool, source)
-    placement = f"`{pool.name}`"
-    if host is not None:
-        placement += (
-            f" on {host.instance_type} ({host.cpu:g} CPU, {host.memory_gib} GiB, {host.gpus} "
-            f"GPU, {host.efa_devices} EFA per pod: components/analysis/nccl.py)"
-        )
+    host, problems = _nccl_problems(facts.cfg, pool, source)
+    sources = (source,) if source is not None else ()
+    efa = host is not None and bool(host.efa_devices)
     return Verdict(
         key="validation.nccl",
         workload=f"{validation.namespace}/nccl-all-reduce",
         kind="validation Job",
-        admission=f"Volcano PodGroup, minMember {nodes}, no minResources (enqueue "
-        "lets it through before its nodes exist); queue "
-        + (
-            f"`{volcano.VALIDATION_QUEUE}` guarantees its pods (allocate places them "
-            "ahead of the team queues' guarantees)"
-            if volcano.validation_guarantee(cfg)
-            else "`default` (no queue has a guarantee: it shares all capacity)"
+        admission=ValidationAdmission(
+            "nccl",
+            min_member=nodes,
+            guaranteed=bool(volcano.validation_guarantee(facts.cfg, facts.nccl_host)),
         ),
-        placement=placement,
-        scale_up=f"up to {source.max_nodes if source else 0} nodes",
-        gang=f"{nodes} nodes",
-        storage="none",
-        awaits=awaits,
+        placement=Placed(sources, sources, nccl=host, pool=pool.name),
+        scale_up=ScaleUp(max_nodes=source.max_nodes if source else 0),
+        gang=Gang(nodes),
+        awaits=Awaits("validation"),
         # Like multi-node EFA training jobs (components/platform/validation/validation.py
         # nccl_affinity): the test proves the fabric the jobs will use.
-        zone=(
-            f"one zone over EFA (required podAffinity on {catalog.ZONE_LABEL}); "
-            + placement_group_text(cfg, [source] if source else [], None)
-            if host is not None and host.efa_devices
-            else "any zone (no EFA)"
-        ),
+        zone=Zone(single=efa, efa_sources=sources if efa else (), efa=efa),
         problems=tuple(problems),
     )
 
 
-def verdicts(cfg: StackConfig) -> list[Verdict]:
-    """Every declared workload's verdict: training jobs in config order, then validation —
-    judged once per config (the config check and the report read the same verdicts)."""
-    return list(stack_facts(cfg).once("verdicts", _judge))
-
-
-def _judge(cfg: StackConfig) -> tuple[Verdict, ...]:
-    out = [
-        verdict
-        for index, job in enumerate(cfg.training_jobs)
-        if (verdict := training_verdict(cfg, index, job)) is not None
-    ]
-    return (*out, *validation_verdicts(cfg))
-
-
-def check_will_it_run(cfg: StackConfig) -> list[Problem]:
-    """The problems of the rules above (quota problems come from jobs.py already)."""
-    quota_keys: set[tuple[str, str]] = set()
-    facts = stack_facts(cfg)
-    for index, job in enumerate(cfg.training_jobs):
-        team = facts.team(job.team)
-        if team is not None and job.scheduler == "kueue" and gpus_of_class(job.gpu_class):
-            quota_keys.update((p[0], p[2]) for p in facts.quota_problems(index, job, team))
-    found: list[Problem] = []
-    for verdict in verdicts(cfg):
-        for problem in verdict.problems:
-            if (problem[0], problem[2]) not in quota_keys and problem not in found:
-                found.append(problem)
-    return found
-
-
-def placement_group_text(cfg: StackConfig, sources: Sequence[NodeSource], pin: int | None) -> str:
-    """Which placement group each source of a multi-node EFA workload launches into, and how
-    that squares with its single-zone podAffinity: a source in the cluster placement group has
-    one subnet (`network.efaPlacementGroup.zoneIndex`), so the podAffinity's zone and the
-    group's zone coincide by construction; a source outside it (a reserved pool whose ODCR was
-    not created in the group) lands in its reservation's AZ and only the podAffinity keeps the
-    gang together. Kueue admits a job's pods into one flavor (one capacity type), so one job
-    never mixes grouped and ungrouped sources (components/analysis/efa_placement.py)."""
-    parts = [
-        f"`{s.name}`: "
-        + efa_placement.describe(cfg, bool(s.placement_group), capacity_type=s.capacity_type)
-        for s in sources
-    ]
-    zone_index = cfg.network.efa_placement_group.zone_index
-    if (
-        pin is not None
-        and any(s.placement_group for s in sources)
-        and cfg.storage.rwx.type == "fsx"
-        and pin != zone_index
-    ):
-        parts.append(
-            f"FSx is in AZ index {pin}, the placement group in AZ index {zone_index}: "
-            "checkpoint traffic crosses zones (set network.efaPlacementGroup.zoneIndex to "
-            "storage.rwx's subnet)"
-        )
-    return "; ".join(parts) or "no placement group"
+def verdicts(facts: StackFacts, over_quota: frozenset[int] = frozenset()) -> tuple[Verdict, ...]:
+    """Every declared workload's verdict: training jobs in config order, then validation.
+    `over_quota`: indexes of the jobs the quota rule found over their team's quota."""
+    jobs = [training_verdict(facts, jf, over_quota=jf.index in over_quota) for jf in facts.jobs]
+    return (*jobs, *validation_verdicts(facts))

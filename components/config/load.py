@@ -42,21 +42,6 @@ def namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-#: The config `load()` returned last: the offline harness reads the config the program itself
-#: judged instead of parsing the stack file a second time (synth/harness.py).
-_loaded: list[StackConfig] = []
-
-
-def loaded() -> StackConfig | None:
-    """The config the last `load()` of this process returned (None before any)."""
-    return _loaded[-1] if _loaded else None
-
-
-def forget() -> None:
-    """Forget the last loaded config (the harness calls it before each program run)."""
-    _loaded.clear()
-
-
 def load() -> StackConfig:
     """Read and validate this stack's config from the Pulumi runtime (CLI or mocks).
 
@@ -68,6 +53,4 @@ def load() -> StackConfig:
 
     given: dict[str, str] = dict(runtime_config.CONFIG.get())
     given.update(runtime_config.get_config_env())
-    cfg = parse(namespace_values(given))
-    _loaded[:] = [cfg]
-    return cfg
+    return parse(namespace_values(given))

@@ -1,32 +1,50 @@
 """What a team's job stack needs from the platform stack: the `jobPlatform` stack output.
 
-`platform_facts(cfg, ...)` computes it from the platform's validated config, purely: per team
+`platform_facts(facts, ...)` computes it from the platform's facts, purely: per team
 its namespace, Kueue LocalQueue, Volcano queue, service account, storage claims, quotas per
 flavor and namespace limits; the GPU classes with each flavor's capacity and instance types; the
 data buckets, the RWX storage class and the training settings. It also carries the platform
 config itself (`platformConfig`, trainingJobs left out): the job stack rebuilds the platform's
 `StackConfig` from it (`job_stack_config`) so that its jobs are judged by exactly the rules the
-platform's own jobs are (analysis.jobs/quota and, once it lands, the will-it-run analysis)
-against the platform's real capacity and quotas, without the platform's stack file.
+platform's own jobs are (analysis.validate / build / judge: quota, will it run) against the
+platform's real capacity and quotas, without the platform's stack file.
 
-The output is versioned (`FACTS_VERSION`): a job stack refuses facts of another version rather
-than misreading them. The kubeconfig is not in it: it is the platform's separate, secret
-`kubeconfig` output, so these facts stay plain (readable with `pulumi stack output`).
+The output is versioned, and the version is derived from what it carries (`contract_version`):
+the JSON schema of the config model `platformConfig` is validated against, plus a revision of
+the contract's own keys. A change to the config model is a contract change by construction, and
+a job stack refuses facts of another version rather than misreading them (deploy the platform
+first). The kubeconfig is not in it: it is the platform's separate, secret `kubeconfig` output,
+so these facts stay plain (readable with `pulumi stack output`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
+from pydantic import BaseModel
+
 from components import analysis, catalog
-from components.analysis.facts import stack_facts
+from components.analysis import Judgement, StackFacts
 from components.config import ConfigError, Problem, StackConfig, parse
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 
-#: 2: `trainerImage` (the reference trainer by the digest the platform's deploy pinned).
-FACTS_VERSION: Final = 2
+#: The revision of the contract's own keys (bump it when `platform_facts` changes shape);
+#: 2 added `trainerImage` and the teams' `imageRepository`.
+CONTRACT_REVISION: Final = 2
+
+
+def contract_version(model: type[BaseModel] = StackConfig) -> str:
+    """`<revision>-<sha256 of the config model's JSON schema, 16 hex>`: derived from the schema
+    `platformConfig` is validated against, so any change to the config model changes it."""
+    schema = json.dumps(model.model_json_schema(by_alias=True), sort_keys=True)
+    return f"{CONTRACT_REVISION}-{hashlib.sha256(schema.encode()).hexdigest()[:16]}"
+
+
 #: The platform stack output a job stack reads, and the one holding the (secret) kubeconfig.
 FACTS_OUTPUT: Final = "jobPlatform"
 KUBECONFIG_OUTPUT: Final = "kubeconfig"
@@ -42,8 +60,9 @@ def preview_role_name(cluster_name: str, team: str) -> str:
     return f"{cluster_name}-{team}-jobs-preview"[:64]
 
 
-def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
+def _flavors(facts: StackFacts) -> dict[str, dict[str, dict[str, Any]]]:
     """GPU class -> capacity type -> GPUs the pools provide and the instance types they launch."""
+    cfg = facts.cfg
     out: dict[str, dict[str, dict[str, Any]]] = {}
     types: dict[tuple[str, str], set[str]] = {}
     for group in cfg.node_groups.gpu:
@@ -54,7 +73,7 @@ def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
         if pool.is_gpu:
             key = (pool.resolved_gpu_class, pool.capacity_type)
             types.setdefault(key, set()).update(pool.resolved_instance_types)
-    for (gpu_class, capacity_type), gpus in sorted(stack_facts(cfg).capacity.items()):
+    for (gpu_class, capacity_type), gpus in sorted(facts.capacity.items()):
         out.setdefault(gpu_class, {})[capacity_type] = {
             "flavor": catalog.gpu_flavor_name(gpu_class, capacity_type),
             "gpus": gpus,
@@ -64,7 +83,7 @@ def _flavors(cfg: StackConfig) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def platform_facts(
-    cfg: StackConfig,
+    facts: StackFacts,
     *,
     account_id: str,
     storage_class: str,
@@ -76,6 +95,7 @@ def platform_facts(
     push or resolution), or None where `training.defaultImage` gives the default by digest.
     `image_repositories`: team -> the URL of its own image repository (teams with a deploy
     identity; components/platform/registry/registry.py)."""
+    cfg = facts.cfg
     buckets = {
         purpose: catalog.bucket_name(cfg.bucket_prefix, purpose, account_id)
         for purpose in catalog.DATA_BUCKET_PURPOSES
@@ -121,14 +141,14 @@ def platform_facts(
     for job in cfg.training_jobs:
         platform_jobs.setdefault(namespaces.get(job.team, job.team), []).append(job.name)
     return {
-        "version": FACTS_VERSION,
+        "version": contract_version(),
         "environment": cfg.environment,
         "accountId": account_id,
         "cluster": {"name": cfg.cluster.name, "kubeconfigOutput": KUBECONFIG_OUTPUT},
         "buckets": buckets,
         "storageClass": storage_class,
         "teams": teams,
-        "gpuClasses": _flavors(cfg),
+        "gpuClasses": _flavors(facts),
         "training": cfg.training.model_dump(mode="json", by_alias=True),
         "trainerImage": trainer_image if trainer_image is not None else cfg.training.default_image,
         "platformJobs": {ns: sorted(names) for ns, names in sorted(platform_jobs.items())},
@@ -154,37 +174,32 @@ def _facts_problem(platform_stack: str, what: str) -> ConfigError:
     return ConfigError([f"{JOBS_NAMESPACE}:platformStack: got {platform_stack!r}; {what}"])
 
 
-#: The config the last `job_stack_config` of this process judged and returned: a synth reads it
-#: back (`judged`) instead of judging the jobs a second time (jobs/__main__.py already did).
-_judged: list[StackConfig] = []
+@dataclass(frozen=True)
+class JudgedJobs:
+    """A job stack's jobs on its platform: the platform's config with the stack's jobs, its
+    facts, and the judgement of the jobs (what jobs/__main__.py holds and deploys from)."""
+
+    config: StackConfig
+    facts: StackFacts
+    judgement: Judgement
 
 
-def judged() -> StackConfig | None:
-    """The config the last successful `job_stack_config` returned (None before any)."""
-    return _judged[-1] if _judged else None
-
-
-def forget_judged() -> None:
-    """Forget it (the synth harness calls this before each program run)."""
-    _judged.clear()
-
-
-def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> StackConfig:
-    """The platform's StackConfig with this job stack's jobs in place of the platform's own;
-    `ConfigError` (keys in the job project's namespace) when the facts are missing or of another
-    version, the team is unknown, or a job cannot run on the platform."""
+def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
+    """The platform's StackConfig with this job stack's jobs in place of the platform's own,
+    built and judged; `ConfigError` (keys in the job project's namespace) when the facts are
+    missing or of another version, the team is unknown, or a job cannot run on the platform."""
     if not isinstance(facts, Mapping) or "version" not in facts:
         raise _facts_problem(
             jobs.platform_stack, f"a deployed platform stack exporting `{FACTS_OUTPUT}`"
         )
-    # Numbers cross the engine's wire as doubles: version 1 arrives as 1.0.
-    version = facts["version"]
-    if version != FACTS_VERSION:
+    # Numbers cross the engine's wire as doubles: an old integer version 1 arrives as 1.0.
+    version, expected = facts["version"], contract_version()
+    if version != expected:
         shown = int(version) if isinstance(version, float) and version.is_integer() else version
         raise _facts_problem(
             jobs.platform_stack,
-            f"`{FACTS_OUTPUT}` version {FACTS_VERSION} (it has {shown}): update the "
-            "platform stack or this repository",
+            f"`{FACTS_OUTPUT}` version {expected} (it has {shown}): deploy the platform stack "
+            "from this repository's revision first (the contract follows the config model)",
         )
     teams = facts.get("teams") or {}
     if jobs.team not in teams:
@@ -201,7 +216,7 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
             jobs.platform_stack, "facts this program can read: " + "; ".join(exc.lines)
         ) from None
     cfg = platform.model_copy(update={"training_jobs": list(jobs.training_jobs)})
-    found = job_problems(cfg) + job_stack_image_problems(cfg, facts.get("trainerImage"))
+    found = job_stack_image_problems(cfg, facts.get("trainerImage"))
     taken = set(facts.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:
@@ -213,10 +228,7 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> S
                     f"{teams[jobs.team]['namespace']}",
                 )
             )
-    if found:
-        raise ConfigError(jobs_lines(problem_lines(found)))
-    _judged[:] = [cfg]
-    return cfg
+    return judge_jobs(cfg, found)
 
 
 def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Problem]:
@@ -248,15 +260,21 @@ def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Probl
     return problems
 
 
-def job_problems(cfg: StackConfig) -> list[Problem]:
-    """WILL-IT-RUN HOOK: every rule a job-stack job is judged by, key paths `trainingJobs[i]...`.
+def judge_jobs(cfg: StackConfig, found: list[Problem]) -> JudgedJobs:
+    """The platform's own phases on a job stack's jobs (analysis.validate, build, judge), kept
+    to the `trainingJobs` keys: the rest judges the platform's config, which its own stack
+    already passed. `found`: the job stack's own problems so far, reported with them."""
+    found = found + only_jobs(analysis.validate(cfg))
+    if found:
+        raise ConfigError(jobs_lines(problem_lines(found)))
+    facts = analysis.build(cfg)
+    judgement = analysis.judge(facts)
+    problems = only_jobs(judgement.problems)
+    if problems:
+        raise ConfigError(jobs_lines(problem_lines(problems)))
+    return JudgedJobs(cfg, facts, judgement)
 
-    The platform's own cross-area rules (`analysis.problems`, the list `analysis.check` runs for
-    the platform), kept to the `trainingJobs` keys: the rest judges the platform's config, which
-    its own stack already passed. Today that is analysis.jobs (team, GPU class and capacity type
-    the pools provide, whole nodes, quota + borrowing, namespace limits, pool capacity, DeepSpeed
-    batch, image digests). The will-it-run analysis (components/analysis/willrun.py) applies
-    here as soon as `analysis.problems` lists it; if it must judge job stacks only, add its
-    per-job problems to this list — nothing else changes.
-    """
-    return [p for p in analysis.problems(cfg) if p[0].startswith("trainingJobs[")]
+
+def only_jobs(problems: tuple[Problem, ...] | list[Problem]) -> list[Problem]:
+    """The problems of `trainingJobs` keys."""
+    return [p for p in problems if p.key.startswith("trainingJobs[")]

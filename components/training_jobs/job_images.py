@@ -16,9 +16,10 @@ from collections.abc import Mapping
 
 import pulumi
 
+from components.analysis.facts import StackFacts
 from components.analysis.images import ImageSource
 from components.ecr_tags import resolve_tag
-from components.training_jobs.plan import JobImage, digest_image
+from components.training_jobs.plan import JobImage, JobPlan, digest_image, plan_job
 
 
 def ecr_host(account: str, region: str) -> str:
@@ -32,10 +33,10 @@ def job_image(
     trainer: JobImage | None,
     account_id: str,
     region: str,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None = None,
 ) -> JobImage:
-    """The JobImage of one job (`key` = `trainingJobs[i]`), resolving an ECR tag under
-    `parent`."""
+    """The JobImage of one job (`key` = `trainingJobs[i]`), resolving an ECR tag (an invoke,
+    under `parent` when one is given)."""
     if source.trainer:
         if trainer is None:
             raise ValueError(f"{key}: runs the reference trainer, and no trainer image was given")
@@ -65,7 +66,7 @@ def job_images(
     trainer: JobImage | None,
     account_id: str,
     region: str,
-    parent: pulumi.Resource,
+    parent: pulumi.Resource | None = None,
 ) -> dict[str, JobImage]:
     """`job_image` of every job, keyed as `sources` is (`trainingJobs[i]`)."""
     return {
@@ -75,3 +76,24 @@ def job_images(
         for key, source in sources.items()
         if source is not None
     }
+
+
+def plan_jobs(
+    facts: StackFacts,
+    *,
+    trainer: JobImage | None,
+    account_id: str,
+    region: str,
+    provenance: Mapping[str, str],
+) -> tuple[JobPlan, ...]:
+    """Every job's plan, with the image the deploy pins for it: once per job per run, at the
+    composition root (the components and the report read these)."""
+    images = job_images(
+        {jf.key: jf.image for jf in facts.jobs},
+        trainer=trainer,
+        account_id=account_id,
+        region=region,
+    )
+    return tuple(
+        plan_job(facts.cfg, jf, account_id, provenance, image=images[jf.key]) for jf in facts.jobs
+    )

@@ -16,22 +16,20 @@ after other objects were created.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.analysis.facts import stack_facts
-from components.analysis.images import ImageSource
-from components.config import ConfigError, StackConfig
+from components.analysis.facts import StackFacts
+from components.config import ConfigError
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
 from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
-from components.training_jobs.plan import JobImage, deploy_provenance, digest_image, plan_job
+from components.training_jobs.plan import JobImage, JobPlan, digest_image, plan_job
 from components.training_jobs.training import TrainingJob, TrainingJobArgs
 
 
@@ -53,10 +51,6 @@ def read_platform(jobs: JobStackConfig) -> PlatformStack:
     return PlatformStack(facts=facts, kubeconfig=ref.get_output(KUBECONFIG_OUTPUT))
 
 
-def _runs_trainer(source: ImageSource | None) -> bool:
-    return source is not None and source.trainer
-
-
 def namespace_problems(manifests: list[dict[str, Any]], namespace: str) -> list[str]:
     """`kind/name` of each manifest that is cluster-scoped or outside `namespace`."""
     return [
@@ -69,22 +63,37 @@ def namespace_problems(manifests: list[dict[str, Any]], namespace: str) -> list[
 
 @dataclass(frozen=True)
 class TeamJobsArgs:
-    """Inputs of a job stack's jobs."""
+    """Inputs of a job stack's jobs: the team's namespace, the plans, the kubeconfig."""
 
-    jobs: JobStackConfig
-    #: The platform's config with this stack's jobs (platform_facts.job_stack_config).
-    config: StackConfig
-    account_id: str
+    #: The team's namespace: the only one the stack's identity may create objects in.
+    namespace: str
+    #: One per job of the stack (`plan_team_jobs`, built at jobs/__main__.py).
+    plans: Sequence[JobPlan]
     kubeconfig: pulumi.Input[Any]
-    #: The platform's reference trainer (`jobPlatform.trainerImage`, pinned by the digest its
-    #: deploy pushed or resolved); None when the platform publishes none.
-    trainer_image: JobImage | None = None
 
 
 def trainer_image(facts: Mapping[str, Any] | None) -> JobImage | None:
     """The platform's reference trainer from its `jobPlatform` facts (`repo@sha256:...`)."""
     reference = (facts or {}).get("trainerImage")
     return digest_image(reference) if isinstance(reference, str) and "@" in reference else None
+
+
+def plan_team_jobs(
+    facts: StackFacts, *, trainer: JobImage | None, account_id: str, provenance: Mapping[str, str]
+) -> tuple[JobPlan, ...]:
+    """The plans of a job stack's jobs: the platform's trainer (`trainer`) for a job without an
+    image of its own, else the digest it gives (a job stack resolves no tags: the contract's
+    rules refuse them)."""
+    return tuple(
+        plan_job(
+            facts.cfg,
+            jf,
+            account_id,
+            provenance,
+            image=trainer if jf.image is not None and jf.image.trainer else None,
+        )
+        for jf in facts.jobs
+    )
 
 
 class TeamJobs(pulumi.ComponentResource):
@@ -95,26 +104,11 @@ class TeamJobs(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: TeamJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        cfg = args.config
-        team = next(t for t in cfg.teams if t.name == args.jobs.team)
-        provenance = deploy_provenance(os.environ)
-        facts = stack_facts(cfg)
-        # A job stack resolves no tags (job_problems refuses them): the trainer or a digest.
-        plans = [
-            plan_job(
-                cfg,
-                job,
-                args.account_id,
-                provenance,
-                image=args.trainer_image if _runs_trainer(facts.job(job).image) else None,
-            )
-            for job in cfg.training_jobs
-        ]
         outside = [
-            f"{JOBS_NAMESPACE}:trainingJobs[{index}]: renders {problem}; only objects in "
-            f"namespace {team.namespace}"
-            for index, plan in enumerate(plans)
-            for problem in namespace_problems(job_manifests(plan), team.namespace)
+            f"{JOBS_NAMESPACE}:{plan.facts.key}: renders {problem}; only objects in "
+            f"namespace {args.namespace}"
+            for plan in args.plans
+            for problem in namespace_problems(job_manifests(plan), args.namespace)
         ]
         if outside:
             raise ConfigError(outside)
@@ -123,7 +117,7 @@ class TeamJobs(pulumi.ComponentResource):
             f"{name}-k8s",
             kubeconfig=args.kubeconfig,
             # Objects without a namespace would land here rather than in `default`.
-            namespace=team.namespace,
+            namespace=args.namespace,
             opts=child_options(self),
         )
         self.jobs = {
@@ -132,6 +126,6 @@ class TeamJobs(pulumi.ComponentResource):
                 TrainingJobArgs(plan=plan, k8s_provider=provider),
                 opts=child_options(self),
             )
-            for plan in plans
+            for plan in args.plans
         }
-        self.register_outputs({"namespace": team.namespace, "jobs": sorted(self.jobs)})
+        self.register_outputs({"namespace": args.namespace, "jobs": sorted(self.jobs)})

@@ -11,7 +11,7 @@ import json
 from typing import Any, Final
 
 from components import catalog
-from components.analysis import placement, pod_security
+from components.analysis import pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.training_jobs import job_secrets
 from components.training_jobs.plan import (
@@ -160,16 +160,6 @@ def pod_labels(plan: JobPlan) -> dict[str, str]:
     return {JOB_LABEL: plan.name, TEAM_LABEL: plan.team.name, RUN_ID_LABEL: plan.run_id}
 
 
-def node_affinity(plan: JobPlan) -> dict[str, Any]:
-    """Required GPU class and capacity types (components/analysis/placement.py)."""
-    return placement.node_affinity(plan.job)
-
-
-def affinity(plan: JobPlan) -> dict[str, Any]:
-    """Node affinity plus, for multi-node EFA jobs, the single-zone term (placement.py)."""
-    return placement.pod_affinity(plan.job, plan.resources.efa_devices)
-
-
 def container_env(plan: JobPlan) -> list[dict[str, Any]]:
     env: dict[str, str] = {
         **run_metadata(plan),
@@ -285,8 +275,10 @@ def pod_spec(plan: JobPlan) -> dict[str, Any]:
         "serviceAccountName": TRAINER_SERVICE_ACCOUNT,
         "priorityClassName": POD_PRIORITY_CLASS[plan.job.priority],
         "terminationGracePeriodSeconds": plan.grace.termination,
-        "tolerations": placement.tolerations(plan.job),
-        "affinity": affinity(plan),
+        # The job's placement, rendered once in its facts (components/analysis/placement.py):
+        # what the will-it-run analysis matched against the node sources.
+        "tolerations": plan.facts.placement.pod_tolerations(),
+        "affinity": plan.facts.placement.pod_affinity(),
         "containers": [trainer_container(plan)],
         "volumes": volumes(plan),
         **pod_security.restricted_pod_fields(),

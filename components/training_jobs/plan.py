@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import placement
-from components.analysis.facts import stack_facts
+from components.analysis.facts import JobFacts
 from components.analysis.resources import JobResources
 from components.config import (
     GraceSeconds,
@@ -170,27 +170,48 @@ def config_hash(parameters: Mapping[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class JobPlan:
-    """Everything the builders need about one job, derived once from the stack config."""
+    """Everything the builders need about one job: its facts (what its pods are and where they
+    go, components/analysis/facts.py JobFacts) and what the deploy adds — the image it pins,
+    the checkpoint bucket, the run's identity and who deployed it."""
 
-    job: TrainingJobConfig
-    team: TeamConfig
-    #: What its pods run; None in a plan made without the deploy's images (the report's rows),
-    #: which no manifest is rendered from.
+    facts: JobFacts
+    #: What its pods run; None in a plan made without the deploy's images, which no manifest is
+    #: rendered from.
     image: JobImage | None
-    resources: JobResources
-    gpus_per_node: int
     grace: GraceSeconds
-    interval_s: float
     checkpoint_bucket: str
     rendezvous_port: int
     config_hash: str
-    gpu_model: str
     labels: dict[str, str] = field(default_factory=dict)
     #: `deploy_provenance`: on the launcher object's metadata only, never on the pod template
     #: (a different deployer must not change `spec.template`: that replaces the running Job).
     provenance: Mapping[str, str] = field(
         default_factory=lambda: {DEPLOYED_BY_ANNOTATION: UNKNOWN_DEPLOYER}
     )
+
+    @property
+    def job(self) -> TrainingJobConfig:
+        return self.facts.job
+
+    @property
+    def team(self) -> TeamConfig:
+        return self.facts.team
+
+    @property
+    def resources(self) -> JobResources:
+        return self.facts.resources
+
+    @property
+    def interval_s(self) -> float:
+        return self.facts.checkpoint_interval_s
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.job.node_gpus
+
+    @property
+    def gpu_model(self) -> str:
+        return self.job.gpu_class.rsplit("-x", 1)[0]
 
     @property
     def name(self) -> str:
@@ -245,21 +266,15 @@ class JobPlan:
 
 def plan_job(
     cfg: StackConfig,
-    job: TrainingJobConfig,
+    derived: JobFacts,
     account_id: str,
     provenance: Mapping[str, str] | None = None,
     image: JobImage | None = None,
 ) -> JobPlan:
-    """Derive a job's plan; the config was validated, so the team and class exist.
-    `provenance`: `deploy_provenance(os.environ)` when the program runs (default: unknown).
-    `image`: what its pods run (components/training_jobs/images.py); without it, an image the
-    config gives by digest, else none (a plan that renders no manifest)."""
-    facts = stack_facts(cfg)
-    team = facts.team(job.team)
-    if team is None:
-        raise ValueError(f"trainingJobs: unknown team {job.team!r} (the config check reports it)")
-    gpus = job.node_gpus
-    derived = facts.job(job)
+    """A job's plan from its facts. `provenance`: `deploy_provenance(os.environ)` when the
+    program runs (default: unknown). `image`: what its pods run (job_images.py); without it, an
+    image the config gives by digest, else none (a plan that renders no manifest)."""
+    job = derived.job
     if image is None and derived.image is not None and derived.image.kind == "digest":
         image = digest_image(derived.image.identity)
     identity = (
@@ -268,16 +283,11 @@ def plan_job(
         else (derived.image.identity if derived.image is not None else "")
     )
     return JobPlan(
-        job=job,
-        team=team,
+        facts=derived,
         image=image,
-        resources=derived.resources,
-        gpus_per_node=gpus,
         grace=job_grace_seconds(job.checkpoint),
-        interval_s=derived.checkpoint_interval_s,
         checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
         rendezvous_port=cfg.training.rendezvous_port,
         config_hash=config_hash(semantic_parameters(job, identity, job.world_size)),
-        gpu_model=job.gpu_class.rsplit("-x", 1)[0],
         provenance=dict(provenance or deploy_provenance({})),
     )

@@ -23,7 +23,6 @@ created suspended; Kueue unsuspends them at admission. Volcano jobs never touch 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -31,26 +30,16 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.analysis.facts import stack_facts
-from components.config import StackConfig
 from components.resource_options import child_options
-from components.training_jobs.job_images import job_images
 from components.training_jobs.manifests import (
     cluster_training_runtime,
     job_manifests,
     rendezvous_endpoint,
 )
-from components.training_jobs.plan import (
-    POD_PRIORITY_CLASS,
-    JobImage,
-    JobPlan,
-    deploy_provenance,
-    plan_job,
-)
+from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan
 
 if TYPE_CHECKING:
     from components.platform.cluster.handles import ClusterHandles
-    from components.platform.cluster.iam import AwsAccount
     from components.platform.scheduling.scheduling import SchedulingHandles
 
 
@@ -148,10 +137,14 @@ class TrainingJob(pulumi.ComponentResource):
 
 @dataclass(frozen=True)
 class TrainingJobsArgs:
-    """Inputs of the training layer: the stack config and what jobs depend on."""
+    """Inputs of the training layer: the jobs' plans, the runtimes' image and what the jobs
+    depend on."""
 
-    config: StackConfig
-    account_id: str
+    #: One per `trainingJobs` entry (job_images.plan_jobs, built at the composition root).
+    plans: Sequence[JobPlan]
+    #: The ClusterTrainingRuntimes' image: `training.defaultImage`, else the trainer the deploy
+    #: pinned (an Output).
+    runtime_image: pulumi.Input[str]
     k8s_provider: k8s.Provider
     #: team name -> what its jobs need first (Team component, its PVCs).
     team_resources: Mapping[str, Sequence[pulumi.Resource]]
@@ -161,30 +154,23 @@ class TrainingJobsArgs:
     #: The cluster-autoscaler: a job that can land on a managed node group comes after it (its
     #: ProvisioningRequest, or its pending pods, need someone to grow the group).
     autoscaler: pulumi.Resource | None = None
-    #: The reference trainer as the deploy pinned it (TrainerImage); None when
-    #: `training.defaultImage` gives the runtimes' and jobs' default image by digest.
-    trainer_image: JobImage | None = None
-    #: The stack's region (an ECR tag without one of its own resolves there).
-    region: str = ""
 
     @classmethod
     def of(
         cls,
-        cfg: StackConfig,
+        plans: Sequence[JobPlan],
+        runtime_image: pulumi.Input[str],
         cluster: ClusterHandles,
         scheduling: SchedulingHandles,
-        aws_account: AwsAccount,
         team_resources: Mapping[str, Sequence[pulumi.Resource]],
         *,
         autoscaler: pulumi.Resource | None = None,
-        trainer_image: JobImage | None = None,
     ) -> TrainingJobsArgs:
-        """The stack config, the schedulers the jobs use, and each team's objects."""
+        """The plans, the runtimes' image, the schedulers the jobs use, and each team's
+        objects."""
         return cls(
-            config=cfg,
-            trainer_image=trainer_image,
-            region=aws_account.region,
-            account_id=aws_account.account_id,
+            plans=plans,
+            runtime_image=runtime_image,
             k8s_provider=cluster.k8s_provider,
             team_resources=team_resources,
             kueue_release=scheduling.kueue,
@@ -203,17 +189,11 @@ class TrainingJobs(pulumi.ComponentResource):
         self, name: str, args: TrainingJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
-        cfg = args.config
         runtimes: list[pulumi.Resource] = []
         # Always: team job stacks (jobs/) run TrainJobs on these runtimes without owning them
         # (they are cluster-scoped; a job stack creates objects in its team's namespace only).
-        default_image = cfg.training.default_image or (
-            args.trainer_image.reference if args.trainer_image is not None else None
-        )
-        if default_image is None:
-            raise ValueError("the runtimes need training.defaultImage or the trainer image")
         for priority in POD_PRIORITY_CLASS:
-            manifest = cluster_training_runtime(priority, default_image)
+            manifest = cluster_training_runtime(priority, args.runtime_image)
             runtimes.append(
                 k8s.apiextensions.CustomResource(
                     f"{name}-runtime-{priority}",
@@ -229,28 +209,14 @@ class TrainingJobs(pulumi.ComponentResource):
                 )
             )
         self.jobs = {}
-        facts = stack_facts(cfg)
-        images = job_images(
-            {f"trainingJobs[{i}]": facts.job(job).image for i, job in enumerate(cfg.training_jobs)},
-            trainer=args.trainer_image,
-            account_id=args.account_id,
-            region=args.region,
-            parent=self,
-        )
-        for index, job in enumerate(cfg.training_jobs):
-            plan = plan_job(
-                cfg,
-                job,
-                args.account_id,
-                deploy_provenance(os.environ),
-                image=images[f"trainingJobs[{index}]"],
-            )
+        for plan in args.plans:
+            job = plan.job
             scheduler = {
                 "native": [args.kueue_release],
                 "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
                 "volcano": [args.volcano_release],
             }[job.launcher]
-            if args.autoscaler is not None and "node-group" in facts.job(job).provisioners:
+            if args.autoscaler is not None and "node-group" in plan.facts.provisioners:
                 scheduler.append(args.autoscaler)
             self.jobs[f"{job.team}/{job.name}"] = TrainingJob(
                 f"{name}-{job.team}-{job.name}",

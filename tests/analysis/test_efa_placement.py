@@ -8,10 +8,9 @@ import copy
 import json
 from typing import Any
 
-from components.analysis.nodes import node_sources
-from components.analysis.willrun import verdicts
 from components.config import StackConfig
 from components.config.load import namespace_values, parse
+from tests.analysis.judged import sources_of, verdicts_for
 from tests.conftest import values_with_jobs
 
 
@@ -24,7 +23,7 @@ def _cfg(**changes: Any) -> StackConfig:
 
 
 def _pretrain_zone(cfg: StackConfig) -> str:
-    (verdict,) = [v for v in verdicts(cfg) if v.workload == "team-pretrain/pretrain-7b"]
+    (verdict,) = [v for v in verdicts_for(cfg) if v.workload == "team-pretrain/pretrain-7b"]
     assert verdict.runnable, verdict.problems
     return verdict.zone
 
@@ -37,7 +36,7 @@ def test_pretrain_names_the_group_per_source() -> None:
 
 
 def test_grouped_sources_have_one_zone_and_the_others_every_zone() -> None:
-    sources = {s.name: s for s in node_sources(_cfg())}
+    sources = {s.name: s for s in sources_of(_cfg())}
     assert sources["ng-h100-od"].placement_group == "gpu-prod-efa"
     assert sources["ng-h100-od"].zones == 1
     assert sources["kp-h100-reserved"].placement_group == ""
@@ -52,14 +51,14 @@ def test_without_the_group_the_report_says_so() -> None:
     raw = values_with_jobs("prod")
     network = {**raw.get("gpu-platform:network", {}), "efaPlacementGroup": {"enabled": False}}
     cfg = _cfg(**{"gpu-platform:network": network})
-    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 3
-    (verdict,) = [v for v in verdicts(cfg) if v.workload == "team-pretrain/pretrain-7b"]
+    assert {s.name: s.zones for s in sources_of(cfg)}["ng-h100-od"] == 3
+    (verdict,) = [v for v in verdicts_for(cfg) if v.workload == "team-pretrain/pretrain-7b"]
     assert [p[0] for p in verdict.problems] == ["trainingJobs[0].zones"], verdict.problems
     assert "nodeGroups.gpu[0].zoneIndex" in verdict.problems[0][2]
     groups = copy.deepcopy(raw["gpu-platform:nodeGroups"])
     groups["gpu"][0]["zoneIndex"] = 2
     cfg = _cfg(**{"gpu-platform:network": network, "gpu-platform:nodeGroups": groups})
-    assert {s.name: s.zones for s in node_sources(cfg)}["ng-h100-od"] == 1
+    assert {s.name: s.zones for s in sources_of(cfg)}["ng-h100-od"] == 1
     zone = _pretrain_zone(cfg)
     assert "placement group `" not in zone
     assert "`ng-h100-od`: no placement group" in zone
@@ -82,7 +81,7 @@ def test_fsx_in_another_zone_than_the_group_is_called_out() -> None:
 def test_efa_managed_group_offers_its_efa_devices_in_the_group() -> None:
     from tests.conftest import STATIC_GPU_GROUPS, node_group_overrides
 
-    sources = {s.name: s for s in node_sources(_cfg(**node_group_overrides(STATIC_GPU_GROUPS)))}
+    sources = {s.name: s for s in sources_of(_cfg(**node_group_overrides(STATIC_GPU_GROUPS)))}
     h100 = sources["h100-od"]
     # cluster.py gives the launch template one EFA interface per card: 32 on a p5.48xlarge.
     assert h100.allocatable["p5.48xlarge"].efa == 32

@@ -1,13 +1,13 @@
-"""Facts once: during one synth of the dev stack the config is parsed once, the pool capacity and
-the node sources are computed once, and each training job's pod resources once per job — every
-rule, component and the report read components/analysis/facts.py. Per job also its instance
-types, placement, zone pin, fitting node sources, quota problems, checkpoint interval and
-planned waste, and model-state memory; the team rules once. Counted with a
-profiler hook on the functions' code objects, so a caller that imported a function by name is
-counted too."""
+"""Facts as a value: during one synth of the dev stack the config is parsed once, the pool
+capacity and the node sources are computed once, each training job's derived figures once per
+job, each job planned once — all built at the composition root (`analysis.check`: validate,
+build, judge) and passed down, never looked up from a cache. Counted with a profiler hook on the
+functions' code objects, so a caller that imported a function by name is counted too."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib
 import sys
 from collections import Counter
@@ -15,9 +15,12 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+import pytest
+
 from components.analysis import (
     capacity,
     checkpoint,
+    efa_placement,
     facts,
     fit,
     memory,
@@ -27,8 +30,9 @@ from components.analysis import (
     resources,
     willrun,
 )
+from components.training_jobs import plan as job_plan
 from synth import report_plan
-from synth.harness import SynthResult, run_program
+from synth.harness import PROJECT_ROOT, SynthResult, run_program
 
 #: The module (components.config re-exports its `load` function under the same name).
 load = importlib.import_module("components.config.load")
@@ -53,8 +57,10 @@ def _count_calls(run: Callable[[], Any], functions: dict[str, Any]) -> tuple[Any
 
 COUNTED = {
     "parse": load.parse,
+    "build": facts.build,
     "gpu_capacity": capacity.gpu_capacity,
     "node_sources": nodes.node_sources,
+    "memberships": efa_placement.memberships,
     "job_instance_types": capacity.job_instance_types,
     "job_resources": resources.resources_on,
     "check_teams": quota.check_teams,
@@ -66,54 +72,57 @@ COUNTED = {
     "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
     "flavor_provisioners": capacity.flavor_provisioners,
+    "plan_job": job_plan.plan_job,
+    "verdict": willrun.training_verdict,
 }
 
 
 def test_one_dev_synth_computes_each_fact_once() -> None:
-    result, counts = _count_calls(lambda: run_program("dev"), COUNTED)
-    assert isinstance(result, SynthResult)
-    jobs = len(result.config.training_jobs)
-    assert jobs >= 3
+    def synth_and_report() -> tuple[SynthResult, str]:
+        result = run_program("dev")
+        assert isinstance(result, SynthResult)
+        return result, report_plan.will_it_run(result)
+
+    (result, section), counts = _count_calls(synth_and_report, COUNTED)
+    cfg = result.config
+    jobs = len(cfg.training_jobs)
+    kueue = sum(job.scheduler == "kueue" for job in cfg.training_jobs)
+    assert jobs >= 3 and 0 < kueue < jobs
     assert counts == Counter(
         parse=1,
+        build=1,
         gpu_capacity=1,
         node_sources=1,
+        memberships=1,
         flavor_provisioners=1,
         check_teams=1,
         job_instance_types=jobs,
         job_resources=jobs,
-        job_quota=jobs,
+        # The quota rule judges Kueue jobs (Volcano queues have their own).
+        job_quota=kueue,
         job_placement=jobs,
         zone_pin=jobs,
         fit=jobs,
         model_state=jobs,
         waste=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
-        young_daly=sum(j.checkpoint.interval_seconds is None for j in result.config.training_jobs),
+        young_daly=sum(j.checkpoint.interval_seconds is None for j in cfg.training_jobs),
+        # One plan per job per synth (the components and the report read the same plans), one
+        # verdict per job (the config check and the report read the same judgement).
+        plan_job=jobs,
+        verdict=jobs,
     ), counts
+    assert all(f"`trainingJobs[{i}]`" in section for i in range(jobs)), section
 
 
-def test_the_verdicts_are_judged_once_for_the_check_and_the_report() -> None:
-    """The config check (analysis.check) and the report's "Will it run" section read one set of
-    verdicts: each training job is judged once per synth."""
-
-    def synth_and_report() -> tuple[SynthResult, str]:
-        result = run_program("dev")
-        assert isinstance(result, SynthResult)
-        return result, report_plan.will_it_run(result)
-
-    (result, section), counts = _count_calls(
-        synth_and_report, {"verdict": willrun.training_verdict}
-    )
-    jobs = result.config.training_jobs
-    assert counts["verdict"] == len(jobs), counts
-    assert all(f"`trainingJobs[{i}]`" in section for i in range(len(jobs))), section
-
-
-def test_the_report_reads_the_config_the_program_judged() -> None:
+def test_the_report_reads_what_the_program_built() -> None:
     result = run_program("dev")
-    assert result.config is load.loaded()
-    assert facts.stack_facts(result.config) is facts.stack_facts(result.config)
+    assert isinstance(result.facts, facts.StackFacts)
+    assert result.config is result.facts.cfg
+    assert [p.facts for p in result.plans] == list(result.facts.jobs)
+    assert [v.key for v in result.judgement.verdicts][: len(result.facts.jobs)] == [
+        jf.key for jf in result.facts.jobs
+    ]
 
 
 def test_the_counter_sees_repeated_computation(dev: SynthResult) -> None:
@@ -129,20 +138,44 @@ def test_the_counter_sees_repeated_computation(dev: SynthResult) -> None:
     assert counts["job_resources"] == 2
 
 
-def test_a_job_outside_the_config_is_computed_not_cached(dev: SynthResult) -> None:
-    cfg = dev.config
-    job = cfg.training_jobs[0]
+def test_facts_are_a_frozen_value_built_from_the_config(dev: SynthResult) -> None:
+    built = facts.build(dev.config)
+    assert built == dev.facts and built is not dev.facts, "a value: equal, not cached"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        built.capacity = {}  # type: ignore[misc]
+    assert [jf.index for jf in built.jobs] == list(range(len(dev.config.training_jobs)))
+    assert all(jf.team.name == jf.job.team for jf in built.jobs)
+    # A variant of a job is facts of its own: built on the spot, nothing replaced.
+    job = dev.config.training_jobs[0]
     variant = job.model_copy(update={"nodes": job.nodes + 1})
-    found = facts.stack_facts(cfg)
-    assert found.resources(job) is found.resources(job)
-    assert found.resources(variant) == resources.job_resources(cfg, variant)
-    assert found.job(job) is found.job(job)
-    assert found.job(variant) is not found.job(variant)
-    assert found.job(variant).resources == found.resources(variant)
-    team = next(t for t in cfg.teams if t.name == job.team)
-    # The variant asks for one more node than the job: its quota problems are its own.
-    bigger = job.model_copy(update={"nodes": 10_000})
-    own = found.quota_problems(0, job, team)
-    assert own == found.quota_problems(0, job, team) == []
-    assert found.quota_problems(0, bigger, team), "a 10,000-node variant must be over quota"
-    assert found.quota_problems(0, job, team) == own, "the variant must not replace the cache"
+    jf = facts.job_facts(
+        dev.config,
+        0,
+        variant,
+        built.teams[job.team],
+        sources=built.sources,
+        provisioners=built.provisioners,
+    )
+    assert jf.job is variant and built.jobs[0].job is job
+
+
+#: The process-wide hand-offs and caches facts-as-a-value removed; none may come back.
+GONE = ("stack_facts", "_FACTS", "_loaded", "_judged", "loaded", "judged", "forget_judged")
+
+
+def test_no_process_wide_cache_or_hand_off_remains() -> None:
+    found = []
+    for path in sorted((PROJECT_ROOT / "components").rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        # Functions anywhere, assignments at module level: a local named
+        # ``loaded`` is no hand-off, a module global of that name is.
+        nodes = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)] + tree.body
+        for node in nodes:
+            names = []
+            if isinstance(node, ast.FunctionDef):
+                names = [node.name]
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names = [t.id for t in targets if isinstance(t, ast.Name)]
+            found += [f"{path.relative_to(PROJECT_ROOT)}: {n}" for n in names if n in GONE]
+    assert not found, found

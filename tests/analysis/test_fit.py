@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from components import catalog
-from components.analysis.facts import stack_facts
+from components.analysis.facts import build
 from components.analysis.fit import fit_sources, shortfall
 from components.analysis.nodes import Allocatable, NodeSource
 from components.analysis.placement import Placement
@@ -67,9 +67,9 @@ def test_candidates_match_labels_and_taints_fitting_hold_the_pod() -> None:
 
 
 def test_job_facts_fit_is_the_fit_of_its_own_placement_and_requests(dev: Any) -> None:
-    facts = stack_facts(dev.config)
-    for job in dev.config.training_jobs:
-        derived = facts.job(job)
+    facts = build(dev.config)
+    for derived in facts.jobs:
+        job = derived.job
         again = fit_sources(facts.sources, derived.placement, derived.requests)
         assert derived.fit == again
         assert derived.fit.fitting, f"{job.name}: the dev stack's jobs all run"

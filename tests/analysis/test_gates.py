@@ -20,6 +20,7 @@ and each checker is shown to catch the object that would be held.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import pytest
@@ -164,13 +165,15 @@ def test_no_admission_check_can_hold_a_workload_forever(
 
 
 def test_the_admission_check_gate_catches_a_check_nobody_serves(dev: SynthResult) -> None:
-    broken = copy.deepcopy(dev)
-    broken.resources = [
-        r
-        for r in broken.resources
-        if not r.type.endswith(":ProvisioningRequestConfig")
-        and not (r.type.endswith(":Release") and r.inputs.get("name") == "cluster-autoscaler")
-    ]
+    broken = dataclasses.replace(
+        dev,
+        resources=[
+            r
+            for r in dev.resources
+            if not r.type.endswith(":ProvisioningRequestConfig")
+            and not (r.type.endswith(":Release") and r.inputs.get("name") == "cluster-autoscaler")
+        ],
+    )
     found = held_by_admission_checks(broken)
     assert any("no live controller" in p for p in found)
     assert "no cluster-autoscaler answers ProvisioningRequests" in found

@@ -13,6 +13,7 @@ import pytest
 from components.analysis import problems
 from components.analysis.images import image_problems, image_source
 from components.config.load import namespace_values, parse
+from synth.verdict_text import image_text
 from tests.conftest import stack_values, values_with_jobs
 
 DIGEST = "@sha256:" + "e" * 64
@@ -117,7 +118,7 @@ def test_each_job_names_where_its_digest_comes_from(
     source = image_source(cfg, cfg.training_jobs[0])
     assert source is not None
     assert (source.kind, source.trainer, source.identity) == (kind, trainer, identity)
-    assert source.describe(cfg.cluster.name)
+    assert image_text(source, cfg.cluster.name)
 
 
 def test_a_published_trainer_tag_is_resolved_in_the_platforms_repository() -> None:
@@ -128,7 +129,7 @@ def test_a_published_trainer_tag_is_resolved_in_the_platforms_repository() -> No
         "gpu-dev/trainer",
         "ctx-0123",
     )
-    assert "gpu-dev/trainer:ctx-0123" in source.describe("gpu-dev")
+    assert "gpu-dev/trainer:ctx-0123" in image_text(source, "gpu-dev")
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components import config as stack_config
-from components.analysis.facts import stack_facts
+from components.analysis.facts import build
 from components.analysis.quota import unreachable_sources
 from synth import __main__ as synth_cli
 from tests.conftest import stack_values
@@ -34,7 +34,7 @@ def _without_l40s_quota(values: dict[str, Any]) -> dict[str, Any]:
 def test_every_gpu_source_of_the_committed_stacks_is_a_flavor_of_some_team_queue() -> None:
     for stack in ("dev", "prod"):
         cfg = _config(stack_values(stack))
-        sources = stack_facts(cfg).sources
+        sources = build(cfg).sources
         assert sources
         assert unreachable_sources(cfg, sources) == []
     # Prod's L40S capacity is research's fine-tuning quota: spot group, on-demand pool.

@@ -15,9 +15,9 @@ import yaml
 
 from components import config as stack_config
 from components.analysis import readiness
-from components.analysis.facts import stack_facts
-from components.analysis.willrun import verdicts
+from components.analysis.facts import build
 from synth.harness import SynthResult
+from tests.analysis.judged import verdicts_for
 from tests.conftest import karpenter_gpu_overrides, stack_values
 
 KUEUE = "kubernetes:helm.sh/v3:Release"
@@ -51,7 +51,7 @@ def test_kueue_waits_longer_than_the_autoscaler_and_karpenter_give_a_node(
     A 10m timeout evicted gangs whose nodes were still coming."""
     result: SynthResult = request.getfixturevalue(stack)
     cfg = result.config
-    figures = stack_facts(cfg).pods_ready
+    figures = build(cfg).pods_ready
     ready = _kueue_ready(result)
     assert (ready["timeout"], ready["recoveryTimeout"]) == (figures.timeout, figures.timeout)
     provision = readiness.duration_s(cfg.cluster_autoscaler.max_node_provision_time)
@@ -60,7 +60,7 @@ def test_kueue_waits_longer_than_the_autoscaler_and_karpenter_give_a_node(
     # The longest path is a source a team's quota reaches, with the default image's pull.
     assert figures.longest is not None
     assert figures.longest.source in {
-        s.name for s in readiness.queued_sources(cfg, stack_facts(cfg).sources)
+        s.name for s in readiness.queued_sources(cfg, build(cfg).sources)
     }
     assert figures.longest.pull_s > 0 and figures.longest.image_gib == cfg.training.image_size_gib
 
@@ -68,7 +68,7 @@ def test_kueue_waits_longer_than_the_autoscaler_and_karpenter_give_a_node(
 def test_a_karpenter_only_stack_is_bounded_by_karpenters_registration_timeout() -> None:
     values = {**stack_values("prod"), **karpenter_gpu_overrides()}
     cfg = _config(values)
-    figures = stack_facts(cfg).pods_ready
+    figures = build(cfg).pods_ready
     assert figures.longest is not None
     assert figures.longest.provisioner == "Karpenter batch + registration timeout"
     assert figures.longest.provision_s == 10 + 15 * 60
@@ -76,7 +76,7 @@ def test_a_karpenter_only_stack_is_bounded_by_karpenters_registration_timeout() 
 
 def test_managed_groups_pull_without_soci_at_their_disk_throughput(dev: SynthResult) -> None:
     cfg = dev.config
-    (group,) = [s for s in stack_facts(cfg).sources if s.name == "ng-l4-spot"]
+    (group,) = [s for s in build(cfg).sources if s.name == "ng-l4-spot"]
     rate = readiness.pull_rate(cfg, group.kind, group.name, "g6.xlarge")
     assert not rate.parallel_pull
     assert rate.mibps == min(readiness.PULL_MIBPS, cfg.node_groups.gpu[0].disk_throughput_mibps)
@@ -99,8 +99,8 @@ def test_a_longer_timeout_or_no_recovery_check_is_kept() -> None:
         "waitForPodsReady": {"timeout": "30m", "recoveryTimeout": "0s"}
     }
     cfg = _config(values)
-    assert readiness.check_pods_ready(cfg, stack_facts(cfg).sources) == []
-    figures = stack_facts(cfg).pods_ready
+    assert readiness.check_pods_ready(cfg, build(cfg).sources) == []
+    figures = build(cfg).pods_ready
     assert (figures.timeout, figures.recovery_timeout) == ("30m", "0s")
 
 
@@ -126,9 +126,9 @@ def test_a_job_whose_image_outlasts_the_timeout_is_named(
         {**values, "gpu-platform:training": {"requireImageDigest": False, "imageSizeGib": 60}}
     )
     # Compliant: the platform's default image size covers it, and the timeout grows with it.
-    (verdict,) = [v for v in verdicts(cfg) if v.key == f"trainingJobs[{index}]"]
+    (verdict,) = [v for v in verdicts_for(cfg) if v.key == f"trainingJobs[{index}]"]
     assert verdict.runnable and "waitForPodsReady.timeout" in verdict.ready
-    assert stack_facts(cfg).pods_ready.timeout_s >= 60 * 1024 // readiness.PULL_MIBPS
+    assert build(cfg).pods_ready.timeout_s >= 60 * 1024 // readiness.PULL_MIBPS
     expect_config_error(
         values, f"gpu-platform:trainingJobs[{index}].imageSizeGib", "evict and requeue"
     )

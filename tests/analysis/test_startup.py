@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from components.analysis import readiness, startup
+from components.analysis.facts import build
 from components.config import StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
@@ -23,7 +24,7 @@ def _prod(change: dict[str, Any] | None = None) -> StackConfig:
 
 
 def _pretrain(cfg: StackConfig) -> startup.StartupEstimate:
-    return startup.by_workload(cfg)["team-pretrain/pretrain-7b"]
+    return startup.by_workload(build(cfg))["team-pretrain/pretrain-7b"]
 
 
 def test_p5_job_pulls_with_soci_onto_nvme() -> None:

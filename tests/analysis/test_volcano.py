@@ -15,10 +15,11 @@ import pytest
 
 from components import catalog
 from components.analysis import problems, volcano
-from components.analysis.willrun import training_verdict, verdicts
+from components.analysis.facts import build
 from components.config import StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
+from tests.analysis.judged import verdict_for, verdicts_for
 from tests.conftest import config_error_test, stack_values
 
 GPU = catalog.GPU_RESOURCE
@@ -109,7 +110,7 @@ def test_team_guarantee_of_an_efa_class_carries_its_devices() -> None:
 def test_dev_volcano_job_passes_enqueue_with_the_guarantee() -> None:
     cfg = _cfg()
     index, job = _job(cfg, "ds-zero2")
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable, verdict
     assert "enqueue: PodGroup minResources" in verdict.admission
     assert "guarantee with no node up" in verdict.admission
@@ -122,7 +123,7 @@ def test_enqueue_without_guarantee_deadlocks_and_names_the_keys() -> None:
     assert {"teams[0].volcano.guarantee", "teams[1].volcano.guarantee"} <= keys
     assert any("never gets a pod" in p[2] for p in found)
     index, job = _job(cfg, "ds-zero2")
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and not verdict.runnable
     key, value, reason = verdict.problems[0]
     assert (key, value) == (f"trainingJobs[{index}].scheduler", "volcano")
@@ -137,11 +138,11 @@ def test_no_enqueue_and_no_guarantee_anywhere_runs() -> None:
     cfg = _cfg(change)
     assert problems(cfg) == []
     index, job = _job(cfg, "ds-zero2")
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable
     assert "no enqueue action" in verdict.admission
     # No queue has a guarantee: the NCCL test shares all capacity in Volcano's default queue.
-    assert volcano.validation_guarantee(cfg) == {}
+    assert volcano.validation_guarantee(cfg, build(cfg).nccl_host) == {}
 
 
 def test_a_queue_without_guarantee_beside_guaranteed_ones_is_never_placed() -> None:
@@ -154,7 +155,7 @@ def test_a_queue_without_guarantee_beside_guaranteed_ones_is_never_placed() -> N
     team = cfg.teams[1]
     _, job = _job(cfg, "ds-zero2")
     assert job.team == team.name
-    path = volcano.admission(cfg, team, {GPU: 2, "cpu": 4, "memory": 24})
+    path = volcano.admission(cfg, team, {GPU: 2, "cpu": 4, "memory": 24}, build(cfg).nccl_host)
     assert path.blockers and "allocate" in path.blockers[0]
 
 
@@ -193,7 +194,7 @@ def test_every_volcano_verdict_of_the_stacks_names_its_path(stack: str) -> None:
     values = namespace_values(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values(stack).items()}
     )
-    for verdict in verdicts(parse(values)):
+    for verdict in verdicts_for(parse(values)):
         if verdict.kind == "Volcano Job":
             assert verdict.runnable and "-> Inqueue -> the job controller creates" in (
                 verdict.admission

@@ -13,19 +13,17 @@ import pytest
 
 from components import catalog
 from components.analysis import check, problems
-from components.analysis.facts import stack_facts
+from components.analysis.facts import build
 from components.analysis.memory import model_state_gib
-from components.analysis.nodes import NodeSource, node_sources, tolerates
+from components.analysis.nodes import NodeSource, tolerates
 from components.analysis.placement import Placement, job_placement
 from components.analysis.resources import job_resources, pod_requests
 from components.analysis.willrun import (
-    training_verdict,
     uncovered,
-    validation_verdicts,
-    verdicts,
 )
 from components.config import ConfigError, StackConfig
 from components.config.load import namespace_values, parse
+from tests.analysis.judged import sources_of, validation_for, verdict_for, verdicts_for
 from tests.conftest import stack_values, values_with_jobs
 
 
@@ -52,10 +50,11 @@ def _job(cfg: StackConfig, name: str) -> tuple[int, Any]:
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_every_declared_workload_of_the_stacks_is_runnable(stack: str) -> None:
     cfg = _cfg(stack)
-    found = verdicts(cfg)
+    found = verdicts_for(cfg)
     assert len([v for v in found if v.key.startswith("trainingJobs")]) == len(cfg.training_jobs)
     assert all(v.runnable for v in found), [v.problems for v in found]
-    assert check(cfg) is cfg
+    facts, judgement = check(cfg)
+    assert facts.cfg is cfg and judgement.problems == ()
 
 
 # --- admission: covered resources -------------------------------------------------------------
@@ -68,12 +67,12 @@ def test_efa_request_is_blocked_unless_kueue_excludes_it() -> None:
     assert catalog.EFA_RESOURCE in requests
     assert uncovered(requests, excluded=()) == [catalog.EFA_RESOURCE]
     assert uncovered(requests) == []
-    verdict = training_verdict(cfg, index, job, excluded=())
+    verdict = verdict_for(cfg, index, job, excluded=())
     assert verdict is not None and not verdict.runnable
     key, _, reason = verdict.problems[0]
     assert key == f"trainingJobs[{index}].efa"
     assert "does not cover" in reason and catalog.EFA_RESOURCE in reason
-    passing = training_verdict(cfg, index, job)
+    passing = verdict_for(cfg, index, job)
     assert passing is not None and passing.runnable
 
 
@@ -84,7 +83,7 @@ def test_kueue_config_excludes_the_prefix_the_analysis_reads() -> None:
 
     cfg = _cfg("prod")
     manager = yaml.safe_load(
-        kueue_values(cfg.scheduling, stack_facts(cfg).pods_ready)["managerConfig"][
+        kueue_values(cfg.scheduling, build(cfg).pods_ready)["managerConfig"][
             "controllerManagerConfigYaml"
         ]
     )
@@ -111,7 +110,7 @@ def _h100_as_managed(cfg: StackConfig, *, max_nodes: int) -> list[NodeSource]:
         )
         if s.gpu_class == "h100-x8"
         else s
-        for s in node_sources(cfg)
+        for s in sources_of(cfg)
     ]
 
 
@@ -120,13 +119,13 @@ def test_efa_job_on_managed_h100_group_only_cannot_run() -> None:
     nowhere to go."""
     cfg = _cfg("prod")
     index, job = _job(cfg, "pretrain-7b")
-    verdict = training_verdict(cfg, index, job, sources=_h100_as_managed(cfg, max_nodes=4))
+    verdict = verdict_for(cfg, index, job, sources=_h100_as_managed(cfg, max_nodes=4))
     assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].efa" and "no matching node source provides EFA" in why
         for key, _, why in verdict.problems
     ), verdict.problems
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable
 
 
@@ -147,7 +146,7 @@ def test_pod_larger_than_the_instance_fits_no_source() -> None:
         values["trainingJobs"][0]["memoryGib"] = 4096
 
     cfg = _cfg("dev", big)
-    verdict = training_verdict(cfg, 0, cfg.training_jobs[0])
+    verdict = verdict_for(cfg, 0, cfg.training_jobs[0])
     assert verdict is not None
     assert any(
         key == "trainingJobs[0].gpuClass" and "memory 4096 >" in why
@@ -161,7 +160,7 @@ def test_untolerated_taint_or_missing_label_matches_no_source() -> None:
     index, job = _job(cfg, "ddp-smoke")
     placed = job_placement(job, 0)
     no_toleration = replace(placed, tolerations=())
-    verdict = training_verdict(cfg, index, job, placement=no_toleration)
+    verdict = verdict_for(cfg, index, job, placement=no_toleration)
     assert verdict is not None
     assert any("no node source matches" in why for _, _, why in verdict.problems)
     wrong_label = Placement(
@@ -169,9 +168,9 @@ def test_untolerated_taint_or_missing_label_matches_no_source() -> None:
         tolerations=placed.tolerations,
         single_zone=False,
     )
-    verdict = training_verdict(cfg, index, job, placement=wrong_label)
+    verdict = verdict_for(cfg, index, job, placement=wrong_label)
     assert verdict is not None and not verdict.runnable
-    verdict = training_verdict(cfg, index, job, placement=placed)
+    verdict = verdict_for(cfg, index, job, placement=placed)
     assert verdict is not None and verdict.runnable
 
 
@@ -191,7 +190,7 @@ def test_managed_group_with_desired_size_zero_provides_nothing() -> None:
     cfg = _cfg("prod")
     index, job = _job(cfg, "pretrain-7b")
     no_efa = job.model_copy(update={"efa": False})
-    verdict = training_verdict(cfg, index, no_efa, sources=_h100_as_managed(cfg, max_nodes=0))
+    verdict = verdict_for(cfg, index, no_efa, sources=_h100_as_managed(cfg, max_nodes=0))
     assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].gpuClass"
@@ -202,7 +201,7 @@ def test_managed_group_with_desired_size_zero_provides_nothing() -> None:
 
 
 def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
-    sources = {s.name: s for s in node_sources(_cfg("prod"))}
+    sources = {s.name: s for s in sources_of(_cfg("prod"))}
     reserved = sources["kp-h100-reserved"]
     assert (reserved.scaler, reserved.max_nodes) == ("karpenter", 2)
     assert reserved.allocatable["p5.48xlarge"].efa == 32
@@ -210,7 +209,7 @@ def test_karpenter_pool_reaches_its_gpu_limit_in_nodes() -> None:
 
 def test_autoscaled_group_reaches_its_max_size_and_offers_its_first_type_only() -> None:
     cfg = _cfg("prod")
-    sources = {s.name: s for s in node_sources(cfg)}
+    sources = {s.name: s for s in sources_of(cfg)}
     h100 = sources["ng-h100-od"]
     assert (h100.scaler, h100.max_nodes, h100.provisioner) == ("autoscaler", 2, "node-group")
     assert h100.allocatable["p5.48xlarge"].efa == 32
@@ -223,7 +222,7 @@ def test_autoscaled_group_reaches_its_max_size_and_offers_its_first_type_only() 
     off = cfg.model_copy(
         update={"cluster_autoscaler": cfg.cluster_autoscaler.model_copy(update={"enabled": False})}
     )
-    fixed = {s.name: s for s in node_sources(off)}["ng-h100-od"]
+    fixed = {s.name: s for s in sources_of(off)}["ng-h100-od"]
     assert (fixed.scaler, fixed.max_nodes) == ("static", 0)
 
 
@@ -233,14 +232,14 @@ def test_autoscaled_group_reaches_its_max_size_and_offers_its_first_type_only() 
 def test_gang_larger_than_the_pools_can_hold_is_an_error() -> None:
     cfg = _cfg("prod")
     index, job = _job(cfg, "pretrain-7b")
-    small = [replace(s, max_nodes=1) if s.gpu_class == "h100-x8" else s for s in node_sources(cfg)]
-    verdict = training_verdict(cfg, index, job, sources=small)
+    small = [replace(s, max_nodes=1) if s.gpu_class == "h100-x8" else s for s in sources_of(cfg)]
+    verdict = verdict_for(cfg, index, job, sources=small)
     assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].nodes" and "a gang of 2 pods" in why
         for key, _, why in verdict.problems
     ), verdict.problems
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable
 
 
@@ -250,10 +249,10 @@ def test_multi_node_efa_job_must_stay_in_one_zone() -> None:
     efa = job_resources(cfg, job).efa_devices
     placed = job_placement(job, efa)
     assert placed.single_zone
-    verdict = training_verdict(cfg, index, job, placement=replace(placed, single_zone=False))
+    verdict = verdict_for(cfg, index, job, placement=replace(placed, single_zone=False))
     assert verdict is not None
     assert any("one availability zone" in why for _, _, why in verdict.problems)
-    verdict = training_verdict(cfg, index, job, placement=placed)
+    verdict = verdict_for(cfg, index, job, placement=placed)
     assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
 
 
@@ -299,7 +298,7 @@ def test_fewer_efa_devices_are_requested_as_asked_and_still_run() -> None:
     index, job = _job(cfg, "pretrain-7b")
     assert not problems(cfg)
     assert job_resources(cfg, job).efa_devices == 16
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
     default = _cfg("prod")
     assert job_resources(default, _job(default, "pretrain-7b")[1]).efa_devices == 32
@@ -310,7 +309,7 @@ def test_zones_single_confines_a_tcp_gang_and_any_lets_an_efa_free_gang_spread()
     index, job = _job(cfg, "ddp-smoke")
     assert job.nodes > 1 and job_resources(cfg, job).efa_devices == 0
     assert job_placement(job, 0).single_zone
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable and "one zone" in verdict.zone
     default = _cfg("dev")
     assert not job_placement(_job(default, "ddp-smoke")[1], 0).single_zone
@@ -335,9 +334,9 @@ def test_single_zone_gang_on_an_autoscaled_group_across_zones_cannot_run() -> No
     single = _change_job("ddp-l4-nodegroup", zones="single")
     cfg = _cfg("dev", single)
     index, job = _job(cfg, "ddp-l4-nodegroup")
-    (source,) = [s for s in node_sources(cfg) if s.name == "ng-l4-spot"]
+    (source,) = [s for s in sources_of(cfg) if s.name == "ng-l4-spot"]
     assert source.scaler == "autoscaler" and source.zones == 2 and job.nodes == 2
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and not verdict.runnable
     (problem,) = [p for p in verdict.problems if p[0] == f"trainingJobs[{index}].zones"]
     assert "ng-l4-spot" in problem[2] and "nodeGroups.gpu[0].zoneIndex" in problem[2], problem
@@ -347,13 +346,13 @@ def test_single_zone_gang_on_an_autoscaled_group_across_zones_cannot_run() -> No
         _confine_l4_group(1)(values)
 
     cfg = _cfg("dev", confined_and_single)
-    (source,) = [s for s in node_sources(cfg) if s.name == "ng-l4-spot"]
+    (source,) = [s for s in sources_of(cfg) if s.name == "ng-l4-spot"]
     assert source.zones == 1
-    verdict = training_verdict(cfg, index, _job(cfg, "ddp-l4-nodegroup")[1])
+    verdict = verdict_for(cfg, index, _job(cfg, "ddp-l4-nodegroup")[1])
     assert verdict is not None and verdict.runnable, verdict.problems
     # A gang free to spread needs no confinement (the committed dev job).
     default = _cfg("dev")
-    verdict = training_verdict(default, index, _job(default, "ddp-l4-nodegroup")[1])
+    verdict = verdict_for(default, index, _job(default, "ddp-l4-nodegroup")[1])
     assert verdict is not None and verdict.runnable
 
 
@@ -379,14 +378,14 @@ def test_nccl_over_efa_on_a_spread_autoscaled_group_names_its_zone_index() -> No
         values.setdefault("network", {})["efaPlacementGroup"] = {"enabled": False}
 
     cfg = _cfg("prod", nccl_on_the_h100_group)
-    (nccl,) = [v for v in verdicts(cfg) if v.key == "validation.nccl"]
+    (nccl,) = [v for v in verdicts_for(cfg) if v.key == "validation.nccl"]
     assert ("nodeGroups.gpu[0].zoneIndex", None) in [p[:2] for p in nccl.problems], nccl.problems
 
     def confined(values: dict[str, Any]) -> None:
         nccl_on_the_h100_group(values)
         values["nodeGroups"]["gpu"][0]["zoneIndex"] = 0
 
-    (nccl,) = [v for v in verdicts(_cfg("prod", confined)) if v.key == "validation.nccl"]
+    (nccl,) = [v for v in verdicts_for(_cfg("prod", confined)) if v.key == "validation.nccl"]
     assert not any(p[0].endswith("zoneIndex") for p in nccl.problems), nccl.problems
 
 
@@ -406,13 +405,13 @@ def test_spread_efa_job_exits_2_naming_zones(
 def test_multi_node_job_needs_a_read_write_many_claim() -> None:
     cfg = _cfg("dev")
     index, job = _job(cfg, "ddp-smoke")
-    verdict = training_verdict(cfg, index, job, claim_mode="ReadWriteOnce")
+    verdict = verdict_for(cfg, index, job, claim_mode="ReadWriteOnce")
     assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].checkpoint.volume" and "ReadWriteMany" in why
         for key, _, why in verdict.problems
     )
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable and "ReadWriteMany" in verdict.storage
 
 
@@ -420,7 +419,7 @@ def test_checkpoint_claim_the_analysis_names_is_the_one_storage_creates(dev: Any
     claims = dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
     assert claims
     cfg = _cfg("dev")
-    for verdict in verdicts(cfg):
+    for verdict in verdicts_for(cfg):
         if verdict.key.startswith("trainingJobs"):
             namespace, claim = verdict.storage.split("`")[1].split("/")
             match = [
@@ -437,11 +436,11 @@ def test_checkpoint_claim_the_analysis_names_is_the_one_storage_creates(dev: Any
 
 def test_validation_jobs_on_a_group_that_holds_no_node_cannot_run() -> None:
     cfg = _cfg("dev")
-    empty = [replace(s, max_nodes=0, limit_text="desiredSize 0") for s in node_sources(cfg)]
-    found = [p for v in validation_verdicts(cfg, empty) for p in v.problems]
+    empty = [replace(s, max_nodes=0, limit_text="desiredSize 0") for s in sources_of(cfg)]
+    found = [p for v in validation_for(cfg, empty) for p in v.problems]
     keys = {key for key, _, _ in found}
     assert {"validation.smokeTest", "validation.nccl.nodes"} <= keys, found
-    assert all(v.runnable for v in validation_verdicts(cfg))
+    assert all(v.runnable for v in validation_for(cfg))
 
 
 # --- memory ---------------------------------------------------------------------------------------
@@ -510,7 +509,7 @@ def test_a_job_that_cannot_run_makes_synth_exit_2_naming_its_key(
 
 def test_node_source_of_every_gpu_pool_and_group() -> None:
     cfg = _cfg("prod")
-    sources = node_sources(cfg)
+    sources = sources_of(cfg)
     assert [s.name for s in sources if s.kind == "managed"] == [g.name for g in cfg.node_groups.gpu]
     assert {s.name for s in sources if s.kind == "karpenter"} == {
         p.name for p in cfg.karpenter.pools if p.is_gpu
@@ -534,7 +533,9 @@ def test_one_smoke_verdict_per_synthesized_smoke_job(dev: Any) -> None:
     ]
     assert smoke
     found = {
-        v.workload.split("/")[1] for v in verdicts(_cfg("dev")) if v.key == "validation.smokeTest"
+        v.workload.split("/")[1]
+        for v in verdicts_for(_cfg("dev"))
+        if v.key == "validation.smokeTest"
     }
     assert found == {r.inputs["metadata"]["name"] for r in smoke}
 
@@ -548,13 +549,13 @@ def test_gang_over_the_namespace_limits_is_refused() -> None:
     tight = cfg.model_copy(
         update={"teams": [small if t.name == team.name else t for t in cfg.teams]}
     )
-    verdict = training_verdict(tight, index, job)
+    verdict = verdict_for(tight, index, job)
     assert verdict is not None
     assert any(
         key == f"trainingJobs[{index}].nodes" and "Volcano queue capability" in why
         for key, _, why in verdict.problems
     ), verdict.problems
-    verdict = training_verdict(cfg, index, job)
+    verdict = verdict_for(cfg, index, job)
     assert verdict is not None and verdict.runnable
 
 
@@ -566,9 +567,9 @@ def test_nccl_test_without_any_gpu_source_is_reported_not_crashed() -> None:
     no_groups = cfg.node_groups.model_copy(update={"gpu": []})
     bare = cfg.model_copy(update={"karpenter": cpu_only, "node_groups": no_groups})
     assert bare.nccl_pool() is None
-    (nccl,) = [v for v in validation_verdicts(bare) if v.key == "validation.nccl"]
+    (nccl,) = [v for v in validation_for(bare) if v.key == "validation.nccl"]
     assert not nccl.runnable and nccl.problems[0][0] == "validation.ncclTest"
-    (nccl,) = [v for v in validation_verdicts(cfg) if v.key == "validation.nccl"]
+    (nccl,) = [v for v in validation_for(cfg) if v.key == "validation.nccl"]
     assert nccl.runnable
 
 
@@ -576,7 +577,7 @@ def test_nccl_verdict_says_one_zone_over_efa() -> None:
     def enable(values: dict[str, Any]) -> None:
         values["validation"]["enabled"] = True
 
-    (nccl,) = [v for v in verdicts(_cfg("prod", enable)) if v.key == "validation.nccl"]
+    (nccl,) = [v for v in verdicts_for(_cfg("prod", enable)) if v.key == "validation.nccl"]
     assert nccl.zone.startswith("one zone over EFA")
-    (dev,) = [v for v in verdicts(_cfg("dev")) if v.key == "validation.nccl"]
+    (dev,) = [v for v in verdicts_for(_cfg("dev")) if v.key == "validation.nccl"]
     assert dev.zone == "any zone (no EFA)"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
+from components.contract.platform_facts import contract_version
 from synth import __main__ as synth_cli
 from synth import output, policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
@@ -228,7 +229,7 @@ def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
     stale = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "version": 0}}
     with pytest.raises(ConfigError) as caught:
         run_job_stack("research-dev", platform=SynthResult(stack="dev", outputs=stale))
-    assert "version 2 (it has 0)" in caught.value.lines[0]
+    assert f"version {contract_version()} (it has 0)" in caught.value.lines[0]
 
 
 def _containers(value: Any) -> list[dict[str, Any]]:
@@ -356,18 +357,19 @@ def test_job_stack_report_points_at_the_platform_for_platform_sections(
 def test_a_job_stack_synth_judges_its_jobs_once(
     dev: SynthResult, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components.contract import platform_facts
+    from components import analysis
 
-    calls: list[int] = []
-    original = platform_facts.job_problems
+    calls: list[Any] = []
+    original = analysis.judge
 
-    def counted(cfg: Any) -> Any:
-        calls.append(1)
-        return original(cfg)
+    def counted(facts: Any) -> Any:
+        calls.append(original(facts))
+        return calls[-1]
 
-    monkeypatch.setattr(platform_facts, "job_problems", counted)
+    monkeypatch.setattr(analysis, "judge", counted)
     result = run_job_stack("research-dev", platform=dev)
-    # jobs/__main__.py judges them; the synth reads that very config back.
+    # jobs/__main__.py judges them once; the synth reads that very judgement and its facts.
     assert len(calls) == 1
-    assert result.config is platform_facts.judged()
+    assert result.judgement is calls[0]
+    assert result.config is result.facts.cfg
     assert [j.name for j in result.config.training_jobs] == ["ddp-lr-sweep", "fsdp-volcano"]

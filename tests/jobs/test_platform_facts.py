@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from components.analysis.capacity import gpu_capacity
-from components.config import parse
+from components.analysis.facts import build
+from components.config import StackConfig, parse
 from components.config.load import namespace_values
-from components.contract.platform_facts import FACTS_VERSION, platform_facts
+from components.contract.platform_facts import CONTRACT_REVISION, contract_version, platform_facts
 from synth.harness import SynthResult, load_stack_config, run_program
 from synth.jobs import run_job_stack
 from synth.mocks import ACCOUNT_ID
@@ -28,8 +29,8 @@ def _cfg(stack: str):  # type: ignore[no-untyped-def]
 @pytest.mark.parametrize("stack", ["dev", "prod"])
 def test_facts_carry_capacity_quotas_and_the_rebuildable_config(stack: str) -> None:
     cfg = _cfg(stack)
-    facts = platform_facts(cfg, account_id=ACCOUNT_ID, storage_class="efs-rwx")
-    assert facts["version"] == FACTS_VERSION
+    facts = platform_facts(build(cfg), account_id=ACCOUNT_ID, storage_class="efs-rwx")
+    assert facts["version"] == contract_version()
     json.dumps(facts)  # plain JSON: a stack output
     flat = {
         (gpu_class, capacity_type): flavor["gpus"]
@@ -50,7 +51,7 @@ def test_facts_carry_capacity_quotas_and_the_rebuildable_config(stack: str) -> N
 def test_the_platform_exports_the_facts(dev: SynthResult) -> None:
     exported = dev.outputs["jobPlatform"]
     expected = platform_facts(
-        _cfg("dev"),
+        build(_cfg("dev")),
         account_id=ACCOUNT_ID,
         storage_class="efs-rwx",
         trainer_image=dev.outputs["trainerImage"],
@@ -94,3 +95,21 @@ def test_a_secret_platform_key_makes_the_facts_secret(
     assert "jobPlatform" in platform.secret_outputs
     jobs = run_job_stack("research-dev", platform=platform)
     assert jobs.of_type("kubernetes:batch/v1:Job")
+
+
+def test_the_contract_version_follows_the_config_model() -> None:
+    """A job stack rebuilds the platform's StackConfig from `platformConfig`: any change to the
+    model (a key added, a default changed) must change the version, with no one to remember a
+    bump."""
+    from pydantic import Field
+
+    class Widened(StackConfig):
+        extra_key: int = Field(default=1, alias="extraKey")
+
+    class Redefaulted(StackConfig):
+        extra_key: int = Field(default=2, alias="extraKey")
+
+    same = contract_version()
+    assert same == contract_version(StackConfig)
+    assert same.startswith(f"{CONTRACT_REVISION}-")
+    assert len({same, contract_version(Widened), contract_version(Redefaulted)}) == 3

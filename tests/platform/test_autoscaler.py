@@ -15,7 +15,7 @@ import yaml
 
 from components import catalog
 from components.analysis import problems
-from components.analysis.nodes import node_sources, tolerates
+from components.analysis.nodes import tolerates
 from components.config import GpuNodeGroup, StackConfig
 from components.config.autoscaler import IMAGE_FOR_MINOR
 from components.config.load import namespace_values, parse
@@ -29,6 +29,7 @@ from components.training_jobs.plan import SAFE_TO_EVICT
 from synth.golden import with_policy
 from synth.harness import SynthResult, run_program
 from synth.report import report
+from tests.analysis.judged import sources_of
 from tests.conftest import SCHEMAS, node_group_overrides, stack_values, values_with_jobs
 from tests.helm_values import missing_keys
 
@@ -364,7 +365,7 @@ def test_a_pod_both_provisioners_could_serve_is_flagged_unless_kueue_picks_one(
 
 
 def test_autoscaled_group_sources_need_the_pod_to_fit_the_first_type() -> None:
-    sources = {s.name: s for s in node_sources(_cfg(stack_values("dev")))}
+    sources = {s.name: s for s in sources_of(_cfg(stack_values("dev")))}
     spot = sources["ng-l4-spot"]
     assert spot.scaler == "autoscaler" and spot.max_nodes == 2
     assert list(spot.allocatable) == ["g6.xlarge"]
@@ -379,7 +380,7 @@ def test_gpu_daemons_tolerate_every_taint_of_every_gpu_source(
     for result in (prod, dev):
         values = _release(result, "gpu-operator").inputs["values"]
         daemons = tuple(values["daemonsets"]["tolerations"])
-        for source in node_sources(result.config):
+        for source in sources_of(result.config):
             for taint in source.taints:
                 assert tolerates(taint, daemons), (source.name, taint)
     assert not tolerates(catalog.spot_taint(), (catalog.gpu_toleration(),))

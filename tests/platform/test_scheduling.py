@@ -13,6 +13,7 @@ from components import catalog
 from components import config as stack_config
 from components.analysis import volcano as volcano_analysis
 from components.analysis.capacity import gpu_capacity
+from components.analysis.facts import build
 from components.analysis.readiness import PodsReady
 from components.analysis.volcano import VALIDATION_QUEUE
 from components.platform.capacity.karpenter_builders import pool_labels
@@ -116,7 +117,7 @@ def test_every_flavor_kueue_counts_can_come_into_existence(
 
 
 def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> None:
-    prod = flavors(_config("prod"))
+    prod = flavors(build(_config("prod")))
     assert [(f.name, f.provisioner) for f in prod] == [
         ("h100-x8-reserved", "karpenter"),
         ("h100-x8-on-demand", "node-group"),
@@ -130,7 +131,7 @@ def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> N
         "h100-x8-on-demand",
         "l40s-x1-spot",
     ]
-    assert [f.name for f in flavors(_config("dev"))] == [
+    assert [f.name for f in flavors(build(_config("dev")))] == [
         "a10g-x1-spot",
         "a10g-x1-on-demand",
         "l4-x1-spot",
@@ -139,7 +140,7 @@ def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> N
 
 def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
     prod = _config("prod")
-    for flavor in flavors(prod):
+    for flavor in flavors(build(prod)):
         spec = resource_flavor_spec(flavor)
         spot_group = flavor.provisioner == "node-group" and flavor.capacity_type == "spot"
         assert spec["tolerations"] == [catalog.gpu_toleration()] + (
@@ -267,7 +268,9 @@ def test_stack_has_flavors_queues_priorities_and_the_training_operator(
     }
     # The team queues, and the NCCL test's own queue where validation runs one.
     assert set(volcano) - {VALIDATION_QUEUE} == teams
-    assert (VALIDATION_QUEUE in volcano) == bool(volcano_analysis.validation_guarantee(cfg))
+    assert (VALIDATION_QUEUE in volcano) == bool(
+        volcano_analysis.validation_guarantee(cfg, build(cfg).nccl_host)
+    )
     assert all(spec["weight"] >= 1 and spec["capability"] for spec in volcano.values())
     releases = {r.inputs["name"]: r.inputs for r in result.of_type(RELEASE)}
     assert releases["kueue"]["version"] == "0.19.2"

@@ -16,6 +16,7 @@ identities (Fulcio chains, SCTs) are not modelled.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from typing import Any
 
@@ -465,7 +466,8 @@ def test_dev_audits_an_unsigned_image_instead_of_denying(
 
 def _with_image(result: SynthResult, image: str) -> SynthResult:
     """`result` with its team Job's container image replaced (the report reads inputs)."""
-    changed = copy.deepcopy(result)
+    # The resources are copied, not the result: its plans hold Outputs, which do not copy.
+    changed = dataclasses.replace(result, resources=copy.deepcopy(result.resources))
     (job,) = [
         r
         for r in changed.of_type("kubernetes:batch/v1:Job")

@@ -13,6 +13,7 @@ import pytest
 from components import catalog
 from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
+from components.analysis.facts import build
 from components.platform.scheduling.scheduling import flavors
 from components.platform.tenancy.team_queues import cluster_queue_spec
 from components.platform.tenancy.teams import (
@@ -59,7 +60,7 @@ def _in_namespace(result: SynthResult, type_token: str, namespace: str) -> list[
 def test_cluster_queue_preempts_by_priority_reclaims_in_cohort_and_tries_spot_first() -> None:
     prod = _config("prod")
     research = next(t for t in prod.teams if t.name == "research")
-    spec = cluster_queue_spec(research, flavors(prod), "gpu-platform")
+    spec = cluster_queue_spec(research, flavors(build(prod)), "gpu-platform")
     assert spec["cohortName"] == "gpu-platform"
     assert spec["preemption"]["withinClusterQueue"] == "LowerPriority"
     assert spec["preemption"]["reclaimWithinCohort"] == "Any"

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from components import catalog
-from components.analysis.nodes import node_sources, tolerates
+from components.analysis.nodes import tolerates
 from components.config import ConfigError, ValidationConfig
 from components.platform.validation import validation
 from components.platform.validation import validation_scripts as scripts
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult, run_program
+from tests.analysis.judged import sources_of
 from tests.conftest import stack_values
 
 JOB = "kubernetes:batch/v1:Job"
@@ -54,7 +55,7 @@ def test_dev_nccl_job_fits_and_names_the_type_its_pods_land_on(dev: SynthResult)
     container = job.inputs["spec"]["template"]["spec"]["containers"][0]
     env = _env(container)
     named = env["INSTANCE_TYPE"]
-    (source,) = [s for s in node_sources(dev.config) if s.name == env["POOL"]]
+    (source,) = [s for s in sources_of(dev.config) if s.name == env["POOL"]]
     allocatable = source.allocatable[named]
     requests = container["resources"]["requests"]
     assert named == "g5.xlarge"
@@ -84,7 +85,7 @@ def test_smoke_pods_tolerate_every_taint_of_their_group_its_own_too() -> None:
     (smoke,) = [j for j in _jobs(result) if j.inputs["metadata"]["name"] == f"gpu-smoke-{name}"]
     tolerations = tuple(smoke.inputs["spec"]["template"]["spec"]["tolerations"])
     assert result.config is not None
-    (source,) = [s for s in node_sources(result.config) if s.name == name]
+    (source,) = [s for s in sources_of(result.config) if s.name == name]
     assert own in source.taints and catalog.spot_taint() in source.taints
     for taint in source.taints:
         assert tolerates(taint, tolerations), taint

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from components import catalog
 from components import config as stack_config
 from components.analysis import checkpoint as checkpointing
-from components.config import DeepSpeedSettings, StackConfig
+from components.config import DeepSpeedSettings, StackConfig, TrainingJobConfig
 from components.config.job_stack import job_namespace_values, parse_job_stack
 from components.training_jobs import manifests
 from components.training_jobs import plan as job_plan
@@ -28,6 +28,7 @@ from synth import __main__ as synth_cli
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config
 from synth.jobs import JOBS_ROOT, run_job_stack
 from synth.report import training_job_rows
+from tests.analysis.judged import facts_of
 from tests.conftest import stack_values
 
 JOB = "kubernetes:batch/v1:Job"
@@ -60,7 +61,12 @@ def _plan(stack: str, name: str) -> job_plan.JobPlan:
     else:
         cfg = _parse(stack)
     job = next(j for j in cfg.training_jobs if j.name == name)
-    return job_plan.plan_job(cfg, job, "123456789012", image=TRAINER)
+    return _plan_of(cfg, job, "123456789012")
+
+
+def _plan_of(cfg: StackConfig, job: TrainingJobConfig, account_id: str) -> job_plan.JobPlan:
+    """`job`'s plan on `cfg` (the config's own job or a variant), from its facts."""
+    return job_plan.plan_job(cfg, facts_of(cfg, job), account_id, image=TRAINER)
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +201,7 @@ def test_tolerations_and_affinity_match_the_pools(dev: SynthResult, token: str, 
 
 def test_either_capacity_allows_both_types_and_prefers_spot() -> None:
     plan = _plan("dev", "ddp-trainjob")
-    affinity = manifests.node_affinity(plan)
+    affinity = plan.facts.placement.pod_affinity()["nodeAffinity"]
     expressions = affinity["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][
         0
     ]["matchExpressions"]
@@ -304,7 +310,7 @@ def test_checkpoint_interval_defaults_to_young_daly_and_is_overridable() -> None
         update={"checkpoint": plan.job.checkpoint.model_copy(update={"interval_seconds": 900})}
     )
     cfg = _parse("dev")
-    assert job_plan.plan_job(cfg, job, "123456789012", image=TRAINER).interval_s == 900
+    assert _plan_of(cfg, job, "123456789012").interval_s == 900
 
 
 def test_run_metadata_on_pods_and_env(dev: SynthResult) -> None:
@@ -323,9 +329,9 @@ def test_config_hash_is_deterministic_and_semantic() -> None:
     assert plan.config_hash == again.config_hash
     cfg = _parse("dev")
     moved = plan.job.model_copy(update={"capacity": "on-demand", "priority": "research"})
-    assert job_plan.plan_job(cfg, moved, "1", image=TRAINER).config_hash == plan.config_hash
+    assert _plan_of(cfg, moved, "1").config_hash == plan.config_hash
     changed = plan.job.model_copy(update={"hyperparameters": {"max-steps": 10}})
-    assert job_plan.plan_job(cfg, changed, "1", image=TRAINER).config_hash != plan.config_hash
+    assert _plan_of(cfg, changed, "1").config_hash != plan.config_hash
 
 
 def test_prod_job_is_pinned_uses_efa_in_one_zone(pretrain_prod: SynthResult) -> None:
@@ -347,18 +353,15 @@ def test_job_zone_and_efa_keys_reach_the_pod_template() -> None:
     plan = _plan("pretrain-prod", "pretrain-7b")
     fewer = plan.job.model_copy(update={"efa_devices": 8})
     base = _parse("prod").model_copy(update={"training_jobs": [fewer]})
-    spec = manifests.pod_spec(job_plan.plan_job(base, fewer, "1", image=TRAINER))
+    spec = manifests.pod_spec(_plan_of(base, fewer, "1"))
     limits = spec["containers"][0]["resources"]["limits"]
     assert limits[job_plan.EFA_RESOURCE] == "8"
     # A TCP gang asked to stay in one zone gets the same podAffinity term EFA jobs get.
     dev = _parse("dev")
     smoke = next(j for j in dev.training_jobs if j.name == "ddp-smoke")
-    assert (
-        "podAffinity"
-        not in manifests.pod_spec(job_plan.plan_job(dev, smoke, "1", image=TRAINER))["affinity"]
-    )
+    assert "podAffinity" not in manifests.pod_spec(_plan_of(dev, smoke, "1"))["affinity"]
     single = smoke.model_copy(update={"zones": "single"})
-    affinity = manifests.pod_spec(job_plan.plan_job(dev, single, "1", image=TRAINER))["affinity"]
+    affinity = manifests.pod_spec(_plan_of(dev, single, "1"))["affinity"]
     term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
     assert term["topologyKey"] == "topology.kubernetes.io/zone"
     assert term["labelSelector"]["matchLabels"] == {

@@ -25,9 +25,9 @@ import yaml
 
 from components import catalog
 from components.analysis import volcano
-from components.analysis.facts import stack_facts
+from components.analysis.facts import StackFacts
 from components.analysis.readiness import PodsReady
-from components.config import SchedulingConfig, StackConfig
+from components.config import SchedulingConfig
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
@@ -149,12 +149,11 @@ class Flavor:
         return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
 
 
-def flavors(cfg: StackConfig) -> list[Flavor]:
+def flavors(facts: StackFacts) -> list[Flavor]:
     """Every flavor the pools provide; within a GPU class reserved first (paid for whether used
     or not), then spot, then on-demand (catalog.CAPACITY_ORDER): the order a ClusterQueue tries
     them in."""
     order = catalog.CAPACITY_ORDER
-    facts = stack_facts(cfg)
     return [
         Flavor(
             gpu_class,
@@ -332,8 +331,10 @@ def priority_class_spec(name: str, value: int, policy: str, description: str) ->
 class SchedulingArgs:
     """Inputs of the Scheduling component."""
 
-    #: The whole stack config: flavors come from the GPU pools, the rest from `scheduling`.
-    config: StackConfig
+    #: The `scheduling` slice of the config.
+    config: SchedulingConfig
+    #: The flavors the GPU pools provide, in the ClusterQueues' order (`flavors`).
+    flavors: list[Flavor]
     #: The explicit provider of the cluster (default providers are disabled).
     k8s_provider: k8s.Provider
     #: Controllers wait for the system nodes they are pinned to.
@@ -349,17 +350,19 @@ class SchedulingArgs:
     @classmethod
     def of(
         cls,
-        cfg: StackConfig,
+        facts: StackFacts,
         cluster: ClusterHandles,
         kueue_after: tuple[pulumi.Resource, ...] = (),
     ) -> SchedulingArgs:
-        """The stack config (flavors come from every pool) and the cluster."""
+        """The scheduling config, the flavors and readiness timeouts of the facts, the
+        cluster."""
         return cls(
-            config=cfg,
+            config=facts.cfg.scheduling,
+            flavors=flavors(facts),
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             kueue_after=kueue_after,
-            pods_ready=stack_facts(cfg).pods_ready,
+            pods_ready=facts.pods_ready,
         )
 
 
@@ -389,9 +392,9 @@ class Scheduling(pulumi.ComponentResource):
         self, name: str, args: SchedulingArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:scheduling:Scheduling", name, None, opts)
-        config = args.config.scheduling
+        config = args.config
         k8s_opts = child_options(self, provider=args.k8s_provider)
-        self.flavors = flavors(args.config)
+        self.flavors = args.flavors
         self.cohort = config.cohort
 
         priority_classes = [
@@ -483,7 +486,7 @@ class Scheduling(pulumi.ComponentResource):
     def _kueue_objects(self, name: str, args: SchedulingArgs) -> None:
         """The cluster-wide Kueue objects, once its webhooks answer: a ResourceFlavor per GPU
         class and capacity type, the cohort, the WorkloadPriorityClasses."""
-        config = args.config.scheduling
+        config = args.config
         kueue_objects = child_options(self, provider=args.k8s_provider, depends_on=[self.kueue])
         for flavor in self.flavors:
             k8s.apiextensions.CustomResource(

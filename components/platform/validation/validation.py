@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components import catalog
 from components.analysis import placement, pod_security, volcano
-from components.analysis.facts import stack_facts
+from components.analysis.facts import StackFacts
 from components.analysis.nccl import NcclHost
 from components.analysis.nodes import managed_gpu_taints
 from components.config import GpuNodeGroup, KarpenterPool, ValidationConfig
@@ -34,7 +34,7 @@ from components.platform.validation.validation_scripts import (
 from components.resource_options import child_options, owned_namespace
 
 if TYPE_CHECKING:
-    from components.config import StackConfig
+    pass
 
 
 NCCL_PORT: Final = 29400
@@ -477,25 +477,27 @@ class ValidationArgs:
     @classmethod
     def of(
         cls,
-        cfg: StackConfig,
+        facts: StackFacts,
         cluster: ClusterHandles,
         gpu_operator: pulumi.Resource,
         monitoring_release: pulumi.Resource | None = None,
         schedulers: tuple[pulumi.Resource, ...] = (),
     ) -> ValidationArgs:
-        """The validation config and every GPU pool: managed groups and Karpenter pools."""
+        """The validation config and every GPU pool: managed groups and Karpenter pools; the
+        NCCL test's host from the facts."""
+        cfg = facts.cfg
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
             cfg.karpenter.pools
         )
         return cls(
             config=cfg.validation,
             pools=pools,
-            nccl_pool=nccl_pool(pools, stack_facts(cfg).nccl_host),
+            nccl_pool=nccl_pool(pools, facts.nccl_host),
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu_operator,
             monitoring_release=monitoring_release,
             schedulers=schedulers,
-            queue_guarantee=volcano.validation_guarantee(cfg),
+            queue_guarantee=volcano.validation_guarantee(cfg, facts.nccl_host),
         )
 
 
