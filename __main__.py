@@ -48,12 +48,12 @@ gpu_labels = time_slicing_node_labels(cfg.gpu_operator)
 logs = Logging("logging", LoggingArgs.of(cfg, account, tags))  # log groups before the cluster
 log_group = logs.control_plane_log_group
 cluster_args = ClusterArgs.of(
-    cfg, network.handles, account, tags, gpu_labels, control_plane_log_group=log_group
+    facts, network.handles, account, tags, gpu_labels, control_plane_log_group=log_group
 )
 cluster = Cluster("cluster", cluster_args)
 eks = cluster.handles  # what every other component gets of the cluster: values, not the component
 logs.install(cluster.name)
-karpenter = Karpenter("karpenter", KarpenterArgs.of(cfg, eks, account, tags))
+karpenter = Karpenter("karpenter", KarpenterArgs.of(facts, eks, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, eks, karpenter.node_role, account, tags))
 # The reference trainer as the registry holds it: built, pushed and signed by this deploy (or a
 # published tag resolved); every job and runtime without an image of its own runs its digest.

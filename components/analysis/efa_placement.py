@@ -143,13 +143,6 @@ def check_node_group_zones(cfg: StackConfig) -> list[Problem]:
     ]
 
 
-def needed(cfg: StackConfig) -> bool:
-    """Something launches into the group, so the stack creates it."""
-    return any(pool_in_group(cfg, p) for p in cfg.karpenter.pools) or any(
-        node_group_in_group(cfg, g) for g in cfg.node_groups.gpu
-    )
-
-
 def describe(cfg: StackConfig, in_group: bool, *, capacity_type: str) -> str:
     """One report phrase for a source's placement."""
     pg = cfg.network.efa_placement_group

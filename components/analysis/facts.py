@@ -121,6 +121,12 @@ class StackFacts:
     #: One per `trainingJobs` entry, in config order.
     jobs: tuple[JobFacts, ...]
 
+    @property
+    def placement_group_needed(self) -> bool:
+        """Some GPU source launches into the EFA cluster placement group, so the stack creates
+        it (read from the memberships efa_placement.memberships computed)."""
+        return any(m.placement_group for m in (*self.node_groups.values(), *self.pools.values()))
+
 
 def job_facts(
     cfg: StackConfig,

@@ -7,6 +7,7 @@ import copy
 from typing import Any
 
 from components.analysis import efa_placement
+from components.analysis.facts import build
 from components.config import KarpenterPool
 from components.platform.capacity import karpenter_builders as kpb
 from synth.harness import SynthResult, run_program
@@ -157,10 +158,12 @@ def test_the_rule_names_the_pools_in_the_group() -> None:
     cfg = parse(
         namespace_values({k: v if isinstance(v, str) else _json(v) for k, v in raw.items()})
     )
-    assert efa_placement.needed(cfg)
+    facts = build(cfg)
+    assert facts.placement_group_needed
     assert [p.name for p in cfg.karpenter.pools if efa_placement.pool_in_group(cfg, p)] == [
         "kp-h100-od"
     ]
+    assert [name for name, m in facts.pools.items() if m.placement_group] == ["kp-h100-od"]
     assert not efa_placement.reserved_in_group(cfg)
 
 

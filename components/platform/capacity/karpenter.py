@@ -23,7 +23,6 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import efa_placement
 from components.config import KarpenterConfig, KarpenterPool
 from components.platform.capacity.karpenter_builders import (
     CONTROLLER_CHART,
@@ -51,7 +50,7 @@ from components.platform.cluster.iam import AwsAccount
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
-    from components.config import StackConfig
+    from components.analysis.facts import StackFacts
 
 
 # --- the component ------------------------------------------------------------------------------
@@ -71,18 +70,20 @@ class KarpenterArgs:
     cluster: ClusterHandles
     #: Cost-allocation tags for every taggable resource.
     tags: dict[str, str]
-    #: Pools that launch into the EFA cluster placement group (efa_placement.pool_in_group).
+    #: Pools that launch into the EFA cluster placement group (StackFacts.pools).
     placement_pools: frozenset[str] = frozenset()
 
     @classmethod
     def of(
         cls,
-        cfg: StackConfig,
+        facts: StackFacts,
         cluster: ClusterHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
     ) -> KarpenterArgs:
-        """This component's slice of the stack config and the cluster it scales."""
+        """This component's slice of the stack config, the pools' placement-group membership as
+        the facts hold it (the analysis reads the same), and the cluster it scales."""
+        cfg = facts.cfg
         return cls(
             aws_account=aws_account,
             config=cfg.karpenter,
@@ -90,7 +91,7 @@ class KarpenterArgs:
             cluster=cluster,
             tags=tags,
             placement_pools=frozenset(
-                p.name for p in cfg.karpenter.pools if efa_placement.pool_in_group(cfg, p)
+                name for name, member in facts.pools.items() if member.placement_group
             ),
         )
 

@@ -38,7 +38,7 @@ from components.platform.cluster.node_group_builders import (
 from components.resource_options import child_options
 
 if TYPE_CHECKING:
-    from components.config import StackConfig
+    from components.analysis.facts import StackFacts
 
 
 CLUSTER_ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
@@ -70,7 +70,7 @@ class ClusterArgs:
     #: changes.
     autoscaled_groups: frozenset[str] = frozenset()
     #: The one private-subnet index of each GPU group confined to a zone (a reservation's, the
-    #: placement group's or its own `zoneIndex`: efa_placement.node_group_zone_index).
+    #: placement group's or its own `zoneIndex`: StackFacts.node_groups).
     group_zone_index: Mapping[str, int] = field(default_factory=dict)
     #: `/aws/eks/<name>/cluster`, created first (Logging) so that EKS writes control-plane logs
     #: into an encrypted, expiring group instead of creating its own.
@@ -79,7 +79,7 @@ class ClusterArgs:
     @classmethod
     def of(
         cls,
-        cfg: StackConfig,
+        facts: StackFacts,
         network: NetworkHandles,
         aws_account: AwsAccount,
         tags: dict[str, str],
@@ -87,7 +87,9 @@ class ClusterArgs:
         *,
         control_plane_log_group: aws.cloudwatch.LogGroup | None = None,
     ) -> ClusterArgs:
-        """This component's slice of the stack config and the network it runs in."""
+        """This component's slice of the stack config, the GPU groups' placement-group and zone
+        membership as the facts hold it (the analysis reads the same), and the network."""
+        cfg = facts.cfg
         return cls(
             aws_account=aws_account,
             config=cfg.cluster,
@@ -98,18 +100,18 @@ class ClusterArgs:
             tags=tags,
             extra_gpu_labels=extra_gpu_labels,
             placement_group_name=(
-                efa_placement.group_name(cfg) if efa_placement.needed(cfg) else None
+                efa_placement.group_name(cfg) if facts.placement_group_needed else None
             ),
             placement_zone_index=cfg.network.efa_placement_group.zone_index,
             placement_node_groups=frozenset(
-                g.name for g in cfg.node_groups.gpu if efa_placement.node_group_in_group(cfg, g)
+                name for name, member in facts.node_groups.items() if member.placement_group
             ),
             control_plane_log_group=control_plane_log_group,
             autoscaled_groups=frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g)),
             group_zone_index={
-                g.name: zone
-                for g in cfg.node_groups.gpu
-                if (zone := efa_placement.node_group_zone_index(cfg, g)) is not None
+                name: member.zone_index
+                for name, member in facts.node_groups.items()
+                if member.zone_index is not None
             },
         )
 
