@@ -15,19 +15,28 @@ def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int
     """GPUs each (GPU class, capacity type) flavor can provide at most: the one capacity figure
     Kueue quotas are checked against (Kueue itself is capacity-blind). Managed GPU node groups
     count the nodes they can hold (`StackConfig.group_max_nodes`: maxSize when the
-    cluster-autoscaler resizes them, else desiredSize) x GPUs per node; Karpenter GPU NodePools
-    count their `limits.gpus`, reserved pools at most what their reservations hold (the config
-    model refuses more)."""
+    cluster-autoscaler resizes them, else desiredSize) x GPUs per node. Karpenter GPU NodePools
+    count the whole nodes their `limits.gpus` admits: Karpenter launches no instance type whose
+    capacity would exceed what is left of a NodePool's limits (kubernetes-sigs/karpenter
+    v1.x pkg/controllers/provisioning/scheduling, `filterByRemainingResources`), so a 12-GPU
+    limit over 8-GPU nodes brings one node, 8 GPUs — the nodes.py `max_nodes` figure. Reserved
+    pools count at most what the reservations of their types hold, once per flavor: two reserved
+    pools of one class draw on the same reservations."""
     capacity: dict[tuple[str, catalog.CapacityType], int] = {}
     for group in cfg.node_groups.gpu:
         key: tuple[str, catalog.CapacityType] = (group.gpu_class, group.flavor_capacity_type)
         capacity[key] = capacity.get(key, 0) + cfg.group_max_nodes(group) * group.gpus_per_node
+    reserved_types: dict[tuple[str, catalog.CapacityType], set[str]] = {}
     for pool in _gpu_pools(cfg):
-        gpus = pool.limits.gpus or 0
+        per_node = max(1, pool.gpus_per_node)
+        gpus = (pool.limits.gpus or 0) // per_node * per_node
+        key = (pool.resolved_gpu_class, pool.capacity_type)
         if pool.capacity_type == "reserved":
             gpus = min(gpus, cfg.karpenter.reserved_gpus(pool.resolved_instance_types))
-        key = (pool.resolved_gpu_class, pool.capacity_type)
+            reserved_types.setdefault(key, set()).update(pool.resolved_instance_types)
         capacity[key] = capacity.get(key, 0) + gpus
+    for key, types in reserved_types.items():
+        capacity[key] = min(capacity[key], cfg.karpenter.reserved_gpus(sorted(types)))
     return capacity
 
 

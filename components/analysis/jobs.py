@@ -159,15 +159,16 @@ def _efa_problems(jf: JobFacts) -> list[Problem]:
             )
         )
         return out
-    most = max(counts.values())
-    if job.efa_devices is not None and most and job.efa_devices > most:
+    fewest = min(counts.values())
+    if job.efa_devices is not None and fewest and job.efa_devices > fewest:
         # The device plugin advertises exactly the interfaces the node has
-        # (aws-efa-k8s-device-plugin): a larger request stays Pending on every node.
+        # (aws-efa-k8s-device-plugin): a larger request stays Pending on every node of a type
+        # with fewer, and Kueue may admit the gang onto any flavor of the job's types.
         out.append(
             Problem(
                 f"{key}.efaDevices",
                 job.efa_devices,
-                f"at most {most} (the EFA devices of "
+                f"at most {fewest} (the EFA devices of "
                 + ", ".join(f"{t}: {n}" for t, n in sorted(counts.items()))
                 + "); or leave it out for all of them",
             )

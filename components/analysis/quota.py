@@ -7,12 +7,13 @@ the facts itself."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from components import catalog
 from components.analysis.nodes import NodeSource
 from components.analysis.resources import JobResources
-from components.config import Problem, StackConfig, TeamConfig, TrainingJobConfig
+from components.config import FlavorQuota, Problem, StackConfig, TeamConfig, TrainingJobConfig
 
 #: GPUs per flavor (GPU class, capacity type) the pools provide (capacity.gpu_capacity).
 Capacity = Mapping[tuple[str, catalog.CapacityType], int]
@@ -115,22 +116,11 @@ def job_quota_problems(
                 f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}"
             )
             continue
-        pool = capacity.get((job.gpu_class, capacity_type), 0)
-        gpu_cap = (
-            entry.gpus + entry.borrowing_limit_gpus
-            if entry.borrowing_limit_gpus is not None
-            else max(pool, entry.gpus)
+        text, fit = _entry_fit(
+            entry, capacity.get((job.gpu_class, capacity_type), 0), job, requests
         )
-        scale = gpu_cap / entry.gpus if entry.gpus else 0.0
-        cpu_cap, mem_cap = entry.cpu * scale, entry.memory_gib * scale
-        quota_text.append(
-            f"{entry.flavor}: {gpu_cap} GPUs, {cpu_cap:g} CPU, {mem_cap:g} GiB with borrowing"
-        )
-        if (
-            gpus <= gpu_cap
-            and requests.cpu * job.nodes <= cpu_cap
-            and requests.memory_gib * job.nodes <= mem_cap
-        ):
+        quota_text.append(text)
+        if fit:
             fits.append(entry.flavor)
     if not fits:
         problems.append(
@@ -152,6 +142,35 @@ def job_quota_problems(
             )
         )
     return problems
+
+
+def _entry_fit(
+    entry: FlavorQuota, pool: int, job: TrainingJobConfig, requests: JobResources
+) -> tuple[str, bool]:
+    """One quota entry's reach with borrowing (GPUs, CPU, memory) as the report words it, and
+    whether the whole job fits it; `pool`: the flavor's capacity (unbounded borrowing reaches
+    at most that)."""
+    gpu_cap = (
+        entry.gpus + entry.borrowing_limit_gpus
+        if entry.borrowing_limit_gpus is not None
+        else max(pool, entry.gpus)
+    )
+    if entry.gpus:
+        scale = gpu_cap / entry.gpus
+        cpu_cap, mem_cap = entry.cpu * scale, entry.memory_gib * scale
+        bounds = f"{cpu_cap:g} CPU, {mem_cap:g} GiB"
+    else:
+        # A borrow-only entry (no nominal GPUs): its ClusterQueue sets no CPU/memory borrowing
+        # limit (team_queues._scaled has no GPU share to scale by), so the GPUs it may borrow
+        # are its only bound.
+        cpu_cap = mem_cap = math.inf
+        bounds = "CPU and memory unbounded"
+    fits = (
+        job.world_size <= gpu_cap
+        and requests.cpu * job.nodes <= cpu_cap
+        and requests.memory_gib * job.nodes <= mem_cap
+    )
+    return f"{entry.flavor}: {gpu_cap} GPUs, {bounds} with borrowing", fits
 
 
 def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[NodeSource]:

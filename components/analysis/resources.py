@@ -46,22 +46,27 @@ def job_resources(cfg: StackConfig, job: TrainingJobConfig) -> JobResources:
 
 
 def resources_on(job: TrainingJobConfig, instance_types: Sequence[str]) -> JobResources:
-    """One pod of `job` sized for the smallest of the types its pools launch
-    (`instance_types`; with none, the types of its GPU class)."""
+    """One pod of `job` sized to fit every type its pools launch (`instance_types`; with none,
+    the types of its GPU class): Kueue may admit the gang onto any of its flavors and a managed
+    group launches any of its types, so each default is the least the types offer — CPU and
+    memory of the smallest type, and the fewest EFA devices among them (p5e.48xlarge and
+    p5en.48xlarge tie on vCPU and memory but have 32 and 16 EFA interfaces; a pod asking for 32
+    never binds on a p5en node)."""
     types = instance_types or gpu_class_instance_types(job.gpu_class)
     if not types:
         return JobResources("", job.cpu or 1.0, job.memory_gib or 1, job.shm_gib or 1, 0)
     name = smallest_instance_type(types)
-    row = catalog.instance(name)
-    memory = job.memory_gib or default_memory_gib(row.memory_gib)
+    rows = [catalog.instance(t) for t in types]
+    memory = job.memory_gib or default_memory_gib(min(r.memory_gib for r in rows))
     # /dev/shm is charged to the pod's memory: a quarter of it (NCCL and data loaders).
     shm = job.shm_gib or max(1, min(64, memory // 4))
+    efa = min(r.efa_devices for r in rows)
     return JobResources(
         instance_type=name,
-        cpu=job.cpu or default_cpu(row.vcpu),
+        cpu=job.cpu or default_cpu(min(r.vcpu for r in rows)),
         memory_gib=memory,
         shm_gib=shm,
-        efa_devices=(job.efa_devices or row.efa_devices) if efa_on(job, row.efa_devices) else 0,
+        efa_devices=(job.efa_devices or efa) if efa_on(job, efa) else 0,
     )
 
 

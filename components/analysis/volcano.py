@@ -83,8 +83,11 @@ def scheduler_actions(enqueue: bool) -> str:
 
 
 def efa_per_gpu(gpu_class: str) -> float:
-    """EFA devices per GPU a job of the class requests by default: those of the class's
-    smallest type (analysis/resources.py picks the same type for a job's pods)."""
+    """EFA devices per GPU the queue guarantee budgets for the class: those of the class's
+    smallest type, what a job over every type of the class requests by default or more (for
+    h200-x8, p5e's 32 over p5en's 16; resources.resources_on gives a pod the fewest of its
+    own types). A job confined to larger types may ask for more: its Volcano verdict
+    (`admission`) judges its PodGroup against this guarantee."""
     types = gpu_class_instance_types(gpu_class)
     if not types:
         return 0.0

@@ -5,8 +5,9 @@ Capacity Block) and Karpenter NodePools (on-demand, spot, reserved with their re
 catalog GPU classes, each config validated by the real model (`components.config.parse`). The
 expected figures come from simpler, independent facts — a group reaches `maxSize` nodes, a pool
 launches at most `limits.gpus`, the catalog's GPU count per type, Kueue's nominal + borrowing
-limit — never from the analysis under test. Known defects are pinned as strict xfails, each a
-minimal reproduction.
+limit — never from the analysis under test. Each defect they found (a pool limit short of a whole
+node, two reserved pools sharing reservations, a borrow-only quota entry, an EFA request one of a
+job's types cannot offer) is fixed, its minimal reproduction kept as a test.
 
 Why this module is long: the generator of valid stacks (every model rule on GPU groups, pools,
 reservations and teams) is what the capacity, quota and fit properties share; in one module
@@ -23,19 +24,26 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from components import catalog
 from components import config as stack_config
 from components.analysis.capacity import flavor_provisioners, gpu_capacity, job_instance_types
+from components.analysis.efa_placement import memberships
 from components.analysis.fit import fit_sources
-from components.analysis.nodes import Allocatable, NodeSource, node_sources
+from components.analysis.nodes import Allocatable, NodeSource
+from components.analysis.nodes import node_sources as _node_sources
 from components.analysis.placement import Placement, job_placement
 from components.analysis.quota import check_teams, job_quota_problems, unreachable_sources
 from components.analysis.resources import JobResources, pod_requests, resources_on
 from tests.conftest import stack_values
+
+
+def node_sources(cfg: stack_config.StackConfig) -> list[NodeSource]:
+    """The config's node sources, placed by its memberships (what facts.build computes)."""
+    return _node_sources(cfg, *memberships(cfg))
+
 
 Flavor = tuple[str, str]
 CAPACITY_TYPES = ("reserved", "spot", "on-demand")
@@ -122,7 +130,8 @@ class SourceSpec:
     capacity_type: str
     #: The instance types it may launch (a pool without `instanceTypes`: its class's types).
     types: tuple[str, ...]
-    #: Most GPUs: maxSize x the catalog's GPUs per node (groups), `limits.gpus` (pools).
+    #: Most GPUs: maxSize x the catalog's GPUs per node (groups), the whole nodes'
+    #: GPUs within `limits.gpus` (pools).
     gpus: int
     #: Carries OWN_TAINT.
     tainted: bool = False
@@ -251,7 +260,9 @@ def _pool(
     else:
         limit = draw(_ints(1, 64))
     pool["limits"] = {"gpus": limit}
-    spec = SourceSpec(pool["name"], "karpenter", gpu_class, capacity, tuple(types), limit)
+    # Karpenter launches no node past the limit: the pool brings the whole nodes it admits.
+    carried = limit // per_node * per_node
+    spec = SourceSpec(pool["name"], "karpenter", gpu_class, capacity, tuple(types), carried)
     return pool, spec, reservation
 
 
@@ -346,7 +357,8 @@ MANY = settings(max_examples=150, deadline=None)
 @given(platforms())
 def test_flavor_capacity_sums_group_max_nodes_times_gpus_and_pool_limits(found: Platform) -> None:
     """A flavor's GPUs are the sum over its sources of maxSize x the catalog's GPUs per node
-    (managed groups) and `limits.gpus` (pools), and every flavor with a source has an entry.
+    (managed groups) and the whole nodes' GPUs within `limits.gpus` (pools), and every flavor
+    with a source has an entry.
     This figure is what Kueue quotas are checked against: a source left out admits less than
     the cluster holds, one counted twice admits jobs no node can run."""
     cfg = found.config()
@@ -380,13 +392,6 @@ def test_flavor_capacity_is_what_its_node_sources_nodes_carry(found: Platform) -
     assert gpu_capacity(cfg) == dict(carried)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capacity.gpu_capacity counts a pool's limits.gpus (12) while Karpenter launches no "
-    "instance type that would exceed the remaining limit, so a pool of 8-GPU nodes with "
-    "limits.gpus 12 brings one node, 8 GPUs (nodes.node_sources: max_nodes 12 // 8 = 1): the "
-    "flavor's capacity is over-reported and team quotas up to 12 pass the capacity check",
-)
 def test_capacity_of_a_pool_whose_limit_is_not_whole_nodes_is_what_its_nodes_carry() -> None:
     values = copy.deepcopy(PROD)
     values["gpu-platform:karpenter"]["pools"][0]["limits"] = {"gpus": 12}  # kp-h100-reserved
@@ -420,13 +425,6 @@ def test_reserved_capacity_never_exceeds_what_the_reservations_hold(found: Platf
         assert gpus <= held + groups
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capacity.gpu_capacity caps each reserved pool at the GPUs the reservations of its "
-    "types hold, but adds the pools up: two reserved pools of one class share the same "
-    "reservations (one reserved EC2NodeClass), so the flavor counts the reserved GPUs twice "
-    "(32 for prod's 2 x p5.48xlarge ODCR) and team quotas of 32 reserved GPUs pass the check",
-)
 def test_two_reserved_pools_of_one_class_do_not_count_the_reservation_twice() -> None:
     values = copy.deepcopy(PROD)
     second = {
@@ -478,8 +476,8 @@ def test_adding_a_node_group_never_lowers_any_flavors_capacity(
 def test_raising_a_pool_limit_never_lowers_any_flavors_capacity(
     found: Platform, data: st.DataObject
 ) -> None:
-    """Raising a Karpenter pool's `limits.gpus` (a reserved pool's together with its
-    reservation's count) raises its flavor by exactly the increase and lowers no flavor: a
+    """Raising a Karpenter pool's `limits.gpus` by whole nodes (a reserved pool's together with
+    its reservation's count) raises its flavor by exactly the increase and lowers no flavor: a
     pool's budget is what the quota check counts, and more budget never refuses a quota."""
     values = copy.deepcopy(found.values)
     karpenter = values["gpu-platform:karpenter"]
@@ -487,7 +485,8 @@ def test_raising_a_pool_limit_never_lowers_any_flavors_capacity(
     if not gpu_pools:
         return
     pool = data.draw(st.sampled_from(gpu_pools))
-    more = data.draw(st.integers(1, 32))
+    # Whole nodes: a pool brings the whole nodes its limit admits, whatever it was before.
+    more = data.draw(st.integers(1, 4)) * GPUS_PER_NODE[pool["gpuClass"]]
     before = gpu_capacity(_config(values))
     flavor = (pool["gpuClass"], pool["capacityType"])
     if pool["capacityType"] == "reserved":
@@ -781,13 +780,6 @@ def test_raising_a_quota_or_the_pools_never_adds_a_problem(
     assert after <= before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="quota.job_quota_problems scales the entry's CPU and memory by gpu_cap / gpus, 0 "
-    "when the nominal GPU quota is 0: a borrow-only entry (gpus 0, borrowingLimitGpus 4, cpu "
-    "8) is read as 4 GPUs, 0 CPU, 0 GiB, so a 1-GPU, 1-CPU job 'fits no quota' although the "
-    "ClusterQueue holds 8 CPU nominal (team_queues leaves CPU/memory borrowing unbounded)",
-)
 def test_a_borrow_only_quota_admits_a_job_within_its_borrowing_limit() -> None:
     quota = [_entry(("l4-x1", "on-demand"), 0, cpu=8, memoryGib=32, borrowingLimitGpus=4)]
     team = stack_config.TeamConfig.model_validate(_team(0, quota, 4))
@@ -965,12 +957,6 @@ def test_a_jobs_candidates_are_the_untainted_sources_of_its_class_and_capacity_t
     assert {s.name for s in fit.candidates} == expected
 
 
-def _mixed_h200_efa(found: Platform, job: stack_config.TrainingJobConfig) -> bool:
-    """p5e (32 EFA) and p5en (16 EFA) among the job's types: see the xfail below."""
-    types = {t for s in found.specs if s.gpu_class == job.gpu_class for t in s.types}
-    return {"p5e.48xlarge", "p5en.48xlarge"} <= types
-
-
 @FAST
 @given(platform_jobs())
 def test_a_jobs_default_pod_fits_every_candidate_source(
@@ -980,8 +966,6 @@ def test_a_jobs_default_pod_fits_every_candidate_source(
     group and pool its placement admits: Kueue may admit it onto any of its flavors, and a
     flavor whose nodes cannot hold the pod leaves the gang pending after admission."""
     found, job = case
-    if _mixed_h200_efa(found, job):
-        return
     cfg = found.config()
     pod = resources_on(job, job_instance_types(cfg, job))
     fit = fit_sources(
@@ -990,13 +974,6 @@ def test_a_jobs_default_pod_fits_every_candidate_source(
     assert fit.fitting == fit.candidates, fit.misses
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="capacity.smallest_instance_type breaks the vCPU/memory tie of p5e.48xlarge and "
-    "p5en.48xlarge by name, and resources_on takes the pod's EFA devices from it: a "
-    "multi-node h200-x8 job over a reserved p5e pool and an on-demand p5en group requests 32 "
-    "EFA devices, which the p5en nodes (16) never offer — its on-demand fallback never runs",
-)
 def test_an_h200_jobs_pod_fits_its_p5en_fallback_group() -> None:
     groups = [
         {
@@ -1026,3 +1003,30 @@ def test_an_h200_jobs_pod_fits_its_p5en_fallback_group() -> None:
     )
     assert {s.name for s in fit.candidates} == {"ng-h200-od", "kp-h200-reserved"}
     assert fit.fitting == fit.candidates, fit.misses
+
+
+def test_an_explicit_efa_request_one_of_the_jobs_types_cannot_offer_is_refused() -> None:
+    """The same two types: `efaDevices: 32` binds on p5e nodes only, and Kueue may admit the
+    gang onto the p5en flavor, where it would stay Pending — refused, naming the fewest."""
+    from types import SimpleNamespace
+
+    from components.analysis.jobs import _efa_problems
+
+    types = ["p5e.48xlarge", "p5en.48xlarge"]
+    job = _job("h200-x8", "either", 2).model_copy(update={"efa_devices": 32})
+    found = _efa_problems(
+        SimpleNamespace(  # type: ignore[arg-type]
+            job=job, key="trainingJobs[0]", instance_types=types, resources=resources_on(job, types)
+        )
+    )
+    assert [(p.key, p.value) for p in found] == [("trainingJobs[0].efaDevices", 32)]
+    assert found[0].allowed.startswith("at most 16 (the EFA devices of p5e.48xlarge: 32, ")
+    fits = _efa_problems(
+        SimpleNamespace(  # type: ignore[arg-type]
+            job=job.model_copy(update={"efa_devices": 16}),
+            key="trainingJobs[0]",
+            instance_types=types,
+            resources=resources_on(job, types),
+        )
+    )
+    assert fits == []
