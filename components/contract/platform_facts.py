@@ -29,7 +29,7 @@ from pydantic import BaseModel
 
 from components import analysis, catalog
 from components.analysis import Judgement, StackFacts
-from components.config import ConfigError, Problem, StackConfig, parse
+from components.config import ConfigError, Problem, StackConfig, TeamConfig, parse
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 
@@ -82,6 +82,46 @@ def _flavors(facts: StackFacts) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
+def _team_entry(
+    team: TeamConfig, *, cluster_name: str, account_id: str, image_repository: Any
+) -> dict[str, Any]:
+    """One team as a job stack needs it: namespace, queues, claims, quota, limits, CI roles."""
+    return {
+        "namespace": team.namespace,
+        "localQueue": team.name,
+        "volcanoQueue": team.name,
+        "serviceAccount": catalog.TRAINER_SERVICE_ACCOUNT,
+        "group": team.group,
+        "claims": {role: f"{team.name}-{role}" for role in ("checkpoints", "datasets")},
+        # Where the team's CI pushes (and signs) its own images; None without a deploy role.
+        "imageRepository": image_repository,
+        "quota": [
+            {
+                "flavor": entry.flavor,
+                "gpuClass": entry.gpu_class,
+                "capacityType": entry.capacity_type,
+                "gpus": entry.gpus,
+                "borrowingLimitGpus": entry.borrowing_limit_gpus,
+            }
+            for entry in team.quota
+        ],
+        "limits": {
+            "gpus": team.limits.gpus,
+            "cpu": team.limits.cpu,
+            "memoryGib": team.limits.memory_gib,
+        },
+        # The team's CI roles (components/platform/tenancy/team_deploy.py), when it has them.
+        **{
+            f"{kind}RoleArn": (
+                f"arn:aws:iam::{account_id}:role/{name(cluster_name, team.name)}"
+                if team.deploy is not None
+                else None
+            )
+            for kind, name in (("deploy", deploy_role_name), ("preview", preview_role_name))
+        },
+    }
+
+
 def platform_facts(
     facts: StackFacts,
     *,
@@ -100,42 +140,15 @@ def platform_facts(
         purpose: catalog.bucket_name(cfg.bucket_prefix, purpose, account_id)
         for purpose in catalog.DATA_BUCKET_PURPOSES
     }
-    teams: dict[str, Any] = {}
-    for team in cfg.teams:
-        teams[team.name] = {
-            "namespace": team.namespace,
-            "localQueue": team.name,
-            "volcanoQueue": team.name,
-            "serviceAccount": catalog.TRAINER_SERVICE_ACCOUNT,
-            "group": team.group,
-            "claims": {role: f"{team.name}-{role}" for role in ("checkpoints", "datasets")},
-            # Where the team's CI pushes (and signs) its own images; None without a deploy role.
-            "imageRepository": (image_repositories or {}).get(team.name),
-            "quota": [
-                {
-                    "flavor": entry.flavor,
-                    "gpuClass": entry.gpu_class,
-                    "capacityType": entry.capacity_type,
-                    "gpus": entry.gpus,
-                    "borrowingLimitGpus": entry.borrowing_limit_gpus,
-                }
-                for entry in team.quota
-            ],
-            "limits": {
-                "gpus": team.limits.gpus,
-                "cpu": team.limits.cpu,
-                "memoryGib": team.limits.memory_gib,
-            },
-            # The team's CI roles (components/platform/tenancy/team_deploy.py), when it has them.
-            **{
-                f"{kind}RoleArn": (
-                    f"arn:aws:iam::{account_id}:role/{name(cfg.cluster.name, team.name)}"
-                    if team.deploy is not None
-                    else None
-                )
-                for kind, name in (("deploy", deploy_role_name), ("preview", preview_role_name))
-            },
-        }
+    teams = {
+        team.name: _team_entry(
+            team,
+            cluster_name=cfg.cluster.name,
+            account_id=account_id,
+            image_repository=(image_repositories or {}).get(team.name),
+        )
+        for team in cfg.teams
+    }
     platform_jobs: dict[str, list[str]] = {}
     namespaces = {team.name: team.namespace for team in cfg.teams}
     for job in cfg.training_jobs:

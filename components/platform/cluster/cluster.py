@@ -8,7 +8,7 @@ StorageClass and the explicit Kubernetes provider every Kubernetes resource must
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -160,6 +160,29 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
         self.node_security_group_id = cluster.node_security_group_id
+        self._efa_self_egress(name, child)
+
+        pod_identity_agent = aws.eks.Addon(
+            f"{name}-pod-identity-agent",
+            cluster_name=self.name,
+            addon_name="eks-pod-identity-agent",
+            addon_version=addons.pod_identity_agent,
+            resolve_conflicts_on_update="OVERWRITE",
+            tags=tags,
+            opts=child,
+        )
+
+        self.system_node_group = self._system_node_group(name, cluster, args)
+        self._gpu_node_groups(name, cluster, args, child)
+
+        self._node_addons(name, args, pod_identity_agent, child)
+
+        self._kubernetes(name, cluster, child)
+
+        self._publish()
+
+    def _efa_self_egress(self, name: str, child: pulumi.ResourceOptions) -> None:
+        """The node security group's explicit all-traffic egress to itself, for EFA."""
         # EFA needs a security group that allows all traffic to and from itself, inbound AND
         # outbound (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-start.html, "Prepare
         # an EFA-enabled security group"). pulumi-eks gives the node group self ingress
@@ -177,17 +200,11 @@ class Cluster(pulumi.ComponentResource):
             opts=child,
         )
 
-        pod_identity_agent = aws.eks.Addon(
-            f"{name}-pod-identity-agent",
-            cluster_name=self.name,
-            addon_name="eks-pod-identity-agent",
-            addon_version=addons.pod_identity_agent,
-            resolve_conflicts_on_update="OVERWRITE",
-            tags=tags,
-            opts=child,
-        )
-
-        self.system_node_group = self._node_group(
+    def _system_node_group(
+        self, name: str, cluster: eks.Cluster, args: ClusterArgs
+    ) -> eks.ManagedNodeGroup:
+        """The on-demand system node group (controllers, CoreDNS, the platform's add-ons)."""
+        return self._node_group(
             f"{name}-system",
             cluster,
             args,
@@ -208,13 +225,6 @@ class Cluster(pulumi.ComponentResource):
             taints=[],
             auto_repair=args.node_groups.system.auto_repair,
         )
-        self._gpu_node_groups(name, cluster, args, child)
-
-        self._node_addons(name, args, pod_identity_agent, child)
-
-        self._kubernetes(name, cluster, child)
-
-        self._publish()
 
     def _publish(self) -> None:
         """The values other components get (ClusterHandles) and the component's outputs."""
@@ -242,33 +252,10 @@ class Cluster(pulumi.ComponentResource):
         """The secrets key and the EKS control plane (pulumi-eks): API authentication with
         access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group."""
         config, tags, addons = args.config, args.tags, args.config.resolved_addons
-        secrets_key = aws.kms.Key(
-            f"{name}-secrets",
-            description=f"EKS secrets envelope encryption for {config.name}",
-            enable_key_rotation=True,
-            deletion_window_in_days=config.kms_deletion_window_days,
-            tags=tags,
-            opts=child,
-        )
-        aws.kms.Alias(
-            f"{name}-secrets",
-            name=f"alias/eks/{config.name}-secrets",
-            target_key_id=secrets_key.key_id,
-            opts=child,
+        secrets_key = self._secrets_key(
+            name, config.name, config.kms_deletion_window_days, tags, child
         )
 
-        access_entries = {
-            f"admin-{index}": eks.AccessEntryArgs(
-                principal_arn=arn,
-                access_policies={
-                    "cluster-admin": eks.AccessPolicyAssociationArgs(
-                        policy_arn=CLUSTER_ADMIN_POLICY,
-                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
-                    )
-                },
-            )
-            for index, arn in enumerate(config.admin_role_arns)
-        }
         # The control plane waits for its log group twice over: `depends_on` on the component
         # (the engine hands it to pulumi-eks's Construct), and the name input, which carries
         # the group as a dependency into the aws.eks.Cluster pulumi-eks creates from `args.name`
@@ -292,7 +279,7 @@ class Cluster(pulumi.ComponentResource):
             enabled_cluster_log_types=list(config.log_types),
             encryption_config_key_arn=secrets_key.arn,
             authentication_mode=eks.AuthenticationMode.API,
-            access_entries=access_entries,
+            access_entries=admin_access_entries(config.admin_role_arns),
             create_oidc_provider=True,
             skip_default_node_group=True,
             deletion_protection=config.deletion_protection,
@@ -312,6 +299,31 @@ class Cluster(pulumi.ComponentResource):
             cluster_tags=tags,
             opts=child_options(self, depends_on=[log_group] if log_group is not None else []),
         )
+
+    def _secrets_key(
+        self,
+        name: str,
+        cluster_name: str,
+        deletion_window_days: int,
+        tags: dict[str, str],
+        child: pulumi.ResourceOptions,
+    ) -> aws.kms.Key:
+        """The KMS key (and its alias) EKS envelope-encrypts Kubernetes secrets with."""
+        secrets_key = aws.kms.Key(
+            f"{name}-secrets",
+            description=f"EKS secrets envelope encryption for {cluster_name}",
+            enable_key_rotation=True,
+            deletion_window_in_days=deletion_window_days,
+            tags=tags,
+            opts=child,
+        )
+        aws.kms.Alias(
+            f"{name}-secrets",
+            name=f"alias/eks/{cluster_name}-secrets",
+            target_key_id=secrets_key.key_id,
+            opts=child,
+        )
+        return secrets_key
 
     def _gpu_node_groups(
         self, name: str, cluster: eks.Cluster, args: ClusterArgs, child: pulumi.ResourceOptions
@@ -566,3 +578,20 @@ class Cluster(pulumi.ComponentResource):
             tags=tags,
             opts=child_options(self, depends_on=[self.system_node_group]),
         )
+
+
+def admin_access_entries(admin_role_arns: Sequence[str]) -> dict[str, eks.AccessEntryArgs]:
+    """One EKS access entry per admin role, with the cluster-scoped AmazonEKSClusterAdminPolicy
+    (API authentication mode: no aws-auth ConfigMap)."""
+    return {
+        f"admin-{index}": eks.AccessEntryArgs(
+            principal_arn=arn,
+            access_policies={
+                "cluster-admin": eks.AccessPolicyAssociationArgs(
+                    policy_arn=CLUSTER_ADMIN_POLICY,
+                    access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                )
+            },
+        )
+        for index, arn in enumerate(admin_role_arns)
+    }

@@ -16,6 +16,7 @@ happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -424,6 +425,19 @@ class Scheduling(pulumi.ComponentResource):
                 depends_on=[namespaces[namespace], args.system_nodes, *priority_classes],
             )
 
+        self._releases(name, args, release_opts)
+        self._kueue_objects(name, args)
+        self._publish()
+
+    def _releases(
+        self,
+        name: str,
+        args: SchedulingArgs,
+        release_opts: Callable[[str], pulumi.ResourceOptions],
+    ) -> None:
+        """The Kueue, Volcano and Kubeflow Trainer Helm releases, each in its own namespace
+        (`release_opts`: after the namespace, the system nodes and the priority classes)."""
+        config = args.config
         self.kueue = k8s.helm.v3.Release(
             f"{name}-kueue",
             name="kueue",
@@ -462,9 +476,6 @@ class Scheduling(pulumi.ComponentResource):
             timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(TRAINER_NAMESPACE),
         )
-
-        self._kueue_objects(name, args)
-        self._publish()
 
     def _publish(self) -> None:
         """The values teams and training jobs get (SchedulingHandles) and the outputs."""
