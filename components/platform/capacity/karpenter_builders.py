@@ -216,16 +216,23 @@ def ec2nodeclass_spec(
         "metadataOptions": _imds_options(),
         "blockDeviceMappings": [_root_volume(disk)],
         "tags": tags,
+        **_node_bootstrap(disk, instance_store_raid0=instance_store_raid0),
     }
-    if instance_store_raid0:
-        spec["instanceStorePolicy"] = "RAID0"
-    if disk.fast_image_pull:
-        spec["userData"] = FAST_IMAGE_PULL_USER_DATA
     if capacity_reservations:
         spec["capacityReservationSelectorTerms"] = capacity_reservations
     if placement_group_id is not None:
         spec["placementGroupSelector"] = {"id": placement_group_id}
     return spec
+
+
+def _node_bootstrap(disk: KarpenterNodeClass, *, instance_store_raid0: bool) -> dict[str, Any]:
+    """What nodeadm sets up at boot, where asked: RAID0 over NVMe instance store, fast pulls."""
+    bootstrap: dict[str, Any] = {}
+    if instance_store_raid0:
+        bootstrap["instanceStorePolicy"] = "RAID0"
+    if disk.fast_image_pull:
+        bootstrap["userData"] = FAST_IMAGE_PULL_USER_DATA
+    return bootstrap
 
 
 def _subnet_terms(cluster_name: str, subnet_ids: list[Any] | None) -> list[dict[str, Any]]:
