@@ -16,7 +16,10 @@ import os
 import sys
 import traceback
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from synth.harness import SynthResult
 
 EXIT_OK = 0
 EXIT_POLICY = 1
@@ -59,6 +62,31 @@ def _announce(
         print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
 
 
+def _synthesize(stack: str, root: Path, *, jobs: bool) -> SynthResult | None:
+    """The synthesized stack, or None when the user's input is wrong: the config, what a
+    component judged of it, or the stack file (each reason printed on stderr, no traceback)."""
+    import pulumi
+
+    from components.config import ConfigError
+    from synth.harness import StackFileError, run_program
+    from synth.jobs import run_job_stack
+
+    try:
+        if jobs:
+            return run_job_stack(stack, root=root)
+        return run_program(stack, root=root)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(line, file=sys.stderr)
+    except pulumi.RunError as exc:
+        # Raised by a component for a config the model could not judge alone (e.g. more
+        # AZs than the region has): still the user's input, still no traceback.
+        print(str(exc), file=sys.stderr)
+    except StackFileError as exc:
+        print(f"stack {stack}: {exc}", file=sys.stderr)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     # A synth allocates ~500k short-lived objects (Outputs, futures) on top of the SDKs' large
@@ -68,13 +96,10 @@ def main(argv: list[str] | None = None) -> int:
     gc.set_threshold(GC_THRESHOLD, 30, 30)
     try:
         # Imported here so that argument errors answer fast, and import bugs exit 3.
-        import pulumi
-
-        from components.config import ConfigError
         from policies.rules import all_policies
         from synth import output, policy
-        from synth.harness import PROJECT_ROOT, StackFileError, run_program
-        from synth.jobs import JOBS_ROOT, run_job_stack
+        from synth.harness import PROJECT_ROOT
+        from synth.jobs import JOBS_ROOT
 
         jobs = args.project == "jobs"
         root = args.project_dir or (JOBS_ROOT if jobs else PROJECT_ROOT)
@@ -85,22 +110,8 @@ def main(argv: list[str] | None = None) -> int:
             for line in exc.lines:
                 print(line, file=sys.stderr)
             return EXIT_CONFIG
-        try:
-            if jobs:
-                result = run_job_stack(args.stack, root=root)
-            else:
-                result = run_program(args.stack, root=root)
-        except ConfigError as exc:
-            for line in exc.lines:
-                print(line, file=sys.stderr)
-            return EXIT_CONFIG
-        except pulumi.RunError as exc:
-            # Raised by a component for a config the model could not judge alone (e.g. more
-            # AZs than the region has): still the user's input, still no traceback.
-            print(str(exc), file=sys.stderr)
-            return EXIT_CONFIG
-        except StackFileError as exc:
-            print(f"stack {args.stack}: {exc}", file=sys.stderr)
+        result = _synthesize(args.stack, root, jobs=jobs)
+        if result is None:
             return EXIT_CONFIG
         violations = policy.evaluate(result, policies, pack_config)
         result.policy_violations = [v.to_json() for v in violations]

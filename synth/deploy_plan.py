@@ -212,83 +212,114 @@ def _ancestors(deps: dict[str, set[str]], urn: str) -> set[str]:
     return seen
 
 
+class _Ancestry:
+    """What each resource transitively waits for, and whether a chart's release is among it."""
+
+    def __init__(self, result: SynthResult) -> None:
+        self.releases = {
+            r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)
+        }
+        # One dependency closure for the whole check: building it per resource made the check
+        # quadratic in the fleet's size (tests/synth/test_fleet.py counts the work per team).
+        self._deps, _ = _closure(result)
+        self._memo: dict[str, set[str]] = {}
+
+    def of(self, urn: str) -> set[str]:
+        """Everything `urn` transitively waits for (computed once per resource)."""
+        if urn not in self._memo:
+            self._memo[urn] = _ancestors(self._deps, urn)
+        return self._memo[urn]
+
+    def after_chart(self, urn: str, chart: str) -> bool:
+        """Whether `urn` waits for a release of `chart` (an OCI `<registry>/<chart>` counts)."""
+        before = self.of(urn)
+        return any(
+            u in before and (c == chart or c.endswith(f"/{chart}"))
+            for u, c in self.releases.items()
+        )
+
+
 def ordering_problems(result: SynthResult) -> list[str]:
     """Ordering bugs: a custom resource created before its CRD's Helm release, a Kueue-labelled
     Job not after the Kueue release (its webhook must suspend the Job on create) or any other
     Job its webhook intercepts created before it answers, an awaited
     Job that Kueue suspends (it never completes: `up` fails after 10 min), and a claim created
     before its StorageClass."""
-    releases = {r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)}
-    # One dependency closure for the whole check: building it per resource made the check
-    # quadratic in the fleet's size (tests/synth/test_fleet.py counts the work per team).
-    deps, _ = _closure(result)
-    memo: dict[str, set[str]] = {}
-
-    def ancestors_of(urn: str) -> set[str]:
-        if urn not in memo:
-            memo[urn] = _ancestors(deps, urn)
-        return memo[urn]
-
-    def after_chart(urn: str, chart: str) -> bool:
-        before = ancestors_of(urn)
-        return any(
-            u in before and (c == chart or c.endswith(f"/{chart}")) for u, c in releases.items()
-        )
-
+    ancestry = _Ancestry(result)
     classes = {
         (r.inputs.get("metadata") or {}).get("name"): r.urn
         for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
     }
-    kueue_installed = any(c.endswith("kueue") for c in releases.values())
+    kueue_installed = any(c.endswith("kueue") for c in ancestry.releases.values())
     found: list[str] = []
     for r in result.resources:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
             continue
-        if r.type == "kubernetes:core/v1:PersistentVolumeClaim":
-            spec = r.inputs.get("spec") or {}
-            wanted = spec.get("storageClassName")
-            # A claim naming its PV (static binding) binds without the class or a provisioner.
-            dynamic = not spec.get("volumeName")
-            if dynamic and wanted in classes and classes[wanted] not in ancestors_of(r.urn):
-                found.append(
-                    f"{r.name}: claim does not depend on StorageClass {wanted}: it is "
-                    "provisioned only once the class and its CSI driver exist, and the PVC "
-                    "await gives it 5 min to be Bound"
-                )
-        group = _group(r.type)
-        owner = CRD_OWNERS.get(group)
-        if is_custom_resource(r) and owner and not after_chart(r.urn, owner):
-            found.append(
-                f"{r.name}: {_kind(r)} is not created after the {owner} release that "
-                "installs its CRD"
-            )
-        queued = KUEUE_QUEUE_LABEL in _labels(r)
-        namespace = (r.inputs.get("metadata") or {}).get("namespace", "")
-        if queued and not after_chart(r.urn, "kueue"):
-            found.append(
-                f"{r.name}: Kueue-labelled {_kind(r)} does not depend on the Kueue release "
-                "(its webhook must be up)"
-            )
-        elif (
-            r.type == "kubernetes:batch/v1:Job"
-            and kueue_installed
-            and namespace not in KUEUE_WEBHOOK_EXEMPT
-            and not after_chart(r.urn, "kueue")
-        ):
-            found.append(
-                f"{r.name}: Job in {namespace} is not created after the Kueue release, whose "
-                "job webhook (failurePolicy Fail) intercepts every Job outside kube-system and "
-                "kueue-system"
-            )
-        if (
-            r.type == "kubernetes:batch/v1:Job"
-            and (queued or (r.inputs.get("spec") or {}).get("suspend"))
-            and await_rule(r)[1] > 0
-        ):
-            found.append(
-                f"{r.name}: Job is awaited until Complete but starts suspended (Kueue): "
-                "set pulumi.com/skipAwait"
-            )
+        found += _claim_problems(r, classes, ancestry)
+        found += _crd_problems(r, ancestry)
+        found += _kueue_problems(r, ancestry, kueue_installed=kueue_installed)
+    return found
+
+
+def _claim_problems(
+    r: Registration, classes: dict[str | None, str], ancestry: _Ancestry
+) -> list[str]:
+    """A dynamically provisioned claim must wait for its StorageClass (its await is 5 min)."""
+    if r.type != "kubernetes:core/v1:PersistentVolumeClaim":
+        return []
+    spec = r.inputs.get("spec") or {}
+    wanted = spec.get("storageClassName")
+    # A claim naming its PV (static binding) binds without the class or a provisioner.
+    dynamic = not spec.get("volumeName")
+    if dynamic and wanted in classes and classes[wanted] not in ancestry.of(r.urn):
+        return [
+            f"{r.name}: claim does not depend on StorageClass {wanted}: it is "
+            "provisioned only once the class and its CSI driver exist, and the PVC "
+            "await gives it 5 min to be Bound"
+        ]
+    return []
+
+
+def _crd_problems(r: Registration, ancestry: _Ancestry) -> list[str]:
+    """A custom resource must wait for the release that installs its CRD."""
+    owner = CRD_OWNERS.get(_group(r.type))
+    if is_custom_resource(r) and owner and not ancestry.after_chart(r.urn, owner):
+        return [
+            f"{r.name}: {_kind(r)} is not created after the {owner} release that installs its CRD"
+        ]
+    return []
+
+
+def _kueue_problems(r: Registration, ancestry: _Ancestry, *, kueue_installed: bool) -> list[str]:
+    """Jobs Kueue's webhook sees must wait for it, and a Job Kueue suspends is never awaited."""
+    found: list[str] = []
+    queued = KUEUE_QUEUE_LABEL in _labels(r)
+    namespace = (r.inputs.get("metadata") or {}).get("namespace", "")
+    if queued and not ancestry.after_chart(r.urn, "kueue"):
+        found.append(
+            f"{r.name}: Kueue-labelled {_kind(r)} does not depend on the Kueue release "
+            "(its webhook must be up)"
+        )
+    elif (
+        r.type == "kubernetes:batch/v1:Job"
+        and kueue_installed
+        and namespace not in KUEUE_WEBHOOK_EXEMPT
+        and not ancestry.after_chart(r.urn, "kueue")
+    ):
+        found.append(
+            f"{r.name}: Job in {namespace} is not created after the Kueue release, whose "
+            "job webhook (failurePolicy Fail) intercepts every Job outside kube-system and "
+            "kueue-system"
+        )
+    if (
+        r.type == "kubernetes:batch/v1:Job"
+        and (queued or (r.inputs.get("spec") or {}).get("suspend"))
+        and await_rule(r)[1] > 0
+    ):
+        found.append(
+            f"{r.name}: Job is awaited until Complete but starts suspended (Kueue): "
+            "set pulumi.com/skipAwait"
+        )
     return found
 
 

@@ -290,6 +290,20 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
             custom=bool(request.custom),
         )
         id_, state = self.mocks.new_resource(args)
+        outputs = self._echo(request, inputs, state)
+        registration = _registration(urn, request, inputs)
+        with self._lock:
+            self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(
+                urn, id_ or "", state
+            )
+            self.captured.append(registration)
+        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_ or "", object=outputs)
+
+    def _echo(
+        self, request: Any, inputs: dict[str, Any], state: dict[str, Any]
+    ) -> struct_pb2.Struct:
+        """What the program reads back: the request's inputs (scalars only unless
+        `echo_nested`) and whatever the mocks computed that differs from them."""
         outputs = struct_pb2.Struct()
         if self.echo_nested:
             outputs.CopyFrom(request.object)
@@ -298,34 +312,33 @@ class CapturingMonitor(pulumi_mocks.MockMonitor):
                 if value.WhichOneof("kind") not in ("struct_value", "list_value"):
                     outputs.fields[key].CopyFrom(value)
         outputs.update({k: v for k, v in state.items() if k not in inputs or inputs[k] != v})
-        registration = Registration(
-            urn=urn,
-            type=request.type,
-            name=request.name,
-            parent=request.parent,
-            provider=request.provider,
-            dependencies=tuple(sorted(set(request.dependencies))),
-            custom=bool(request.custom),
-            inputs=inputs,
-            protect=bool(request.protect),
-            retain_on_delete=bool(request.retainOnDelete),
-            delete_before_replace=bool(request.deleteBeforeReplace),
-            replace_on_changes=tuple(request.replaceOnChanges),
-            custom_timeouts=tuple(
-                (phase, value)
-                for phase in ("create", "update", "delete")
-                if (value := getattr(request.customTimeouts, phase, ""))
-            ),
-            transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms))
-            if request.transforms
-            else (),
-        )
-        with self._lock:
-            self.resources[urn] = pulumi_mocks.MockMonitor.ResourceRegistration(
-                urn, id_ or "", state
-            )
-            self.captured.append(registration)
-        return resource_pb2.RegisterResourceResponse(urn=urn, id=id_ or "", object=outputs)
+        return outputs
+
+
+def _registration(urn: str, request: Any, inputs: dict[str, Any]) -> Registration:
+    """The record of one RegisterResource request: what resources.json and the checks read."""
+    return Registration(
+        urn=urn,
+        type=request.type,
+        name=request.name,
+        parent=request.parent,
+        provider=request.provider,
+        dependencies=tuple(sorted(set(request.dependencies))),
+        custom=bool(request.custom),
+        inputs=inputs,
+        protect=bool(request.protect),
+        retain_on_delete=bool(request.retainOnDelete),
+        delete_before_replace=bool(request.deleteBeforeReplace),
+        replace_on_changes=tuple(request.replaceOnChanges),
+        custom_timeouts=tuple(
+            (phase, value)
+            for phase in ("create", "update", "delete")
+            if (value := getattr(request.customTimeouts, phase, ""))
+        ),
+        transforms=tuple(pulumi_mocks._resolve_callbacks(request.transforms))
+        if request.transforms
+        else (),
+    )
 
 
 # --- running ------------------------------------------------------------------------------------

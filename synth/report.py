@@ -58,35 +58,9 @@ def _group_types(result: SynthResult, group: Registration) -> list[str]:
 
 
 def _node_groups(result: SynthResult) -> str:
-    rows = []
-    for group in result.of_type("eks:index:ManagedNodeGroup"):
-        inputs = group.inputs
-        types = _group_types(result, group)
-        scaling = inputs.get("scalingConfig", {})
-        capacity = _group_capacity(inputs)
-        gpus = catalog.instance(types[0]).gpus if types else 0
-        max_size = int(scaling.get("maxSize", 0))
-        desired = int(scaling.get("desiredSize", 0))
-        # nodeRepairConfig reaches the group's EKS node group through a transform.
-        repair = group.child_inputs(catalog.EKS_NODE_GROUP_TYPE, {}).get("nodeRepairConfig", {})
-        worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
-        idle = desired * catalog.price_per_hour(types[0], capacity) if types else 0.0
-        rows.append(
-            [
-                inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name),
-                inputs.get("labels", {}).get(catalog.LABEL_GPU_CLASS, "cpu"),
-                capacity,
-                ", ".join(types),
-                f"{scaling.get('minSize', 0)}/{max_size}",
-                gpus,
-                gpus * max_size,
-                # Pulumi leaves desiredSize to the cluster-autoscaler on the groups it resizes.
-                "cluster-autoscaler" if inputs.get("ignoreScalingChanges") else "fixed",
-                f"{idle:,.2f}",
-                f"{worst * max_size:,.2f}",
-                "on" if repair.get("enabled") else "off",
-            ]
-        )
+    rows = [
+        _node_group_row(result, group) for group in result.of_type("eks:index:ManagedNodeGroup")
+    ]
     return _table(
         [
             "node group",
@@ -108,6 +82,35 @@ def _node_groups(result: SynthResult) -> str:
         "(prices: components/catalog.py). auto repair: EKS replaces or reboots nodes the node "
         "monitoring agent reports unhealthy (docs/runbooks.md#node-repair)."
     )
+
+
+def _node_group_row(result: SynthResult, group: Registration) -> list[Any]:
+    """One managed group's row: its shape, who scales it, and what it costs idle and at max."""
+    inputs = group.inputs
+    types = _group_types(result, group)
+    scaling = inputs.get("scalingConfig", {})
+    capacity = _group_capacity(inputs)
+    gpus = catalog.instance(types[0]).gpus if types else 0
+    max_size = int(scaling.get("maxSize", 0))
+    desired = int(scaling.get("desiredSize", 0))
+    # nodeRepairConfig reaches the group's EKS node group through a transform.
+    repair = group.child_inputs(catalog.EKS_NODE_GROUP_TYPE, {}).get("nodeRepairConfig", {})
+    worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
+    idle = desired * catalog.price_per_hour(types[0], capacity) if types else 0.0
+    return [
+        inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name),
+        inputs.get("labels", {}).get(catalog.LABEL_GPU_CLASS, "cpu"),
+        capacity,
+        ", ".join(types),
+        f"{scaling.get('minSize', 0)}/{max_size}",
+        gpus,
+        gpus * max_size,
+        # Pulumi leaves desiredSize to the cluster-autoscaler on the groups it resizes.
+        "cluster-autoscaler" if inputs.get("ignoreScalingChanges") else "fixed",
+        f"{idle:,.2f}",
+        f"{worst * max_size:,.2f}",
+        "on" if repair.get("enabled") else "off",
+    ]
 
 
 #: Why an advisory violation on a stack is accepted: policy name → explanation for report.md.
@@ -339,10 +342,32 @@ def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
 
 
 def _queues(result: SynthResult) -> str:
-    flavors = {
-        r.inputs["metadata"]["name"]: r.inputs.get("spec", {}).get("nodeLabels", {})
-        for r in result.of_type(_RESOURCE_FLAVOR)
-    }
+    rows, nominal = _queue_rows(result)
+    teams = _table(
+        [
+            "ClusterQueue",
+            "cohort",
+            "order",
+            "flavor",
+            "GPUs",
+            "borrow ≤",
+            "lend ≤",
+            "CPU",
+            "memory",
+        ],
+        rows,
+    )
+    capacity_table = _flavor_commitments(result, nominal)
+    return (
+        f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
+        "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
+        "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
+        + _unqueued(result)
+    )
+
+
+def _queue_rows(result: SynthResult) -> tuple[list[list[Any]], Counter[str]]:
+    """One row per ClusterQueue flavor, and the nominal GPUs all teams hold per flavor."""
     rows: list[list[Any]] = []
     nominal: Counter[str] = Counter()
     for queue in sorted(result.of_type(_CLUSTER_QUEUE), key=lambda r: r.inputs["metadata"]["name"]):
@@ -365,34 +390,23 @@ def _queues(result: SynthResult) -> str:
                         by_name.get("memory", {}).get("nominalQuota", ""),
                     ]
                 )
-    teams = _table(
-        [
-            "ClusterQueue",
-            "cohort",
-            "order",
-            "flavor",
-            "GPUs",
-            "borrow ≤",
-            "lend ≤",
-            "CPU",
-            "memory",
-        ],
-        rows,
-    )
+    return rows, nominal
+
+
+def _flavor_commitments(result: SynthResult, nominal: Counter[str]) -> str:
+    """Per flavor, the GPUs the teams were promised against what its pools can provide."""
+    flavors = {
+        r.inputs["metadata"]["name"]: r.inputs.get("spec", {}).get("nodeLabels", {})
+        for r in result.of_type(_RESOURCE_FLAVOR)
+    }
     capacity_rows = []
     for name, labels in sorted(flavors.items()):
         capacity = _flavor_capacity(result, labels)
         used = nominal.get(name, 0)
         share = f"{100 * used / capacity:.0f} %" if capacity else "n/a"
         capacity_rows.append([name, used, capacity, share])
-    capacity_table = _table(
+    return _table(
         ["flavor", "nominal GPUs (all teams)", "pool GPUs at max", "committed"], capacity_rows
-    )
-    return (
-        f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
-        "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
-        "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
-        + _unqueued(result)
     )
 
 
@@ -500,48 +514,7 @@ def _deletion_guard(bucket: Registration) -> str:
 
 def _bucket_table(result: SynthResult) -> str:
     """One row per bucket: encryption, versioning, public blocks, policy, lifecycle, logs."""
-
-    def for_bucket(token: str, bucket: str) -> list[Registration]:
-        return [r for r in result.of_type(token) if r.inputs.get("bucket") == bucket]
-
-    rows = []
-    for bucket in result.of_type("aws:s3/bucket:Bucket"):
-        name = str(bucket.inputs.get("bucket", bucket.name))
-        sse = for_bucket(
-            "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-            name,
-        )
-        algorithm = (
-            sse[0].inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
-            if sse
-            else "none"
-        )
-        versioning = for_bucket("aws:s3/bucketVersioning:BucketVersioning", name)
-        public = for_bucket("aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", name)
-        flags = (
-            "blockPublicAcls",
-            "blockPublicPolicy",
-            "ignorePublicAcls",
-            "restrictPublicBuckets",
-        )
-        lifecycle = for_bucket(
-            "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", name
-        )
-        logging = for_bucket("aws:s3/bucketLogging:BucketLogging", name)
-        rows.append(
-            [
-                f"`{name}`",
-                algorithm,
-                versioning[0].inputs["versioningConfiguration"]["status"] if versioning else "off",
-                "all 4" if public and all(public[0].inputs.get(f) for f in flags) else "incomplete",
-                "TLS-only" if for_bucket("aws:s3/bucketPolicy:BucketPolicy", name) else "none",
-                ", ".join(rule["id"] for rule in lifecycle[0].inputs["rules"])
-                if lifecycle
-                else "none",
-                "yes" if logging else "no",
-                _deletion_guard(bucket),
-            ]
-        )
+    rows = [_bucket_row(result, bucket) for bucket in result.of_type("aws:s3/bucket:Bucket")]
     return _table(
         [
             "bucket",
@@ -555,6 +528,48 @@ def _bucket_table(result: SynthResult) -> str:
         ],
         rows,
     )
+
+
+def _for_bucket(result: SynthResult, token: str, bucket: str) -> list[Registration]:
+    """The resources of type `token` that configure bucket `bucket`."""
+    return [r for r in result.of_type(token) if r.inputs.get("bucket") == bucket]
+
+
+def _bucket_row(result: SynthResult, bucket: Registration) -> list[str]:
+    """One bucket's row: what each of its configuration resources sets, or that it is absent."""
+    name = str(bucket.inputs.get("bucket", bucket.name))
+    sse = _for_bucket(
+        result,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        name,
+    )
+    algorithm = (
+        sse[0].inputs["rules"][0]["applyServerSideEncryptionByDefault"]["sseAlgorithm"]
+        if sse
+        else "none"
+    )
+    versioning = _for_bucket(result, "aws:s3/bucketVersioning:BucketVersioning", name)
+    public = _for_bucket(result, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", name)
+    flags = (
+        "blockPublicAcls",
+        "blockPublicPolicy",
+        "ignorePublicAcls",
+        "restrictPublicBuckets",
+    )
+    lifecycle = _for_bucket(
+        result, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration", name
+    )
+    logging = _for_bucket(result, "aws:s3/bucketLogging:BucketLogging", name)
+    return [
+        f"`{name}`",
+        algorithm,
+        versioning[0].inputs["versioningConfiguration"]["status"] if versioning else "off",
+        "all 4" if public and all(public[0].inputs.get(f) for f in flags) else "incomplete",
+        "TLS-only" if _for_bucket(result, "aws:s3/bucketPolicy:BucketPolicy", name) else "none",
+        ", ".join(rule["id"] for rule in lifecycle[0].inputs["rules"]) if lifecycle else "none",
+        "yes" if logging else "no",
+        _deletion_guard(bucket),
+    ]
 
 
 #: A cost row: item, basis, USD/month unit, USD/month.

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from typing import Any
 
 from components import catalog
@@ -117,40 +118,7 @@ def _signatures(result: SynthResult) -> str:
     if source is None or not policies:
         return "_no signature verification in this stack_"
     spec = policies[0].inputs["spec"]
-    globs, signed = signature_scope(policies[0].inputs)
-    verify_digest = spec.get("validationConfigurations", {}).get("verifyDigest", True)
-    deny = "Deny" in spec.get("validationActions", [])
-    teams = {
-        str(ns.inputs["metadata"]["name"])
-        for ns in source.of_type(NAMESPACE)
-        if "gpu-platform.io/team" in (ns.inputs["metadata"].get("labels") or {})
-    }
-    rows = []
-    for reg in result.resources:
-        if reg.type not in WORKLOAD_TYPES:
-            continue
-        name = (reg.inputs.get("metadata") or {}).get("name")
-        for template in pod_templates(Resource(reg.type, reg.name, reg.urn, reg.inputs)):
-            if template.namespace not in teams:
-                continue
-            for container in template.containers():
-                image = str(container.get("image"))
-                if verify_digest and "@sha256:" not in image:
-                    verdict = "rejected: no digest (`verifyDigest`), before any signature check"
-                elif not any(g.match(image) for g in globs):
-                    verdict = "not checked by Kyverno (outside `matchImageReferences`)"
-                elif signed and not catalog.in_repositories(
-                    catalog.image_repository(image), signed
-                ):
-                    verdict = (
-                        ("**rejected**" if deny else "fails (Audit: recorded, admitted)")
-                        + ": the trusted signer signs only "
-                        + ", ".join(f"`{r}`" for r in sorted(signed))
-                    )
-                else:
-                    verdict = "signature required; **not verifiable offline**"
-                job = f"`{template.namespace}/{name}`"
-                rows.append([job, f"`{container.get('name')}`", f"`{image}`", verdict])
+    rows = _signature_rows(result, _team_namespaces(source), policies[0].inputs)
     table = _table(["job", "container", "image", "at admission"], sorted(rows))
     actions = ", ".join(spec["validationActions"])
     attestors = "; ".join(_attestor_text(a) for a in spec.get("attestors", []))
@@ -167,6 +135,64 @@ def _signatures(result: SynthResult) -> str:
         "`matchImageReferences` are left to the trusted-images policy above "
         "(docs/security.md)."
     )
+
+
+def _team_namespaces(source: SynthResult) -> set[str]:
+    """The namespaces labelled as a team's: the only ones the signature policy selects."""
+    return {
+        str(ns.inputs["metadata"]["name"])
+        for ns in source.of_type(NAMESPACE)
+        if "gpu-platform.io/team" in (ns.inputs["metadata"].get("labels") or {})
+    }
+
+
+def _signature_rows(
+    result: SynthResult, teams: set[str], policy: dict[str, Any]
+) -> list[list[str]]:
+    """One row per container of a team workload: its image and what admission does with it."""
+    spec = policy["spec"]
+    globs, signed = signature_scope(policy)
+    verify_digest = spec.get("validationConfigurations", {}).get("verifyDigest", True)
+    deny = "Deny" in spec.get("validationActions", [])
+    rows = []
+    for reg in result.resources:
+        if reg.type not in WORKLOAD_TYPES:
+            continue
+        name = (reg.inputs.get("metadata") or {}).get("name")
+        for template in pod_templates(Resource(reg.type, reg.name, reg.urn, reg.inputs)):
+            if template.namespace not in teams:
+                continue
+            for container in template.containers():
+                image = str(container.get("image"))
+                verdict = admission_verdict(
+                    image, globs=globs, signed=signed, verify_digest=verify_digest, deny=deny
+                )
+                job = f"`{template.namespace}/{name}`"
+                rows.append([job, f"`{container.get('name')}`", f"`{image}`", verdict])
+    return rows
+
+
+def admission_verdict(
+    image: str,
+    *,
+    globs: list[re.Pattern[str]],
+    signed: set[str],
+    verify_digest: bool,
+    deny: bool,
+) -> str:
+    """What the signature policy does with `image`, as far as synth can tell without the
+    registry: the digest rule, the policy's image scope, then the signer's repositories."""
+    if verify_digest and "@sha256:" not in image:
+        return "rejected: no digest (`verifyDigest`), before any signature check"
+    if not any(g.match(image) for g in globs):
+        return "not checked by Kyverno (outside `matchImageReferences`)"
+    if signed and not catalog.in_repositories(catalog.image_repository(image), signed):
+        return (
+            ("**rejected**" if deny else "fails (Audit: recorded, admitted)")
+            + ": the trusted signer signs only "
+            + ", ".join(f"`{r}`" for r in sorted(signed))
+        )
+    return "signature required; **not verifiable offline**"
 
 
 def _registry(result: SynthResult) -> str:

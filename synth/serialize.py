@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+from collections.abc import Callable
 from json.encoder import encode_basestring_ascii
 from typing import Any
 
@@ -29,56 +30,66 @@ class _NotPlainError(Exception):
 def to_json(data: Any) -> str:
     """`json.dumps(data, indent=2, sort_keys=True)`."""
     parts: list[str] = []
-    append = parts.append
-
-    def encode(value: Any, indent: str) -> None:
-        kind = type(value)
-        if kind is str:
-            append(encode_basestring_ascii(value))
-        elif kind is dict:
-            if not value:
-                append("{}")
-                return
-            inner = indent + "  "
-            separator = "{\n" + inner
-            for key in sorted(value):
-                if type(key) is not str:
-                    raise _NotPlainError
-                append(separator)
-                append(encode_basestring_ascii(key))
-                append(": ")
-                encode(value[key], inner)
-                separator = ",\n" + inner
-            append("\n" + indent + "}")
-        elif kind is list:
-            if not value:
-                append("[]")
-                return
-            inner = indent + "  "
-            separator = "[\n" + inner
-            for item in value:
-                append(separator)
-                encode(item, inner)
-                separator = ",\n" + inner
-            append("\n" + indent + "]")
-        elif value is True:
-            append("true")
-        elif value is False:
-            append("false")
-        elif value is None:
-            append("null")
-        elif kind is int:
-            append(int.__repr__(value))
-        elif kind is float and math.isfinite(value):
-            append(float.__repr__(value))
-        else:
-            raise _NotPlainError
-
     try:
-        encode(data, "")
+        _encode_json(data, "", parts.append)
     except (_NotPlainError, TypeError):  # TypeError: keys that do not sort
         return json.dumps(data, indent=2, sort_keys=True)
     return "".join(parts)
+
+
+def _encode_json(value: Any, indent: str, append: Callable[[str], None]) -> None:
+    """One value as `json.dumps` writes it at `indent`: the per-type dispatch of `to_json`."""
+    kind = type(value)
+    if kind is str:
+        append(encode_basestring_ascii(value))
+    elif kind is dict:
+        _encode_json_object(value, indent, append)
+    elif kind is list:
+        _encode_json_array(value, indent, append)
+    elif value is True:
+        append("true")
+    elif value is False:
+        append("false")
+    elif value is None:
+        append("null")
+    elif kind is int:
+        append(int.__repr__(value))
+    elif kind is float and math.isfinite(value):
+        append(float.__repr__(value))
+    else:
+        raise _NotPlainError
+
+
+def _encode_json_object(value: dict[Any, Any], indent: str, append: Callable[[str], None]) -> None:
+    """A dict, keys sorted, one per line; a non-string key is not plain."""
+    if not value:
+        append("{}")
+        return
+    inner = indent + "  "
+    separator = "{\n" + inner
+    for key in sorted(value):
+        if type(key) is not str:
+            raise _NotPlainError
+        append(separator)
+        append(encode_basestring_ascii(key))
+        append(": ")
+        _encode_json(value[key], inner, append)
+        separator = ",\n" + inner
+    append("\n" + indent + "}")
+
+
+def _encode_json_array(value: list[Any], indent: str, append: Callable[[str], None]) -> None:
+    """A list, one item per line."""
+    if not value:
+        append("[]")
+        return
+    inner = indent + "  "
+    separator = "[\n" + inner
+    for item in value:
+        append(separator)
+        _encode_json(item, inner, append)
+        separator = ",\n" + inner
+    append("\n" + indent + "]")
 
 
 _TAG = "tag:yaml.org,2002:"

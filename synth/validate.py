@@ -263,6 +263,21 @@ def _to_json_schema(
 ) -> dict[str, Any]:
     """Translate a CRD schema node. `structural`: the node prunes (not inside allOf/anyOf/oneOf/
     not, which only add value checks), so fields it does not declare are unknown fields."""
+    out, types = _value_rules(s, source)
+    _add_object_rules(out, s, source, root=root, structural=structural)
+    if isinstance(s.get("items"), dict):
+        out["items"] = _to_json_schema(s["items"], source, structural=structural)
+    for key in ("allOf", "anyOf", "oneOf"):
+        if key in s and not (types[:2] == ["integer", "string"] and _only_types(s[key])):
+            out[key] = [_to_json_schema(x, source, structural=False) for x in s[key]]
+    if "not" in s:
+        out["not"] = _to_json_schema(s["not"], source, structural=False)
+    return out
+
+
+def _value_rules(s: dict[str, Any], source: str) -> tuple[dict[str, Any], list[str]]:
+    """The node's type and value checks in JSON Schema's spelling, and its types (nullable
+    and int-or-string widen them)."""
     out: dict[str, Any] = {k: s[k] for k in _SAME if k in s}
     if s.get("x-kubernetes-int-or-string"):
         types: list[str] = ["integer", "string"]
@@ -281,6 +296,14 @@ def _to_json_schema(
             out[exclusive] = out.pop(bound)
     if "pattern" in s:
         out["pattern"] = _python_pattern(s["pattern"], source)
+    return out, types
+
+
+def _add_object_rules(
+    out: dict[str, Any], s: dict[str, Any], source: str, *, root: bool, structural: bool
+) -> None:
+    """Adds to `out` the node's fields: its properties (an embedded object's implicit ones too)
+    and whether others are allowed, which is how a structural schema prunes unknown fields."""
     embedded = root or bool(s.get("x-kubernetes-embedded-resource"))
     props = {
         k: _to_json_schema(v, source, structural=structural)
@@ -310,14 +333,6 @@ def _to_json_schema(
         and not s.get("x-kubernetes-preserve-unknown-fields")
     ):
         out["additionalProperties"] = False
-    if isinstance(s.get("items"), dict):
-        out["items"] = _to_json_schema(s["items"], source, structural=structural)
-    for key in ("allOf", "anyOf", "oneOf"):
-        if key in s and not (types[:2] == ["integer", "string"] and _only_types(s[key])):
-            out[key] = [_to_json_schema(x, source, structural=False) for x in s[key]]
-    if "not" in s:
-        out["not"] = _to_json_schema(s["not"], source, structural=False)
-    return out
 
 
 def _only_types(branches: list[dict[str, Any]]) -> bool:

@@ -287,11 +287,22 @@ class KarpenterPool(Model):
 
     @model_validator(mode="after")
     def _check(self) -> KarpenterPool:
+        problems = self._instance_type_problems()
+        unknown = any(name not in catalog.INSTANCE_TYPES for name in self.instance_types)
+        problems += self._gpu_class_problems(unknown)
+        types = self.resolved_instance_types
+        if not unknown and not problems and types:
+            problems += self._shape_problems(types)
+        problems += self._limit_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _instance_type_problems(self) -> list[Problem]:
+        """Listed types must be catalog types, each once: everything else reads their rows."""
         problems: list[Problem] = []
-        unknown = False
         for index, name in enumerate(self.instance_types):
             if name not in catalog.INSTANCE_TYPES:
-                unknown = True
                 problems.append(
                     Problem(
                         f"instanceTypes[{index}]",
@@ -302,6 +313,11 @@ class KarpenterPool(Model):
                 )
         if len(set(self.instance_types)) != len(self.instance_types):
             problems.append(Problem("instanceTypes", self.instance_types, "must not repeat a type"))
+        return problems
+
+    def _gpu_class_problems(self, unknown: bool) -> list[Problem]:
+        """The GPU class must exist and contain every listed type (or the pool lists types)."""
+        problems: list[Problem] = []
         if self.gpu_class is not None:
             members = gpu_class_instance_types(self.gpu_class)
             if not members:
@@ -325,27 +341,35 @@ class KarpenterPool(Model):
                         )
         elif not self.instance_types:
             problems.append(Problem("instanceTypes", [], "set gpuClass or list instance types"))
-        types = self.resolved_instance_types
-        if not unknown and not problems and types:
-            kinds = {catalog.instance(t).gpus > 0 for t in types}
-            shapes = {(catalog.instance(t).gpu_model, catalog.instance(t).gpus) for t in types}
-            if len(kinds) > 1 or (self.is_gpu and len(shapes) > 1):
-                problems.append(
-                    Problem(
-                        "instanceTypes",
-                        types,
-                        "one GPU model and GPU count per pool (or CPU types only): queue "
-                        "flavors and --nproc-per-node depend on it",
-                    )
+        return problems
+
+    def _shape_problems(self, types: list[str]) -> list[Problem]:
+        """One node shape per pool (queue flavors depend on it) and enough spot diversity."""
+        problems: list[Problem] = []
+        kinds = {catalog.instance(t).gpus > 0 for t in types}
+        shapes = {(catalog.instance(t).gpu_model, catalog.instance(t).gpus) for t in types}
+        if len(kinds) > 1 or (self.is_gpu and len(shapes) > 1):
+            problems.append(
+                Problem(
+                    "instanceTypes",
+                    types,
+                    "one GPU model and GPU count per pool (or CPU types only): queue "
+                    "flavors and --nproc-per-node depend on it",
                 )
-            if self.capacity_type == "spot" and len(types) < 3:
-                problems.append(
-                    Problem(
-                        "instanceTypes" if self.instance_types else "gpuClass",
-                        types,
-                        "spot pools need at least 3 instance types (spot pools run dry)",
-                    )
+            )
+        if self.capacity_type == "spot" and len(types) < 3:
+            problems.append(
+                Problem(
+                    "instanceTypes" if self.instance_types else "gpuClass",
+                    types,
+                    "spot pools need at least 3 instance types (spot pools run dry)",
                 )
+            )
+        return problems
+
+    def _limit_problems(self) -> list[Problem]:
+        """GPU pools cap GPUs and CPU pools cap CPUs: an uncapped pool is unbounded spend."""
+        problems: list[Problem] = []
         if self.is_gpu and self.limits.gpus is None:
             problems.append(
                 Problem(
@@ -357,9 +381,7 @@ class KarpenterPool(Model):
                 problems.append(Problem("limits.gpus", self.limits.gpus, "only for GPU pools"))
             if self.limits.cpu is None:
                 problems.append(Problem("limits.cpu", None, "required for a CPU pool (caps spend)"))
-        if problems:
-            raise problems_error(problems)
-        return self
+        return problems
 
 
 class KarpenterConfig(Model):
@@ -391,6 +413,20 @@ class KarpenterConfig(Model):
 
     @model_validator(mode="after")
     def _check(self) -> KarpenterConfig:
+        problems = self._ami_problems()
+        problems += self._pool_name_problems()
+        problems += self._weight_problems()
+        problems += self._reservation_problems()
+        if not any(not pool.is_gpu for pool in self.pools):
+            problems.append(
+                Problem("pools", len(self.pools), "at least one CPU pool for general work")
+            )
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _ami_problems(self) -> list[Problem]:
+        """The AMI alias names a real release, and `@latest` only where the stack allows it."""
         problems: list[Problem] = []
         release = self.ami_alias.split("@", 1)[1]
         if release != "latest" and release not in catalog.EKS_AMI_RELEASES:
@@ -412,6 +448,11 @@ class KarpenterConfig(Model):
                     "allowLatestAmi is true (dev)",
                 )
             )
+        return problems
+
+    def _pool_name_problems(self) -> list[Problem]:
+        """Pool names are unique: each names a NodePool."""
+        problems: list[Problem] = []
         seen: dict[str, int] = {}
         for index, pool in enumerate(self.pools):
             if pool.name in seen:
@@ -423,6 +464,12 @@ class KarpenterConfig(Model):
                     )
                 )
             seen.setdefault(pool.name, index)
+        return problems
+
+    def _weight_problems(self) -> list[Problem]:
+        """Within a GPU class, reserved pools outweigh spot ones and spot outweighs on-demand,
+        so Karpenter tries capacity already paid for first."""
+        problems: list[Problem] = []
         by_class: dict[str, list[KarpenterPool]] = {}
         for pool in self.pools:
             if pool.is_gpu:
@@ -447,19 +494,27 @@ class KarpenterConfig(Model):
                             f"{max(weights[then])})",
                         )
                     )
-        problems += self._reservation_problems()
-        if not any(not pool.is_gpu for pool in self.pools):
-            problems.append(
-                Problem("pools", len(self.pools), "at least one CPU pool for general work")
-            )
-        if problems:
-            raise problems_error(problems)
-        return self
+        return problems
 
     def _reservation_problems(self) -> list[Problem]:
         """Reserved pools launch only into reservations of their types, their GPU limit is what
         those hold (a flavor counting more would admit jobs no instance can run), and every
         reservation is used by a pool (an unused ODCR is billed for nothing)."""
+        reserved_types = {
+            name
+            for pool in self.pools
+            if pool.capacity_type == "reserved"
+            for name in pool.resolved_instance_types
+        }
+        return [
+            *self._reservation_name_problems(),
+            *self._reserved_pool_problems(),
+            *self._placement_group_problems(),
+            *self._unused_reservation_problems(reserved_types),
+        ]
+
+    def _reservation_name_problems(self) -> list[Problem]:
+        """Reservation names are unique: the report names each reservation by it."""
         problems: list[Problem] = []
         names: dict[str, int] = {}
         for index, reservation in enumerate(self.reservations):
@@ -472,12 +527,15 @@ class KarpenterConfig(Model):
                     )
                 )
             names.setdefault(reservation.name, index)
-        reserved_types: set[str] = set()
+        return problems
+
+    def _reserved_pool_problems(self) -> list[Problem]:
+        """A reserved pool is a GPU pool with a reservation of its types, capped at its GPUs."""
+        problems: list[Problem] = []
         for index, pool in enumerate(self.pools):
             if pool.capacity_type != "reserved":
                 continue
             types = pool.resolved_instance_types
-            reserved_types.update(types)
             if not pool.is_gpu:
                 problems.append(
                     Problem(
@@ -502,17 +560,26 @@ class KarpenterConfig(Model):
                         f"at most the {held} GPUs the reservations of {', '.join(types)} hold",
                     )
                 )
+        return problems
+
+    def _placement_group_problems(self) -> list[Problem]:
+        """All reservations agree on the placement group: they share one reserved node class."""
         in_group = {r.in_placement_group for r in self.reservations}
-        if len(in_group) > 1:
-            first = next(i for i, r in enumerate(self.reservations) if r.in_placement_group)
-            problems.append(
-                Problem(
-                    f"reservations[{first}].inPlacementGroup",
-                    True,
-                    "the same for every reservation: they share one reserved EC2NodeClass, which "
-                    "launches into the placement group or not (one placementGroupSelector)",
-                )
+        if len(in_group) <= 1:
+            return []
+        first = next(i for i, r in enumerate(self.reservations) if r.in_placement_group)
+        return [
+            Problem(
+                f"reservations[{first}].inPlacementGroup",
+                True,
+                "the same for every reservation: they share one reserved EC2NodeClass, which "
+                "launches into the placement group or not (one placementGroupSelector)",
             )
+        ]
+
+    def _unused_reservation_problems(self, reserved_types: set[str]) -> list[Problem]:
+        """Every reservation is of a type a reserved pool launches (else it is billed idle)."""
+        problems: list[Problem] = []
         for index, reservation in enumerate(self.reservations):
             if reservation.instance_type not in reserved_types:
                 problems.append(

@@ -168,6 +168,17 @@ class GpuNodeGroup(Model):
     @model_validator(mode="after")
     def _check(self) -> GpuNodeGroup:
         problems = _check_sizes(self.min_size, self.desired_size, self.max_size)
+        problems += self._instance_type_problems()
+        problems += self._reservation_problems()
+        problems += self._label_problems()
+        problems += self._taint_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _instance_type_problems(self) -> list[Problem]:
+        """Known GPU types, each once, of one shape, and enough of them for a spot group."""
+        problems: list[Problem] = []
         unknown = False
         for index, name in enumerate(self.instance_types):
             if name not in catalog.GPU_INSTANCE_TYPES:
@@ -192,7 +203,11 @@ class GpuNodeGroup(Model):
                     "spot groups need at least 3 instance types (spot pools run dry)",
                 )
             )
-        problems += self._reservation_problems()
+        return problems
+
+    def _label_problems(self) -> list[Problem]:
+        """Labels stay out of the domains the platform and Kubernetes set themselves."""
+        problems: list[Problem] = []
         for key in self.labels:
             if key.startswith(RESERVED_LABEL_DOMAINS):
                 problems.append(
@@ -203,6 +218,11 @@ class GpuNodeGroup(Model):
                         f"Kubernetes' domains ({', '.join(RESERVED_LABEL_DOMAINS)})",
                     )
                 )
+        return problems
+
+    def _taint_problems(self) -> list[Problem]:
+        """Taints neither repeat the platform's own keys nor hide from the cluster-autoscaler."""
+        problems: list[Problem] = []
         for index, taint in enumerate(self.taints):
             if taint.key in (catalog.GPU_TAINT_KEY, catalog.SPOT_TAINT_KEY):
                 problems.append(
@@ -224,9 +244,7 @@ class GpuNodeGroup(Model):
                         "value-less taints when it scales a group from zero)",
                     )
                 )
-        if problems:
-            raise problems_error(problems)
-        return self
+        return problems
 
     def _reservation_problems(self) -> list[Problem]:
         problems: list[Problem] = []

@@ -85,6 +85,15 @@ class StackConfig(Model):
 
     @model_validator(mode="after")
     def _gpu_sections(self) -> StackConfig:
+        problems = self._time_slicing_problems()
+        problems += self._mig_problems()
+        problems += self._nccl_target_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _time_slicing_problems(self) -> list[Problem]:
+        """Time slicing only on existing GPU groups that do not train (shared GPUs slow it)."""
         problems: list[Problem] = []
         groups = {group.name: group for group in self.node_groups.gpu}
         for index, pool in enumerate(self.gpu_operator.time_slicing.pools):
@@ -103,20 +112,29 @@ class StackConfig(Model):
                         "memory and break training throughput and isolation)",
                     )
                 )
-        models = {group.gpu_model for group in groups.values()} | {
+        return problems
+
+    def _mig_problems(self) -> list[Problem]:
+        """A MIG strategy only where some group or pool has a GPU that can be partitioned."""
+        models = {group.gpu_model for group in self.node_groups.gpu} | {
             pool.gpu_model for pool in self.karpenter.pools if pool.is_gpu
         }
         if self.gpu_operator.mig_strategy != "none" and not (
             models & catalog.MIG_CAPABLE_GPU_MODELS
         ):
-            problems.append(
+            return [
                 Problem(
                     "gpuOperator.migStrategy",
                     self.gpu_operator.mig_strategy,
                     "'none' unless a GPU group or pool has a MIG-capable GPU "
                     f"({', '.join(sorted(catalog.MIG_CAPABLE_GPU_MODELS))})",
                 )
-            )
+            ]
+        return []
+
+    def _nccl_target_problems(self) -> list[Problem]:
+        """The NCCL test names a GPU pool that exists and asks no more nodes than it reaches."""
+        problems: list[Problem] = []
         nccl = self.validation.nccl
         if self.validation.enabled and self.validation.nccl_test:
             targets = self.nccl_targets()
@@ -138,16 +156,23 @@ class StackConfig(Model):
                         f"{targets[target.name]})",
                     )
                 )
-        if problems:
-            raise problems_error(problems)
-        return self
+        return problems
 
     @model_validator(mode="after")
     def _node_group_scaling(self) -> StackConfig:
         """Who resizes which group, and one provisioner per (GPU class, capacity type)."""
+        problems = self._gpu_group_problems()
+        if self.autoscaler_deployed:
+            problems += self._autoscaler_problems()
+        problems += self._one_provisioner_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _gpu_group_problems(self) -> list[Problem]:
+        """A managed GPU group is resized only by a running autoscaler, in subnets that exist."""
         problems: list[Problem] = []
         scaler = self.cluster_autoscaler
-        system = self.node_groups.system
         existing = self.network.existing_vpc
         subnets = len(existing.private_subnet_ids) if existing else self.network.az_count
         for index, group in enumerate(self.node_groups.gpu):
@@ -177,36 +202,39 @@ class StackConfig(Model):
                             f"the index of one of the {subnets} private subnets (0-{subnets - 1})",
                         )
                     )
-        if self.autoscaler_deployed:
-            if not system.min_size == system.desired_size == system.max_size:
-                # EKS tags every managed group's Auto Scaling group for the autoscaler's
-                # discovery (k8s.io/cluster-autoscaler/enabled and .../<cluster>), the system
-                # group's too; a resizable system group would answer the same pending CPU pods
-                # as Karpenter's general pools.
-                problems.append(
-                    Problem(
-                        "nodeGroups.system.maxSize",
-                        system.max_size,
-                        f"= minSize = desiredSize ({system.desired_size}): the cluster-autoscaler "
-                        "discovers every managed group of the cluster and would resize the "
-                        "system group too, beside Karpenter (docs/node-groups.md)",
-                    )
+        return problems
+
+    def _autoscaler_problems(self) -> list[Problem]:
+        """A deployed cluster-autoscaler leaves the system group alone and matches the cluster."""
+        problems: list[Problem] = []
+        scaler = self.cluster_autoscaler
+        system = self.node_groups.system
+        if not system.min_size == system.desired_size == system.max_size:
+            # EKS tags every managed group's Auto Scaling group for the autoscaler's
+            # discovery (k8s.io/cluster-autoscaler/enabled and .../<cluster>), the system
+            # group's too; a resizable system group would answer the same pending CPU pods
+            # as Karpenter's general pools.
+            problems.append(
+                Problem(
+                    "nodeGroups.system.maxSize",
+                    system.max_size,
+                    f"= minSize = desiredSize ({system.desired_size}): the cluster-autoscaler "
+                    "discovers every managed group of the cluster and would resize the "
+                    "system group too, beside Karpenter (docs/node-groups.md)",
                 )
-            minor = self.cluster.kubernetes_version
-            if not scaler.image_tag.startswith(f"v{minor}."):
-                problems.append(
-                    Problem(
-                        "clusterAutoscaler.imageTag",
-                        scaler.image_tag,
-                        f"an image of the cluster's Kubernetes minor {minor} "
-                        f"(e.g. {IMAGE_FOR_MINOR.get(minor, f'v{minor}.0')}): upstream supports "
-                        "the autoscaler only with its own minor",
-                    )
+            )
+        minor = self.cluster.kubernetes_version
+        if not scaler.image_tag.startswith(f"v{minor}."):
+            problems.append(
+                Problem(
+                    "clusterAutoscaler.imageTag",
+                    scaler.image_tag,
+                    f"an image of the cluster's Kubernetes minor {minor} "
+                    f"(e.g. {IMAGE_FOR_MINOR.get(minor, f'v{minor}.0')}): upstream supports "
+                    "the autoscaler only with its own minor",
                 )
-        problems += self._one_provisioner_problems()
-        if problems:
-            raise problems_error(problems)
-        return self
+            )
+        return problems
 
     @model_validator(mode="after")
     def _on_demand_fallback(self) -> StackConfig:

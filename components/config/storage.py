@@ -120,6 +120,14 @@ class RwxConfig(Model):
 
     @model_validator(mode="after")
     def _check(self) -> RwxConfig:
+        problems = self._other_type_problems()
+        problems += self._efs_problems() if self.type == "efs" else self._fsx_problems()
+        if problems:
+            raise problems_error(problems)
+        return self
+
+    def _other_type_problems(self) -> list[Problem]:
+        """Keys of the type not selected are errors: they would be silently ignored."""
         problems: list[Problem] = []
         other = self._FSX_KEYS if self.type == "efs" else self._EFS_KEYS
         for key in other:
@@ -132,54 +140,60 @@ class RwxConfig(Model):
                         f"only applies to type {'fsx' if self.type == 'efs' else 'efs'}",
                     )
                 )
-        if self.type == "efs":
-            provisioned = self.efs_throughput_mode == "provisioned"
-            if provisioned and self.provisioned_throughput_mibps is None:
-                problems.append(
-                    Problem(
-                        "provisionedThroughputMibps",
-                        None,
-                        "required when throughputMode is provisioned",
-                    )
+        return problems
+
+    def _efs_problems(self) -> list[Problem]:
+        """A provisioned throughput is given exactly when the throughput mode is provisioned."""
+        problems: list[Problem] = []
+        provisioned = self.efs_throughput_mode == "provisioned"
+        if provisioned and self.provisioned_throughput_mibps is None:
+            problems.append(
+                Problem(
+                    "provisionedThroughputMibps",
+                    None,
+                    "required when throughputMode is provisioned",
                 )
-            if not provisioned and self.provisioned_throughput_mibps is not None:
-                problems.append(
-                    Problem(
-                        "provisionedThroughputMibps",
-                        self.provisioned_throughput_mibps,
-                        "only with throughputMode: provisioned",
-                    )
+            )
+        if not provisioned and self.provisioned_throughput_mibps is not None:
+            problems.append(
+                Problem(
+                    "provisionedThroughputMibps",
+                    self.provisioned_throughput_mibps,
+                    "only with throughputMode: provisioned",
                 )
-        else:
-            tiers = FSX_THROUGHPUT_TIERS[self.fsx_deployment_type]
-            if self.fsx_throughput not in tiers:
-                problems.append(
-                    Problem(
-                        "perUnitStorageThroughput",
-                        self.fsx_throughput,
-                        f"{self.fsx_deployment_type} allows {', '.join(map(str, tiers))} MB/s/TiB",
-                    )
+            )
+        return problems
+
+    def _fsx_problems(self) -> list[Problem]:
+        """Throughput tier, capacity step and events are what FSx for Lustre accepts."""
+        problems: list[Problem] = []
+        tiers = FSX_THROUGHPUT_TIERS[self.fsx_deployment_type]
+        if self.fsx_throughput not in tiers:
+            problems.append(
+                Problem(
+                    "perUnitStorageThroughput",
+                    self.fsx_throughput,
+                    f"{self.fsx_deployment_type} allows {', '.join(map(str, tiers))} MB/s/TiB",
                 )
-            capacity = self.fsx_capacity_gib
-            if capacity < FSX_MIN_CAPACITY_GIB or (
-                capacity != FSX_MIN_CAPACITY_GIB and capacity % FSX_CAPACITY_INCREMENT_GIB
-            ):
-                problems.append(
-                    Problem(
-                        "storageCapacityGib",
-                        capacity,
-                        f"{self.fsx_deployment_type} SSD needs {FSX_MIN_CAPACITY_GIB} GiB or a "
-                        f"multiple of {FSX_CAPACITY_INCREMENT_GIB} GiB (minimum "
-                        f"{FSX_MIN_CAPACITY_GIB})",
-                    )
+            )
+        capacity = self.fsx_capacity_gib
+        if capacity < FSX_MIN_CAPACITY_GIB or (
+            capacity != FSX_MIN_CAPACITY_GIB and capacity % FSX_CAPACITY_INCREMENT_GIB
+        ):
+            problems.append(
+                Problem(
+                    "storageCapacityGib",
+                    capacity,
+                    f"{self.fsx_deployment_type} SSD needs {FSX_MIN_CAPACITY_GIB} GiB or a "
+                    f"multiple of {FSX_CAPACITY_INCREMENT_GIB} GiB (minimum "
+                    f"{FSX_MIN_CAPACITY_GIB})",
                 )
-            for key in ("import_events", "export_events"):
-                events = getattr(self, key) or []
-                if len(set(events)) != len(events):
-                    problems.append(Problem(to_camel(key), events, "must not repeat an event"))
-        if problems:
-            raise problems_error(problems)
-        return self
+            )
+        for key in ("import_events", "export_events"):
+            events = getattr(self, key) or []
+            if len(set(events)) != len(events):
+                problems.append(Problem(to_camel(key), events, "must not repeat an event"))
+        return problems
 
 
 class StorageConfig(Model):

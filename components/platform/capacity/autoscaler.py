@@ -250,6 +250,23 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         self, name: str, args: ClusterAutoscalerArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:autoscaler:ClusterAutoscaler", name, None, opts)
+        identity = self._pod_identity(name, args)
+        k8s_child = pulumi.ResourceOptions.merge(
+            child_options(self), pulumi.ResourceOptions(provider=args.k8s_provider)
+        )
+        crd = provisioning_request_crd()
+        self.crd = k8s.apiextensions.v1.CustomResourceDefinition(
+            f"{name}-provisioningrequests",
+            metadata=crd["metadata"],
+            spec=crd["spec"],
+            opts=k8s_child,
+        )
+        self.release = self._release(name, args, k8s_child, [*identity, self.crd, *args.after])
+        self.register_outputs({"release": self.release.name, "role": self.role.arn})
+
+    def _pod_identity(self, name: str, args: ClusterAutoscalerArgs) -> list[pulumi.Resource]:
+        """The autoscaler's role (`self.role`), its policy and its Pod Identity association:
+        returned so the release waits for them and its pods start with AWS credentials."""
         child = child_options(self)
         account = args.aws_account
         self.role = iam.pod_identity_role(
@@ -283,17 +300,17 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        k8s_child = pulumi.ResourceOptions.merge(
-            child, pulumi.ResourceOptions(provider=args.k8s_provider)
-        )
-        crd = provisioning_request_crd()
-        self.crd = k8s.apiextensions.v1.CustomResourceDefinition(
-            f"{name}-provisioningrequests",
-            metadata=crd["metadata"],
-            spec=crd["spec"],
-            opts=k8s_child,
-        )
-        self.release = k8s.helm.v3.Release(
+        return [role_policy, association]
+
+    def _release(
+        self,
+        name: str,
+        args: ClusterAutoscalerArgs,
+        k8s_child: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """The chart release with this cluster's values, created after what it needs (`after`)."""
+        return k8s.helm.v3.Release(
             f"{name}-release",
             name="cluster-autoscaler",
             chart=CHART,
@@ -303,16 +320,10 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             values=chart_values(
                 args.config,
                 cluster_name=args.cluster_name,
-                region=account.region,
+                region=args.aws_account.region,
                 groups=args.groups,
             ),
             atomic=True,
             timeout=300,
-            opts=pulumi.ResourceOptions.merge(
-                k8s_child,
-                pulumi.ResourceOptions(
-                    depends_on=[role_policy, association, self.crd, *args.after]
-                ),
-            ),
+            opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=after)),
         )
-        self.register_outputs({"release": self.release.name, "role": self.role.arn})

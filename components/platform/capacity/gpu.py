@@ -256,6 +256,19 @@ class GpuStack(pulumi.ComponentResource):
             {"pod-security.kubernetes.io/enforce": "privileged"},
             k8s_opts,
         )
+        config_maps = self._operator_config_maps(name, config, in_namespace)
+        self.release = self._operator_release(
+            name, config, k8s_opts, [namespace, *config_maps, args.system_node_group]
+        )
+        self._dcgm_service_monitor(name, config, k8s_opts, [args.monitoring_release, self.release])
+        self.efa_release = self._efa_device_plugin(name, args, k8s_opts)
+        self.register_outputs({"namespace": self.namespace})
+
+    def _operator_config_maps(
+        self, name: str, config: GpuOperatorConfig, in_namespace: pulumi.ResourceOptions
+    ) -> list[pulumi.Resource]:
+        """The DCGM metrics set and the device-plugin configs the chart's values name: they
+        exist before the operator starts, which mounts them."""
         metrics = k8s.core.v1.ConfigMap(
             f"{name}-dcgm-metrics",
             metadata={"name": DCGM_METRICS_CONFIGMAP, "namespace": config.namespace},
@@ -268,7 +281,17 @@ class GpuStack(pulumi.ComponentResource):
             data=device_plugin_configs(config),
             opts=in_namespace,
         )
-        self.release = k8s.helm.v3.Release(
+        return [metrics, plugin]
+
+    def _operator_release(
+        self,
+        name: str,
+        config: GpuOperatorConfig,
+        k8s_opts: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """The GPU Operator chart, installed after what it needs (`after`)."""
+        return k8s.helm.v3.Release(
             f"{name}-gpu-operator",
             name="gpu-operator",
             chart=CHART,
@@ -280,13 +303,17 @@ class GpuStack(pulumi.ComponentResource):
             # The longest budget of all releases: its DaemonSets (device plugin, DCGM, feature
             # discovery, validator) pull multi-GB images on every GPU node that exists at install.
             timeout=1200,
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                pulumi.ResourceOptions(
-                    depends_on=[namespace, metrics, plugin, args.system_node_group]
-                ),
-            ),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )
+
+    def _dcgm_service_monitor(
+        self,
+        name: str,
+        config: GpuOperatorConfig,
+        k8s_opts: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> None:
+        """The ServiceMonitor that has Prometheus scrape DCGM, after its CRD and the exporter."""
         k8s.apiextensions.CustomResource(
             f"{name}-dcgm-exporter",
             api_version="monitoring.coreos.com/v1",
@@ -297,13 +324,8 @@ class GpuStack(pulumi.ComponentResource):
                 "labels": {"app.kubernetes.io/part-of": "gpu-platform"},
             },
             spec=dcgm_service_monitor_spec(config, config.namespace),
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts,
-                pulumi.ResourceOptions(depends_on=[args.monitoring_release, self.release]),
-            ),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )
-        self.efa_release = self._efa_device_plugin(name, args, k8s_opts)
-        self.register_outputs({"namespace": self.namespace})
 
     def _efa_device_plugin(
         self, name: str, args: GpuStackArgs, k8s_opts: pulumi.ResourceOptions

@@ -208,47 +208,64 @@ def ec2nodeclass_spec(
     `name` or `id`; the id, because the group is this stack's own and names are only unique per
     account and region). `subnet_ids`: subnets by id instead of the discovery tag - the one AZ
     of a cluster placement group (components/analysis/efa_placement.py)."""
-    subnet_terms: list[dict[str, Any]] = (
-        [{"id": subnet} for subnet in subnet_ids]
-        if subnet_ids
-        else [{"tags": {DISCOVERY_TAG: cluster_name}}]
-    )
     spec: dict[str, Any] = {
         "amiSelectorTerms": [{"alias": ami_alias}],
         "instanceProfile": instance_profile,
-        "subnetSelectorTerms": subnet_terms,
+        "subnetSelectorTerms": _subnet_terms(cluster_name, subnet_ids),
         "securityGroupSelectorTerms": [{"id": security_group_id}],
-        "metadataOptions": {
-            "httpEndpoint": "enabled",
-            "httpProtocolIPv6": "disabled",
-            "httpPutResponseHopLimit": 1,
-            "httpTokens": "required",
-        },
-        "blockDeviceMappings": [
-            {
-                "deviceName": "/dev/xvda",
-                "rootVolume": True,
-                "ebs": {
-                    "volumeSize": f"{disk.disk_size_gib}Gi",
-                    "volumeType": "gp3",
-                    "iops": disk.disk_iops,
-                    "throughput": disk.disk_throughput_mibps,
-                    "encrypted": True,
-                    "deleteOnTermination": True,
-                },
-            }
-        ],
+        "metadataOptions": _imds_options(),
+        "blockDeviceMappings": [_root_volume(disk)],
         "tags": tags,
+        **_node_bootstrap(disk, instance_store_raid0=instance_store_raid0),
     }
-    if instance_store_raid0:
-        spec["instanceStorePolicy"] = "RAID0"
-    if disk.fast_image_pull:
-        spec["userData"] = FAST_IMAGE_PULL_USER_DATA
     if capacity_reservations:
         spec["capacityReservationSelectorTerms"] = capacity_reservations
     if placement_group_id is not None:
         spec["placementGroupSelector"] = {"id": placement_group_id}
     return spec
+
+
+def _node_bootstrap(disk: KarpenterNodeClass, *, instance_store_raid0: bool) -> dict[str, Any]:
+    """What nodeadm sets up at boot, where asked: RAID0 over NVMe instance store, fast pulls."""
+    bootstrap: dict[str, Any] = {}
+    if instance_store_raid0:
+        bootstrap["instanceStorePolicy"] = "RAID0"
+    if disk.fast_image_pull:
+        bootstrap["userData"] = FAST_IMAGE_PULL_USER_DATA
+    return bootstrap
+
+
+def _subnet_terms(cluster_name: str, subnet_ids: list[Any] | None) -> list[dict[str, Any]]:
+    """Subnets by id where the class is pinned to them (a placement group's AZ), else by tag."""
+    if subnet_ids:
+        return [{"id": subnet} for subnet in subnet_ids]
+    return [{"tags": {DISCOVERY_TAG: cluster_name}}]
+
+
+def _imds_options() -> dict[str, Any]:
+    """IMDSv2 with hop limit 1: pods get AWS credentials from Pod Identity, never the node's."""
+    return {
+        "httpEndpoint": "enabled",
+        "httpProtocolIPv6": "disabled",
+        "httpPutResponseHopLimit": 1,
+        "httpTokens": "required",
+    }
+
+
+def _root_volume(disk: KarpenterNodeClass) -> dict[str, Any]:
+    """The encrypted gp3 root volume, sized and provisioned for pulling multi-GB images."""
+    return {
+        "deviceName": "/dev/xvda",
+        "rootVolume": True,
+        "ebs": {
+            "volumeSize": f"{disk.disk_size_gib}Gi",
+            "volumeType": "gp3",
+            "iops": disk.disk_iops,
+            "throughput": disk.disk_throughput_mibps,
+            "encrypted": True,
+            "deleteOnTermination": True,
+        },
+    }
 
 
 def node_class_tags(tags: dict[str, str], *, cluster_name: str, node_class: str) -> dict[str, str]:

@@ -190,60 +190,94 @@ class Network(pulumi.ComponentResource):
     ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.Subnet], list[aws.ec2.NatGateway]]:
         """A public and a private subnet per zone (discovery-tagged), and the NAT gateways: one
         per zone, or one in the first zone (`natGateways: single`)."""
-        config, tags = args.config, args.tags
-        vpc_child = child_options(vpc)
         public_subnets: list[aws.ec2.Subnet] = []
         private_subnets: list[aws.ec2.Subnet] = []
         nat_gateways: list[aws.ec2.NatGateway] = []
         for plan in plans:
             zone = zones[plan.az_index]
-            public = aws.ec2.Subnet(
-                f"{name}-public-{zone}",
-                vpc_id=vpc.id,
-                cidr_block=plan.public_cidr,
-                availability_zone=zone,
-                map_public_ip_on_launch=False,
-                tags={
-                    **tags,
-                    **discovery_tags(args.cluster_name, private=False),
-                    "Name": f"{args.cluster_name}-public-{zone}",
-                },
-                opts=vpc_child,
-            )
-            aws.ec2.RouteTableAssociation(
-                f"{name}-public-{zone}",
-                subnet_id=public.id,
-                route_table_id=public_rt.id,
-                opts=vpc_child,
+            public = self._public_subnet(
+                name, args, vpc, zone=zone, cidr=plan.public_cidr, public_rt=public_rt
             )
             public_subnets.append(public)
-            private_subnets.append(
-                aws.ec2.Subnet(
-                    f"{name}-private-{zone}",
-                    vpc_id=vpc.id,
-                    cidr_block=plan.private_cidr,
-                    availability_zone=zone,
-                    tags={
-                        **tags,
-                        **discovery_tags(args.cluster_name, private=True),
-                        "Name": f"{args.cluster_name}-private-{zone}",
-                    },
-                    opts=vpc_child,
-                )
-            )
-            if config.nat_gateways == "perAz" or plan.az_index == 0:
-                eip = aws.ec2.Eip(f"{name}-nat-{zone}", domain="vpc", tags=tags, opts=vpc_child)
+            private_subnets.append(self._private_subnet(name, args, vpc, zone, plan.private_cidr))
+            if args.config.nat_gateways == "perAz" or plan.az_index == 0:
                 nat_gateways.append(
-                    aws.ec2.NatGateway(
-                        f"{name}-nat-{zone}",
-                        subnet_id=public.id,
-                        allocation_id=eip.id,
-                        connectivity_type="public",
-                        tags={**tags, "Name": f"{args.cluster_name}-{zone}"},
-                        opts=child_options(vpc, depends_on=[igw]),
-                    )
+                    self._nat_gateway(name, args, vpc, zone=zone, public=public, igw=igw)
                 )
         return public_subnets, private_subnets, nat_gateways
+
+    def _public_subnet(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        *,
+        zone: str,
+        cidr: str,
+        public_rt: aws.ec2.RouteTable,
+    ) -> aws.ec2.Subnet:
+        """A zone's public subnet (load balancers, NAT), routed to the internet gateway."""
+        vpc_child = child_options(vpc)
+        public = aws.ec2.Subnet(
+            f"{name}-public-{zone}",
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone=zone,
+            map_public_ip_on_launch=False,
+            tags={
+                **args.tags,
+                **discovery_tags(args.cluster_name, private=False),
+                "Name": f"{args.cluster_name}-public-{zone}",
+            },
+            opts=vpc_child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{name}-public-{zone}",
+            subnet_id=public.id,
+            route_table_id=public_rt.id,
+            opts=vpc_child,
+        )
+        return public
+
+    def _private_subnet(
+        self, name: str, args: NetworkArgs, vpc: aws.ec2.Vpc, zone: str, cidr: str
+    ) -> aws.ec2.Subnet:
+        """A zone's private subnet, where nodes and pods live (discovery-tagged)."""
+        return aws.ec2.Subnet(
+            f"{name}-private-{zone}",
+            vpc_id=vpc.id,
+            cidr_block=cidr,
+            availability_zone=zone,
+            tags={
+                **args.tags,
+                **discovery_tags(args.cluster_name, private=True),
+                "Name": f"{args.cluster_name}-private-{zone}",
+            },
+            opts=child_options(vpc),
+        )
+
+    def _nat_gateway(
+        self,
+        name: str,
+        args: NetworkArgs,
+        vpc: aws.ec2.Vpc,
+        *,
+        zone: str,
+        public: aws.ec2.Subnet,
+        igw: aws.ec2.InternetGateway,
+    ) -> aws.ec2.NatGateway:
+        """A zone's NAT gateway and its Elastic IP: the private subnets' way out."""
+        eip = aws.ec2.Eip(
+            f"{name}-nat-{zone}", domain="vpc", tags=args.tags, opts=child_options(vpc)
+        )
+        return aws.ec2.NatGateway(
+            f"{name}-nat-{zone}",
+            subnet_id=public.id,
+            allocation_id=eip.id,
+            connectivity_type="public",
+            tags={**args.tags, "Name": f"{args.cluster_name}-{zone}"},
+            opts=child_options(vpc, depends_on=[igw]),
+        )
 
     def _private_routes(
         self,

@@ -220,10 +220,17 @@ class Logging(pulumi.ComponentResource):
     def install(self, cluster_name: pulumi.Input[str]) -> None:
         """The add-on (it needs the control plane), log alarms and saved queries."""
         name, args, config = self._name, self._args, self._args.config
-        child = child_options(self)
         if not config.enabled:
             self.register_outputs({})
             return
+        self._addon(name, args, cluster_name)
+        if config.alarms:
+            self._alarms(name, args)
+        self._queries(name, args)
+        self.register_outputs({"logGroups": sorted(self.log_groups)})
+
+    def _addon(self, name: str, args: LoggingArgs, cluster_name: pulumi.Input[str]) -> None:
+        """The CloudWatch Observability add-on and its agent's role: what ships the logs."""
         role = iam.pod_identity_role(
             f"{name}-agent",
             account_id=args.account.account_id,
@@ -234,7 +241,7 @@ class Logging(pulumi.ComponentResource):
                 f"arn:{args.account.partition}:iam::aws:policy/CloudWatchAgentServerPolicy"
             ],
             tags=args.tags,
-            opts=child,
+            opts=child_options(self),
         )
         aws.eks.Addon(
             f"{name}-addon",
@@ -249,8 +256,10 @@ class Logging(pulumi.ComponentResource):
             # Fluent Bit must find the encrypted groups, not create its own.
             opts=child_options(self, depends_on=list(self.log_groups.values())),
         )
-        if config.alarms:
-            self._alarms(name, args)
+
+    def _queries(self, name: str, args: LoggingArgs) -> None:
+        """Saved Logs Insights queries: each team's logs, and who submitted training (audit)."""
+        child = child_options(self)
         for team in args.teams:
             aws.cloudwatch.QueryDefinition(
                 f"{name}-query-{team.name}",
@@ -267,7 +276,6 @@ class Logging(pulumi.ComponentResource):
                 query_string=SUBMISSIONS_QUERY,
                 opts=child,
             )
-        self.register_outputs({"logGroups": sorted(self.log_groups)})
 
     def _alarms(self, name: str, args: LoggingArgs) -> None:
         child = child_options(self)

@@ -55,57 +55,65 @@ def _volume_claim(size_gib: int) -> dict[str, Any]:
 def chart_values(config: ObservabilityConfig) -> dict[str, Any]:
     """kube-prometheus-stack values (every key exists in the chart's values.yaml; tested)."""
     system = catalog.system_node_labels()
-    # Prometheus' size-based retention keeps the volume from filling before the time limit.
-    retention_size = f"{int(config.storage_gib * 0.85)}GB"
     return {
         "crds": {"enabled": True},
         "prometheusOperator": {"nodeSelector": system},
-        "prometheus": {
-            "prometheusSpec": {
-                "retention": config.retention,
-                "retentionSize": retention_size,
-                "scrapeInterval": config.scrape_interval,
-                "storageSpec": _volume_claim(config.storage_gib),
-                "nodeSelector": system,
-                # Select every ServiceMonitor/PodMonitor/PrometheusRule, not only the chart's.
-                "serviceMonitorSelectorNilUsesHelmValues": False,
-                "podMonitorSelectorNilUsesHelmValues": False,
-                "ruleSelectorNilUsesHelmValues": False,
-                "resources": {
-                    "requests": {"cpu": "500m", "memory": "2Gi"},
-                    "limits": {"memory": "8Gi"},
-                },
-            }
-        },
+        "prometheus": {"prometheusSpec": _prometheus_spec(config, system)},
         "alertmanager": {
             "alertmanagerSpec": {
                 "storage": _volume_claim(config.alertmanager_storage_gib),
                 "nodeSelector": system,
             }
         },
-        "grafana": {
-            "nodeSelector": system,
-            "defaultDashboardsEnabled": True,
-            "persistence": {
-                "enabled": True,
-                "storageClassName": STORAGE_CLASS,
-                "size": f"{config.grafana_storage_gib}Gi",
-            },
-            "sidecar": {
-                "dashboards": {
-                    "enabled": True,
-                    "label": next(iter(DASHBOARD_LABEL)),
-                    "labelValue": next(iter(DASHBOARD_LABEL.values())),
-                    "searchNamespace": "ALL",
-                }
-            },
-        },
+        "grafana": _grafana_values(config, system),
         "kube-state-metrics": {
             "nodeSelector": system,
             "metricLabelsAllowlist": [f"nodes=[{','.join(NODE_LABEL_ALLOWLIST)}]"],
         },
         # node-exporter must run on GPU nodes too (memory/disk/PID of the nodes that matter).
         "prometheus-node-exporter": {"tolerations": catalog.gpu_daemon_tolerations()},
+    }
+
+
+def _prometheus_spec(config: ObservabilityConfig, system: dict[str, str]) -> dict[str, Any]:
+    """Prometheus' retention, storage and scrape scope: it must see every team's monitors."""
+    # Prometheus' size-based retention keeps the volume from filling before the time limit.
+    retention_size = f"{int(config.storage_gib * 0.85)}GB"
+    return {
+        "retention": config.retention,
+        "retentionSize": retention_size,
+        "scrapeInterval": config.scrape_interval,
+        "storageSpec": _volume_claim(config.storage_gib),
+        "nodeSelector": system,
+        # Select every ServiceMonitor/PodMonitor/PrometheusRule, not only the chart's.
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "resources": {
+            "requests": {"cpu": "500m", "memory": "2Gi"},
+            "limits": {"memory": "8Gi"},
+        },
+    }
+
+
+def _grafana_values(config: ObservabilityConfig, system: dict[str, str]) -> dict[str, Any]:
+    """Grafana on a persistent volume, its sidecar loading the dashboards of every namespace."""
+    return {
+        "nodeSelector": system,
+        "defaultDashboardsEnabled": True,
+        "persistence": {
+            "enabled": True,
+            "storageClassName": STORAGE_CLASS,
+            "size": f"{config.grafana_storage_gib}Gi",
+        },
+        "sidecar": {
+            "dashboards": {
+                "enabled": True,
+                "label": next(iter(DASHBOARD_LABEL)),
+                "labelValue": next(iter(DASHBOARD_LABEL.values())),
+                "searchNamespace": "ALL",
+            }
+        },
     }
 
 
@@ -381,7 +389,27 @@ class Observability(pulumi.ComponentResource):
             {"pod-security.kubernetes.io/enforce": "privileged"},
             k8s_opts,
         )
-        self.release = k8s.helm.v3.Release(
+        self.release = self._release(name, config, k8s_opts, [namespace, args.system_node_group])
+        after_crds = pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])
+        )
+        self.rules = self._training_rules(name, config, after_crds)
+        self._dashboards(
+            name,
+            config,
+            pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
+        )
+        self.register_outputs({"namespace": self.namespace})
+
+    def _release(
+        self,
+        name: str,
+        config: ObservabilityConfig,
+        k8s_opts: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """kube-prometheus-stack, which also installs the prometheus-operator CRDs."""
+        return k8s.helm.v3.Release(
             f"{name}-kube-prometheus-stack",
             name="kube-prometheus-stack",
             chart=CHART,
@@ -392,14 +420,14 @@ class Observability(pulumi.ComponentResource):
             # The chart's admission-webhook jobs are Helm hooks: wait for them.
             atomic=True,
             timeout=900,
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[namespace, args.system_node_group])
-            ),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )
-        after_crds = pulumi.ResourceOptions.merge(
-            k8s_opts, pulumi.ResourceOptions(depends_on=[self.release])
-        )
-        self.rules = k8s.apiextensions.CustomResource(
+
+    def _training_rules(
+        self, name: str, config: ObservabilityConfig, after_crds: pulumi.ResourceOptions
+    ) -> k8s.apiextensions.CustomResource:
+        """The platform's PrometheusRule: the alerts of alerts.py, once the CRDs exist."""
+        return k8s.apiextensions.CustomResource(
             f"{name}-training-rules",
             api_version="monitoring.coreos.com/v1",
             kind="PrometheusRule",
@@ -411,6 +439,11 @@ class Observability(pulumi.ComponentResource):
             spec={"groups": alerts.rule_groups(config.thresholds, config.runbook_base_url)},
             opts=after_crds,
         )
+
+    def _dashboards(
+        self, name: str, config: ObservabilityConfig, in_namespace: pulumi.ResourceOptions
+    ) -> None:
+        """One ConfigMap per dashboard, labelled for Grafana's sidecar to load."""
         for file_name, board in sorted(dashboards().items()):
             stem = file_name.removesuffix(".json")
             k8s.core.v1.ConfigMap(
@@ -421,8 +454,5 @@ class Observability(pulumi.ComponentResource):
                     "labels": dict(DASHBOARD_LABEL),
                 },
                 data={file_name: json.dumps(board, indent=1, sort_keys=True)},
-                opts=pulumi.ResourceOptions.merge(
-                    k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])
-                ),
+                opts=in_namespace,
             )
-        self.register_outputs({"namespace": self.namespace})

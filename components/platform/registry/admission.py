@@ -195,17 +195,7 @@ def signed_images_policy(
         "spec": {
             "failurePolicy": "Fail",
             "validationActions": ["Deny"] if config.action == "Deny" else ["Audit"],
-            "matchConstraints": {
-                "namespaceSelector": team_namespace_selector(),
-                "resourceRules": [
-                    {
-                        "apiGroups": [""],
-                        "apiVersions": ["v1"],
-                        "operations": ["CREATE", "UPDATE"],
-                        "resources": ["pods"],
-                    }
-                ],
-            },
+            "matchConstraints": _team_pod_constraints(),
             "matchImageReferences": [{"glob": f"{r}/*"} for r in registries],
             "credentials": {"providers": ["amazon"]},
             "validationConfigurations": {
@@ -214,19 +204,37 @@ def signed_images_policy(
                 "required": True,
             },
             "attestors": [attestor(config.signatures, platform_key)],
-            "validations": [
-                {
-                    # Every category Kyverno extracts (containers, initContainers,
-                    # ephemeralContainers: kyverno/kyverno@v1.19.0:pkg/cel/compiler/images.go,
-                    # each key always present, evaluator/policy.go): `required` alone would
-                    # also reject an unverified init container, but with a generic message.
-                    "expression": "(images.containers + images.initContainers"
-                    " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
-                    " [attestors.platform])).all(e, e > 0)",
-                    "message": "every image must be signed by the platform's trusted signer",
-                }
-            ],
+            "validations": [_every_image_signed()],
         },
+    }
+
+
+def _team_pod_constraints() -> dict[str, Any]:
+    """Pods created or updated in team namespaces: where the signature policy applies."""
+    return {
+        "namespaceSelector": team_namespace_selector(),
+        "resourceRules": [
+            {
+                "apiGroups": [""],
+                "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"],
+                "resources": ["pods"],
+            }
+        ],
+    }
+
+
+def _every_image_signed() -> dict[str, Any]:
+    """The CEL validation that names the failure: every image of the pod is signed."""
+    return {
+        # Every category Kyverno extracts (containers, initContainers,
+        # ephemeralContainers: kyverno/kyverno@v1.19.0:pkg/cel/compiler/images.go,
+        # each key always present, evaluator/policy.go): `required` alone would
+        # also reject an unverified init container, but with a generic message.
+        "expression": "(images.containers + images.initContainers"
+        " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
+        " [attestors.platform])).all(e, e > 0)",
+        "message": "every image must be signed by the platform's trusted signer",
     }
 
 
@@ -318,46 +326,10 @@ class Admission(pulumi.ComponentResource):
         registries: list[str],
         k8s_opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
+        """Kyverno and its signature policy: the guards when image signatures are verified."""
         config = args.config
-        # Kyverno reads signatures from private ECR with its own identity (Pod Identity).
-        role = iam.pod_identity_role(
-            f"{name}-kyverno",
-            account_id=args.account.account_id,
-            cluster_name=args.physical_cluster_name,
-            namespace=KYVERNO_NAMESPACE,
-            service_account=KYVERNO_SERVICE_ACCOUNT,
-            managed_policy_arns=[
-                f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
-            ],
-            tags=args.tags,
-            opts=child_options(self),
-        )
-        association = aws.eks.PodIdentityAssociation(
-            f"{name}-kyverno",
-            cluster_name=args.cluster_name,
-            namespace=KYVERNO_NAMESPACE,
-            service_account=KYVERNO_SERVICE_ACCOUNT,
-            role_arn=role.arn,
-            tags=args.tags,
-            opts=child_options(self),
-        )
-        release = k8s.helm.v3.Release(
-            f"{name}-kyverno",
-            name="kyverno",
-            chart="kyverno",
-            repository_opts={"repo": KYVERNO_REPO},
-            version=config.signatures.kyverno_chart_version,
-            namespace=KYVERNO_NAMESPACE,
-            create_namespace=True,
-            values=kyverno_values(),
-            # Explicit (tests/synth/test_awaits.py): Helm waits for the webhook pods; 10 min
-            # covers a cold image pull on a fresh system node.
-            timeout=600,
-            atomic=True,
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_nodes, association])
-            ),
-        )
+        association = self._kyverno_identity(name, args)
+        release = self._kyverno_release(name, args, k8s_opts, [args.system_nodes, association])
         scope = signed_repositories(config, args.account, args.physical_cluster_name)
         policy = signed_images_policy(config, registries, scope, args.signing_public_key)
         signed = k8s.apiextensions.CustomResource(
@@ -371,3 +343,52 @@ class Admission(pulumi.ComponentResource):
             ),
         )
         return [release, signed]
+
+    def _kyverno_identity(self, name: str, args: AdmissionArgs) -> aws.eks.PodIdentityAssociation:
+        """Kyverno's role and Pod Identity association: it reads signatures from private ECR
+        with its own identity."""
+        role = iam.pod_identity_role(
+            f"{name}-kyverno",
+            account_id=args.account.account_id,
+            cluster_name=args.physical_cluster_name,
+            namespace=KYVERNO_NAMESPACE,
+            service_account=KYVERNO_SERVICE_ACCOUNT,
+            managed_policy_arns=[
+                f"arn:{args.account.partition}:iam::aws:policy/AmazonEC2ContainerRegistryReadOnly"
+            ],
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        return aws.eks.PodIdentityAssociation(
+            f"{name}-kyverno",
+            cluster_name=args.cluster_name,
+            namespace=KYVERNO_NAMESPACE,
+            service_account=KYVERNO_SERVICE_ACCOUNT,
+            role_arn=role.arn,
+            tags=args.tags,
+            opts=child_options(self),
+        )
+
+    def _kyverno_release(
+        self,
+        name: str,
+        args: AdmissionArgs,
+        k8s_opts: pulumi.ResourceOptions,
+        after: list[pulumi.Resource],
+    ) -> k8s.helm.v3.Release:
+        """The Kyverno chart, installed once its nodes and identity exist (`after`)."""
+        return k8s.helm.v3.Release(
+            f"{name}-kyverno",
+            name="kyverno",
+            chart="kyverno",
+            repository_opts={"repo": KYVERNO_REPO},
+            version=args.config.signatures.kyverno_chart_version,
+            namespace=KYVERNO_NAMESPACE,
+            create_namespace=True,
+            values=kyverno_values(),
+            # Explicit (tests/synth/test_awaits.py): Helm waits for the webhook pods; 10 min
+            # covers a cold image pull on a fresh system node.
+            timeout=600,
+            atomic=True,
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
+        )

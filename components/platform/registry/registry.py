@@ -188,7 +188,18 @@ class Registry(pulumi.ComponentResource):
             opts=child,
         )
         lifecycle = json.dumps(lifecycle_policy(config))
-        for role in config.repositories:
+        self._repositories(name, args, key, lifecycle)
+        self._pull_through_caches(name, args, key, lifecycle)
+        self._node_pull_through_access(name, args)
+        if config.manage_registry_scanning:
+            self._registry_scanning(name)
+        self.register_outputs({"repositories": sorted(self.repository_urls)})
+
+    def _repositories(
+        self, name: str, args: RegistryArgs, key: aws.kms.Key, lifecycle: str
+    ) -> None:
+        """The platform's repositories (by role) and one per team, recorded for the outputs."""
+        for role in args.config.repositories:
             repository = self._repository(
                 f"{name}-{role}", repository_name(args.cluster_name, role), args, key, lifecycle
             )
@@ -202,27 +213,30 @@ class Registry(pulumi.ComponentResource):
                 key,
                 lifecycle,
             )
-        self._pull_through_caches(name, args, key, lifecycle)
+
+    def _node_pull_through_access(self, name: str, args: RegistryArgs) -> None:
+        """Node roles may pull through the caches: a first pull imports and creates a repository."""
         for index, node_role in enumerate(args.node_roles):
             aws.iam.RolePolicy(
                 f"{name}-node-pull-through-{index}",
                 role=node_role.id,
                 policy=json.dumps(node_pull_through_policy(args.account, args.cluster_name)),
-                opts=child,
+                opts=child_options(self),
             )
-        if config.manage_registry_scanning:
-            aws.ecr.RegistryScanningConfiguration(
-                f"{name}-scanning",
-                scan_type="ENHANCED",
-                rules=[
-                    {
-                        "scan_frequency": "CONTINUOUS_SCAN",
-                        "repository_filters": [{"filter": "*", "filter_type": "WILDCARD"}],
-                    }
-                ],
-                opts=child,
-            )
-        self.register_outputs({"repositories": sorted(self.repository_urls)})
+
+    def _registry_scanning(self, name: str) -> None:
+        """Inspector continuous scanning: one setting per account and region, so a stack opts in."""
+        aws.ecr.RegistryScanningConfiguration(
+            f"{name}-scanning",
+            scan_type="ENHANCED",
+            rules=[
+                {
+                    "scan_frequency": "CONTINUOUS_SCAN",
+                    "repository_filters": [{"filter": "*", "filter_type": "WILDCARD"}],
+                }
+            ],
+            opts=child_options(self),
+        )
 
     def _repository(
         self, name: str, repo_name: str, args: RegistryArgs, key: aws.kms.Key, lifecycle: str

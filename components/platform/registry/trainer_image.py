@@ -104,6 +104,25 @@ def context_tag(context: Path) -> str:
     return CONTEXT_TAG_PREFIX + digest.hexdigest()[:16]
 
 
+def _cache_from(cache_ref: pulumi.Output[str]) -> list[docker_build.CacheFromArgs]:
+    """Layers are read back from the registry cache: a fresh builder need not rebuild them."""
+    return [docker_build.CacheFromArgs(registry=docker_build.CacheFromRegistryArgs(ref=cache_ref))]
+
+
+def _cache_to(cache_ref: pulumi.Output[str]) -> list[docker_build.CacheToArgs]:
+    """Every layer is written to the registry cache as an image manifest (what ECR accepts)."""
+    return [
+        docker_build.CacheToArgs(
+            registry=docker_build.CacheToRegistryArgs(
+                ref=cache_ref,
+                image_manifest=True,
+                oci_media_types=True,
+                mode=docker_build.CacheMode.MAX,
+            )
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class TrainerImageArgs:
     """Inputs of the TrainerImage component."""
@@ -144,13 +163,24 @@ class TrainerImage(pulumi.ComponentResource):
     def _build(
         self, name: str, args: TrainerImageArgs
     ) -> tuple[pulumi.Output[str], pulumi.Output[str]]:
-        config = args.config
+        """The pushed image's digest and its pinned reference, which resolves once signed."""
         url = pulumi.Output.from_input(args.repository_url)
+        image = self._image(name, args, url)
+        pinned = pulumi.Output.concat(url, "@", image.digest)
+        if args.signing_key_arn is None:
+            return image.digest, pinned
+        return image.digest, self._sign(name, image, pinned, args.signing_key_arn)
+
+    def _image(
+        self, name: str, args: TrainerImageArgs, url: pulumi.Output[str]
+    ) -> docker_build.Image:
+        """BuildKit builds the context and pushes it with the registry's credentials."""
+        config = args.config
         auth = aws.ecr.get_authorization_token_output(
             registry_id=args.account_id, opts=pulumi.InvokeOutputOptions(parent=self)
         )
         cache_ref = url.apply(lambda u: f"{u}:{CACHE_TAG}")
-        image = docker_build.Image(
+        return docker_build.Image(
             name,
             push=True,
             tags=[url.apply(lambda u: f"{u}:{args.tag}")],
@@ -165,48 +195,32 @@ class TrainerImage(pulumi.ComponentResource):
                     password=pulumi.Output.secret(auth.password),
                 )
             ],
-            cache_from=(
-                [
-                    docker_build.CacheFromArgs(
-                        registry=docker_build.CacheFromRegistryArgs(ref=cache_ref)
-                    )
-                ]
-                if config.cache
-                else None
-            ),
-            cache_to=(
-                [
-                    docker_build.CacheToArgs(
-                        registry=docker_build.CacheToRegistryArgs(
-                            ref=cache_ref,
-                            image_manifest=True,
-                            oci_media_types=True,
-                            mode=docker_build.CacheMode.MAX,
-                        )
-                    )
-                ]
-                if config.cache
-                else None
-            ),
+            cache_from=_cache_from(cache_ref) if config.cache else None,
+            cache_to=_cache_to(cache_ref) if config.cache else None,
             build_on_preview=False,
             opts=child_options(self),
         )
-        pinned = pulumi.Output.concat(url, "@", image.digest)
-        if args.signing_key_arn is None:
-            return image.digest, pinned
+
+    def _sign(
+        self,
+        name: str,
+        image: docker_build.Image,
+        pinned: pulumi.Output[str],
+        signing_key_arn: pulumi.Input[str],
+    ) -> pulumi.Output[str]:
+        """cosign signs the pushed digest; the reference returned resolves only after that."""
         sign = command.local.Command(
             f"{name}-sign",
             create=SIGN_SCRIPT,
             environment={
                 "IMAGE": pinned,
-                "SIGNING_KEY": pulumi.Output.concat("awskms:///", args.signing_key_arn),
+                "SIGNING_KEY": pulumi.Output.concat("awskms:///", signing_key_arn),
             },
             # A new digest is a new image to sign; the same digest is never signed twice.
             triggers=[image.digest],
             opts=child_options(self, depends_on=[image]),
         )
-        signed = pulumi.Output.all(pinned, sign.id).apply(lambda values: str(values[0]))
-        return image.digest, signed
+        return pulumi.Output.all(pinned, sign.id).apply(lambda values: str(values[0]))
 
     def _resolve(self, args: TrainerImageArgs) -> pulumi.Output[str]:
         return resolve_tag(

@@ -37,18 +37,7 @@ def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any
     they mount (a static PV of its own: the driver keys mounts by volume id)."""
     labels = {f"{catalog.LABEL_DOMAIN}/volume": "fsx-root"}
     return [
-        {
-            "apiVersion": "v1",
-            "kind": "Namespace",
-            "metadata": {
-                "name": FSX_ADMIN_NAMESPACE,
-                "labels": {
-                    # Baseline admits the directory Job (root, CAP_CHOWN) and nothing privileged.
-                    "pod-security.kubernetes.io/enforce": "baseline",
-                    "pod-security.kubernetes.io/enforce-version": pod_security.PSS_VERSION,
-                },
-            },
-        },
+        _admin_namespace(),
         {
             # The Jobs talk to nobody: Lustre is mounted by the node (the CSI node plugin on
             # the host network), not from the pod's network namespace.
@@ -57,44 +46,70 @@ def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any
             "metadata": {"name": "default-deny", "namespace": FSX_ADMIN_NAMESPACE},
             "spec": {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
         },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}", "labels": labels},
-            "spec": {
-                "capacity": {"storage": capacity},
-                "volumeMode": "Filesystem",
-                "accessModes": ["ReadWriteMany"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": FSX_STORAGE_CLASS,
-                "mountOptions": ["flock", "noatime"],
-                "csi": {
-                    "driver": "fsx.csi.aws.com",
-                    "volumeHandle": f"{lustre.file_system_id}::{FSX_ROOT_CLAIM}",
-                    "volumeAttributes": {
-                        "dnsname": lustre.dns_name,
-                        "mountname": lustre.mount_name,
-                    },
-                },
-                "claimRef": {"namespace": FSX_ADMIN_NAMESPACE, "name": FSX_ROOT_CLAIM},
-            },
-        },
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {
-                "name": FSX_ROOT_CLAIM,
-                "namespace": FSX_ADMIN_NAMESPACE,
-                "labels": labels,
-            },
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "resources": {"requests": {"storage": capacity}},
-                "storageClassName": FSX_STORAGE_CLASS,
-                "volumeName": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}",
-            },
-        },
+        _root_volume(lustre, capacity, labels),
+        _root_claim(capacity, labels),
     ]
+
+
+def _admin_namespace() -> dict[str, Any]:
+    """The platform namespace, PSS baseline: the directory Job's root and CAP_CHOWN, no more."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": FSX_ADMIN_NAMESPACE,
+            "labels": {
+                # Baseline admits the directory Job (root, CAP_CHOWN) and nothing privileged.
+                "pod-security.kubernetes.io/enforce": "baseline",
+                "pod-security.kubernetes.io/enforce-version": pod_security.PSS_VERSION,
+            },
+        },
+    }
+
+
+def _root_volume(lustre: LustreVolume, capacity: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The static PV of the file system's root, bound only to the root claim (claimRef)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}", "labels": labels},
+        "spec": {
+            "capacity": {"storage": capacity},
+            "volumeMode": "Filesystem",
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": FSX_STORAGE_CLASS,
+            "mountOptions": ["flock", "noatime"],
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": f"{lustre.file_system_id}::{FSX_ROOT_CLAIM}",
+                "volumeAttributes": {
+                    "dnsname": lustre.dns_name,
+                    "mountname": lustre.mount_name,
+                },
+            },
+            "claimRef": {"namespace": FSX_ADMIN_NAMESPACE, "name": FSX_ROOT_CLAIM},
+        },
+    }
+
+
+def _root_claim(capacity: str, labels: dict[str, str]) -> dict[str, Any]:
+    """The claim the directory Job mounts, bound by name to the root PV."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": FSX_ROOT_CLAIM,
+            "namespace": FSX_ADMIN_NAMESPACE,
+            "labels": labels,
+        },
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "resources": {"requests": {"storage": capacity}},
+            "storageClassName": FSX_STORAGE_CLASS,
+            "volumeName": f"{FSX_ADMIN_NAMESPACE}-{FSX_ROOT_CLAIM}",
+        },
+    }
 
 
 #: checkov checks the directory Job fails by design, each with its reason (no `=` in a reason).
@@ -138,7 +153,6 @@ def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
     an Output): an image the platform already builds and signs, with sh, mkdir, chown and stat;
     `command` replaces its entrypoint.
     """
-    owner = pod_security.RUN_AS_USER
     labels = {"app.kubernetes.io/name": TEAM_DIRS_JOB, "app.kubernetes.io/managed-by": "pulumi"}
     return {
         "apiVersion": "batch/v1",
@@ -168,30 +182,33 @@ def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
                         "runAsNonRoot": False,
                         "seccompProfile": {"type": "RuntimeDefault"},
                     },
-                    "containers": [
-                        {
-                            "name": "mkdir",
-                            "image": image,
-                            "imagePullPolicy": "Always",
-                            "command": ["sh", "-c", team_dirs_script(teams, owner)],
-                            "securityContext": {
-                                "allowPrivilegeEscalation": False,
-                                "privileged": False,
-                                "readOnlyRootFilesystem": True,
-                                "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
-                                "seccompProfile": {"type": "RuntimeDefault"},
-                            },
-                            "resources": {
-                                "requests": {"cpu": "10m", "memory": "16Mi"},
-                                "limits": {"cpu": "100m", "memory": "64Mi"},
-                            },
-                            "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
-                        }
-                    ],
+                    "containers": [_team_dirs_container(teams, image)],
                     "volumes": [
                         {"name": "fsx", "persistentVolumeClaim": {"claimName": FSX_ROOT_CLAIM}}
                     ],
                 },
             },
         },
+    }
+
+
+def _team_dirs_container(teams: list[str], image: Any) -> dict[str, Any]:
+    """The container that runs the script: root, but with CHOWN as its only capability."""
+    return {
+        "name": "mkdir",
+        "image": image,
+        "imagePullPolicy": "Always",
+        "command": ["sh", "-c", team_dirs_script(teams, pod_security.RUN_AS_USER)],
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "privileged": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "resources": {
+            "requests": {"cpu": "10m", "memory": "16Mi"},
+            "limits": {"cpu": "100m", "memory": "64Mi"},
+        },
+        "volumeMounts": [{"name": "fsx", "mountPath": "/fsx"}],
     }

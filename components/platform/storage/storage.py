@@ -5,6 +5,10 @@ keys, versioning, all public-access blocks, BucketOwnerEnforced, TLS-only policy
 access logging into a log bucket), the shared ReadWriteMany file system (EFS with a mount target
 per private subnet, or FSx for Lustre linked to the datasets bucket), its CSI driver (Helm, IAM
 through Pod Identity), the StorageClass and per-team volumes; builders in `storage_builders`.
+
+Why this module is long: one component owns the data key, the buckets and both RWX backends
+(EFS, FSx for Lustre), one small method per group of resources; what is pure (policies, chart
+values, specs) is already in `storage_builders`, the per-team objects in `team_volumes`.
 """
 
 from __future__ import annotations
@@ -138,7 +142,6 @@ class Storage(pulumi.ComponentResource):
         self._name = name
         self._args = args
         config = args.config
-        child = child_options(self)
         # Deliberate: protect stops `pulumi destroy`/a refactor from deleting the data;
         # retain_on_delete leaves it in AWS even if protection is lifted (docs/storage.md).
         keep = child_options(
@@ -148,28 +151,7 @@ class Storage(pulumi.ComponentResource):
         region = args.aws_account.region
         self.rwx_type = config.rwx.type
 
-        key = aws.kms.Key(
-            f"{name}-data",
-            description=f"SSE-KMS for {args.bucket_prefix} checkpoints, datasets, artifacts, RWX",
-            enable_key_rotation=True,
-            deletion_window_in_days=config.kms_deletion_window_days,
-            policy=json.dumps(
-                kms_key_policy(
-                    account_id,
-                    region,
-                    fsx_data_repository=config.rwx.type == "fsx",
-                    access_logging=config.access_logging,
-                )
-            ),
-            tags=args.tags,
-            opts=keep,
-        )
-        aws.kms.Alias(
-            f"{name}-data",
-            name=f"alias/{args.bucket_prefix}-storage",
-            target_key_id=key.key_id,
-            opts=child,
-        )
+        key = self._data_key(keep)
         self.kms_key_arn = key.arn
 
         self.buckets = {
@@ -177,15 +159,7 @@ class Storage(pulumi.ComponentResource):
         }
         self.log_bucket = None
         if config.access_logging:
-            self.log_bucket = self._log_bucket(key, account_id, keep)
-            for role, bucket in self.buckets.items():
-                aws.s3.BucketLogging(
-                    f"{name}-{role}",
-                    bucket=bucket.id,
-                    target_bucket=self.log_bucket.id,
-                    target_prefix=f"{role}/",
-                    opts=child,
-                )
+            self.log_bucket = self._access_logging(key, account_id, keep)
 
         #: The namespace and root claim the team-directory Jobs need (FSx only).
         self._fsx_admin: list[pulumi.Resource] = []
@@ -202,6 +176,48 @@ class Storage(pulumi.ComponentResource):
                 "storageClass": self.storage_class_name,
             }
         )
+
+    def _data_key(self, keep: pulumi.ResourceOptions) -> aws.kms.Key:
+        """The customer-managed key of every bucket and the file system, and its alias."""
+        name, args, config = self._name, self._args, self._args.config
+        key = aws.kms.Key(
+            f"{name}-data",
+            description=f"SSE-KMS for {args.bucket_prefix} checkpoints, datasets, artifacts, RWX",
+            enable_key_rotation=True,
+            deletion_window_in_days=config.kms_deletion_window_days,
+            policy=json.dumps(
+                kms_key_policy(
+                    args.aws_account.account_id,
+                    args.aws_account.region,
+                    fsx_data_repository=config.rwx.type == "fsx",
+                    access_logging=config.access_logging,
+                )
+            ),
+            tags=args.tags,
+            opts=keep,
+        )
+        aws.kms.Alias(
+            f"{name}-data",
+            name=f"alias/{args.bucket_prefix}-storage",
+            target_key_id=key.key_id,
+            opts=child_options(self),
+        )
+        return key
+
+    def _access_logging(
+        self, key: aws.kms.Key, account_id: str, keep: pulumi.ResourceOptions
+    ) -> aws.s3.Bucket:
+        """The log bucket and each data bucket's server access logging into it."""
+        log_bucket = self._log_bucket(key, account_id, keep)
+        for role, bucket in self.buckets.items():
+            aws.s3.BucketLogging(
+                f"{self._name}-{role}",
+                bucket=bucket.id,
+                target_bucket=log_bucket.id,
+                target_prefix=f"{role}/",
+                opts=child_options(self),
+            )
+        return log_bucket
 
     # --- S3 ---------------------------------------------------------------------------------
 
@@ -361,8 +377,41 @@ class Storage(pulumi.ComponentResource):
     def _efs(
         self, key: aws.kms.Key, region: str, account_id: str, keep: pulumi.ResourceOptions
     ) -> None:
+        """The EFS file system, reachable from every AZ, its CSI driver and StorageClass."""
+        name, args = self._name, self._args
+        file_system = self._efs_file_system(key, keep)
+        self._efs_mount_targets(file_system)
+        association = self._csi_role(
+            "efs",
+            EFS_CONTROLLER_SA,
+            file_system.arn.apply(lambda arn: json.dumps(efs_csi_policy(arn, region, account_id))),
+        )
+        release = self._csi_driver(
+            "efs",
+            version=args.config.efs_csi_chart_version,
+            repository=EFS_CSI_REPO,
+            values=efs_csi_values(),
+            association=association,
+        )
+        spec = file_system.id.apply(efs_storage_class)
+        k8s.storage.v1.StorageClass(
+            f"{name}-{EFS_STORAGE_CLASS}",
+            metadata={"name": EFS_STORAGE_CLASS},
+            provisioner=spec["provisioner"],
+            parameters=spec["parameters"],
+            reclaim_policy=spec["reclaimPolicy"],
+            volume_binding_mode=spec["volumeBindingMode"],
+            opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
+        )
+        self.file_system_id = file_system.id
+        self.storage_class_name = EFS_STORAGE_CLASS
+        self._lustre: pulumi.Output[LustreVolume] | None = None
+
+    def _efs_file_system(
+        self, key: aws.kms.Key, keep: pulumi.ResourceOptions
+    ) -> aws.efs.FileSystem:
+        """The encrypted file system (kept like the buckets) and its backup policy."""
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        child = child_options(self)
         file_system = aws.efs.FileSystem(
             f"{name}-efs",
             encrypted=True,
@@ -377,8 +426,14 @@ class Storage(pulumi.ComponentResource):
             f"{name}-efs",
             file_system_id=file_system.id,
             backup_policy={"status": "ENABLED" if args.config.protect_data else "DISABLED"},
-            opts=child,
+            opts=child_options(self),
         )
+        return file_system
+
+    def _efs_mount_targets(self, file_system: aws.efs.FileSystem) -> None:
+        """A security group that admits NFS from the nodes, and the mount targets behind it."""
+        name, args = self._name, self._args
+        child = child_options(self)
         group = self._security_group("efs")
         aws.vpc.SecurityGroupIngressRule(
             f"{name}-efs-nfs-from-nodes",
@@ -399,19 +454,26 @@ class Storage(pulumi.ComponentResource):
                 security_groups=[group.id],
                 opts=child,
             )
-        association = self._csi_role(
-            "efs",
-            EFS_CONTROLLER_SA,
-            file_system.arn.apply(lambda arn: json.dumps(efs_csi_policy(arn, region, account_id))),
-        )
-        release = k8s.helm.v3.Release(
-            f"{name}-efs-csi",
-            name="aws-efs-csi-driver",
-            chart="aws-efs-csi-driver",
-            version=args.config.efs_csi_chart_version,
-            repository_opts={"repo": EFS_CSI_REPO},
+
+    def _csi_driver(
+        self,
+        driver: str,
+        *,
+        version: str,
+        repository: str,
+        values: dict[str, Any],
+        association: aws.eks.PodIdentityAssociation,
+    ) -> k8s.helm.v3.Release:
+        """The `aws-<driver>-csi-driver` chart, once its controller's identity and nodes exist."""
+        args = self._args
+        return k8s.helm.v3.Release(
+            f"{self._name}-{driver}-csi",
+            name=f"aws-{driver}-csi-driver",
+            chart=f"aws-{driver}-csi-driver",
+            version=version,
+            repository_opts={"repo": repository},
             namespace=CSI_NAMESPACE,
-            values=efs_csi_values(),
+            values=values,
             **CSI_RELEASE_AWAIT,
             opts=child_options(
                 self,
@@ -419,19 +481,6 @@ class Storage(pulumi.ComponentResource):
                 depends_on=[association, args.system_node_group],
             ),
         )
-        spec = file_system.id.apply(efs_storage_class)
-        k8s.storage.v1.StorageClass(
-            f"{name}-{EFS_STORAGE_CLASS}",
-            metadata={"name": EFS_STORAGE_CLASS},
-            provisioner=spec["provisioner"],
-            parameters=spec["parameters"],
-            reclaim_policy=spec["reclaimPolicy"],
-            volume_binding_mode=spec["volumeBindingMode"],
-            opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
-        )
-        self.file_system_id = file_system.id
-        self.storage_class_name = EFS_STORAGE_CLASS
-        self._lustre: pulumi.Output[LustreVolume] | None = None
 
     def _lustre_security_group(self) -> aws.ec2.SecurityGroup:
         """The file system's security group and the Lustre ports (LUSTRE_PORTS) between it and
@@ -503,46 +552,22 @@ class Storage(pulumi.ComponentResource):
         )
 
     def _fsx(self, key: aws.kms.Key, region: str, keep: pulumi.ResourceOptions) -> None:
+        """FSx for Lustre linked to the datasets bucket, its CSI driver and StorageClass, and
+        what the team-directory Jobs need."""
         name, args, rwx = self._name, self._args, self._args.config.rwx
-        group = self._lustre_security_group()
-        file_system = aws.fsx.LustreFileSystem(
-            f"{name}-lustre",
-            deployment_type=rwx.fsx_deployment_type,
-            storage_type="SSD",
-            storage_capacity=rwx.fsx_capacity_gib,
-            per_unit_storage_throughput=rwx.fsx_throughput,
-            # Lustre lives in one AZ: GPU nodes in the same AZ avoid cross-AZ traffic.
-            subnet_ids=args.private_subnet_ids[rwx.fsx_subnet_index],
-            security_group_ids=[group.id],
-            kms_key_id=key.arn,
-            file_system_type_version="2.15",
-            data_compression_type=rwx.data_compression or "LZ4",
-            automatic_backup_retention_days=rwx.automatic_backup_retention_days or 0,
-            copy_tags_to_backups=True,
-            log_configuration={"level": "WARN_ERROR"},
-            tags={**args.tags, "Name": f"{args.bucket_prefix}-rwx"},
-            opts=keep,
-        )
+        file_system = self._lustre_file_system(key, keep)
         self._datasets_link(file_system)
         association = self._csi_role(
             "fsx",
             FSX_CONTROLLER_SA,
             file_system.arn.apply(lambda arn: json.dumps(fsx_csi_policy(arn))),
         )
-        release = k8s.helm.v3.Release(
-            f"{name}-fsx-csi",
-            name="aws-fsx-csi-driver",
-            chart="aws-fsx-csi-driver",
+        release = self._csi_driver(
+            "fsx",
             version=args.config.fsx_csi_chart_version,
-            repository_opts={"repo": FSX_CSI_REPO},
-            namespace=CSI_NAMESPACE,
+            repository=FSX_CSI_REPO,
             values=fsx_csi_values(region),
-            **CSI_RELEASE_AWAIT,
-            opts=child_options(
-                self,
-                provider=args.k8s_provider,
-                depends_on=[association, args.system_node_group],
-            ),
+            association=association,
         )
         spec = fsx_storage_class()
         k8s.storage.v1.StorageClass(
@@ -571,6 +596,31 @@ class Storage(pulumi.ComponentResource):
             self._lustre,
             capacity=f"{rwx.fsx_capacity_gib}Gi",
             opts=child_options(self, provider=args.k8s_provider, depends_on=[release]),
+        )
+
+    def _lustre_file_system(
+        self, key: aws.kms.Key, keep: pulumi.ResourceOptions
+    ) -> aws.fsx.LustreFileSystem:
+        """The Lustre file system (kept like the buckets) behind its own security group."""
+        name, args, rwx = self._name, self._args, self._args.config.rwx
+        group = self._lustre_security_group()
+        return aws.fsx.LustreFileSystem(
+            f"{name}-lustre",
+            deployment_type=rwx.fsx_deployment_type,
+            storage_type="SSD",
+            storage_capacity=rwx.fsx_capacity_gib,
+            per_unit_storage_throughput=rwx.fsx_throughput,
+            # Lustre lives in one AZ: GPU nodes in the same AZ avoid cross-AZ traffic.
+            subnet_ids=args.private_subnet_ids[rwx.fsx_subnet_index],
+            security_group_ids=[group.id],
+            kms_key_id=key.arn,
+            file_system_type_version="2.15",
+            data_compression_type=rwx.data_compression or "LZ4",
+            automatic_backup_retention_days=rwx.automatic_backup_retention_days or 0,
+            copy_tags_to_backups=True,
+            log_configuration={"level": "WARN_ERROR"},
+            tags={**args.tags, "Name": f"{args.bucket_prefix}-rwx"},
+            opts=keep,
         )
 
     # --- per team ---------------------------------------------------------------------------

@@ -183,42 +183,46 @@ def kms_key_policy(
         }
     ]
     if fsx_data_repository:
-        statements.append(
-            {
-                "Sid": "FsxDataRepositoryThroughS3",
-                "Effect": "Allow",
-                "Principal": {"AWS": "*"},
-                "Action": [
-                    "kms:Encrypt",
-                    "kms:Decrypt",
-                    "kms:ReEncrypt*",
-                    "kms:GenerateDataKey*",
-                    "kms:DescribeKey",
-                ],
-                "Resource": "*",
-                "Condition": {
-                    "ArnLike": {
-                        "aws:PrincipalArn": f"arn:aws:iam::{account_id}:{FSX_S3_SERVICE_ROLE}"
-                    },
-                    "StringEquals": {
-                        "kms:CallerAccount": account_id,
-                        "kms:ViaService": f"s3.{region}.amazonaws.com",
-                    },
-                },
-            }
-        )
+        statements.append(_fsx_data_repository_statement(account_id, region))
     if access_logging:
-        statements.append(
-            {
-                "Sid": "S3LogDeliveryEncrypts",
-                "Effect": "Allow",
-                "Principal": {"Service": "logging.s3.amazonaws.com"},
-                "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
-                "Resource": "*",
-                "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
-            }
-        )
+        statements.append(_log_delivery_statement(account_id))
     return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _fsx_data_repository_statement(account_id: str, region: str) -> dict[str, Any]:
+    """FSx's per-file-system S3 role may use the key, only through S3 of this account."""
+    return {
+        "Sid": "FsxDataRepositoryThroughS3",
+        "Effect": "Allow",
+        "Principal": {"AWS": "*"},
+        "Action": [
+            "kms:Encrypt",
+            "kms:Decrypt",
+            "kms:ReEncrypt*",
+            "kms:GenerateDataKey*",
+            "kms:DescribeKey",
+        ],
+        "Resource": "*",
+        "Condition": {
+            "ArnLike": {"aws:PrincipalArn": f"arn:aws:iam::{account_id}:{FSX_S3_SERVICE_ROLE}"},
+            "StringEquals": {
+                "kms:CallerAccount": account_id,
+                "kms:ViaService": f"s3.{region}.amazonaws.com",
+            },
+        },
+    }
+
+
+def _log_delivery_statement(account_id: str) -> dict[str, Any]:
+    """S3 log delivery may encrypt this account's access-log objects with the key."""
+    return {
+        "Sid": "S3LogDeliveryEncrypts",
+        "Effect": "Allow",
+        "Principal": {"Service": "logging.s3.amazonaws.com"},
+        "Action": ["kms:GenerateDataKey", "kms:Decrypt"],
+        "Resource": "*",
+        "Condition": {"StringEquals": {"aws:SourceAccount": account_id}},
+    }
 
 
 def efs_csi_policy(file_system_arn: str, region: str, account_id: str) -> dict[str, Any]:
@@ -409,42 +413,70 @@ def team_volume_specs(
         else:
             if lustre is None:
                 raise ValueError("FSx team volumes need the Lustre file system's identity")
-            pv_name = f"{namespace}-{role}"
-            mount = f"{lustre.mount_name}{fsx_team_dir(team)}"
-            if role == "datasets":
-                mount = f"{lustre.mount_name}{lustre.datasets_path}"
-            objects.append(
-                {
-                    "apiVersion": "v1",
-                    "kind": "PersistentVolume",
-                    "metadata": {"name": pv_name, "labels": claim_labels},
-                    "spec": {
-                        "capacity": {"storage": checkpoint_size},
-                        "volumeMode": "Filesystem",
-                        "accessModes": [mode],
-                        "persistentVolumeReclaimPolicy": "Retain",
-                        "storageClassName": FSX_STORAGE_CLASS,
-                        "mountOptions": ["flock", "noatime"]
-                        + (["ro"] if mode != "ReadWriteMany" else []),
-                        # The driver keys mounts by volume id: one id per PV, so a pod may
-                        # mount both of its team's volumes.
-                        "csi": {
-                            "driver": "fsx.csi.aws.com",
-                            "volumeHandle": f"{lustre.file_system_id}::{namespace}-{role}",
-                            "volumeAttributes": {"dnsname": lustre.dns_name, "mountname": mount},
-                        },
-                        "claimRef": {"namespace": namespace, "name": claim_name},
-                    },
-                }
+            volume = _lustre_team_volume(
+                lustre,
+                team=team,
+                namespace=namespace,
+                role=role,
+                mode=mode,
+                size=checkpoint_size,
+                claim=claim_name,
+                labels=claim_labels,
             )
+            objects.append(volume)
             spec["storageClassName"] = FSX_STORAGE_CLASS
-            spec["volumeName"] = pv_name
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolumeClaim",
-                "metadata": {"name": claim_name, "namespace": namespace, "labels": claim_labels},
-                "spec": spec,
-            }
-        )
+            spec["volumeName"] = volume["metadata"]["name"]
+        objects.append(_team_claim(claim_name, namespace, claim_labels, spec))
     return objects
+
+
+def _team_claim(
+    name: str, namespace: str, labels: dict[str, str], spec: dict[str, Any]
+) -> dict[str, Any]:
+    """The claim a team's pods mount, in the team's namespace."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": spec,
+    }
+
+
+def _lustre_team_volume(
+    lustre: LustreVolume,
+    *,
+    team: str,
+    namespace: str,
+    role: str,
+    mode: str,
+    size: str,
+    claim: str,
+    labels: dict[str, str],
+) -> dict[str, Any]:
+    """The static PV that team claim `claim` binds to on Lustre: the team's own directory, or
+    the datasets path read-only, under a volume id of its own."""
+    pv_name = f"{namespace}-{role}"
+    mount = f"{lustre.mount_name}{fsx_team_dir(team)}"
+    if role == "datasets":
+        mount = f"{lustre.mount_name}{lustre.datasets_path}"
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": pv_name, "labels": labels},
+        "spec": {
+            "capacity": {"storage": size},
+            "volumeMode": "Filesystem",
+            "accessModes": [mode],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": FSX_STORAGE_CLASS,
+            "mountOptions": ["flock", "noatime"] + (["ro"] if mode != "ReadWriteMany" else []),
+            # The driver keys mounts by volume id: one id per PV, so a pod may
+            # mount both of its team's volumes.
+            "csi": {
+                "driver": "fsx.csi.aws.com",
+                "volumeHandle": f"{lustre.file_system_id}::{namespace}-{role}",
+                "volumeAttributes": {"dnsname": lustre.dns_name, "mountname": mount},
+            },
+            "claimRef": {"namespace": namespace, "name": claim},
+        },
+    }

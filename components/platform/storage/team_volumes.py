@@ -5,6 +5,7 @@ resources behind `Storage.team_volumes`, built from `storage_builders`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -39,51 +40,59 @@ def create_team_volumes(
     FSx the PVs come after the Job that creates the team directories (`directories`)."""
     if rwx == "fsx" and lustre is None:
         raise ValueError("FSx team volumes need the Lustre file system")
-    placeholder = LustreVolume("fs-0", "", "", "")
-    shapes = team_volume_specs(
-        team=team,
-        namespace=namespace,
-        rwx=rwx,
-        checkpoint_size=checkpoint_size,
-        datasets=datasets,
-        lustre=placeholder if rwx == "fsx" else None,
-    )
+
+    def specs(volume: LustreVolume | None) -> list[dict[str, Any]]:
+        return team_volume_specs(
+            team=team,
+            namespace=namespace,
+            rwx=rwx,
+            checkpoint_size=checkpoint_size,
+            datasets=datasets,
+            lustre=volume,
+        )
+
+    shapes = specs(LustreVolume("fs-0", "", "", "") if rwx == "fsx" else None)
     created: list[pulumi.CustomResource] = []
     volumes: list[pulumi.Resource] = []
     for index, shape in enumerate(shapes):
-        kind, object_name = shape["kind"], shape["metadata"]["name"]
-
-        def spec_of(volume: LustreVolume | None, at: int = index) -> Any:
-            return team_volume_specs(
-                team=team,
-                namespace=namespace,
-                rwx=rwx,
-                checkpoint_size=checkpoint_size,
-                datasets=datasets,
-                lustre=volume,
-            )[at]["spec"]
-
-        spec: Any = lustre.apply(spec_of) if lustre is not None else shape["spec"]
-        if kind == "PersistentVolume":
-            resource: pulumi.CustomResource = k8s.core.v1.PersistentVolume(
-                f"{name}-{object_name}-pv",
-                metadata=shape["metadata"],
-                spec=spec,
-                # The checkpoint PV mounts /teams/<team>: Lustre refuses a missing directory.
-                opts=pulumi.ResourceOptions.merge(
-                    opts, pulumi.ResourceOptions(depends_on=list(directories or []))
-                ),
-            )
+        spec: Any = _spec_at(specs, lustre, index) if lustre is not None else shape["spec"]
+        is_volume = shape["kind"] == "PersistentVolume"
+        # A PV waits for the team directories (the checkpoint PV mounts /teams/<team>: Lustre
+        # refuses a missing directory), a claim for the PVs before it.
+        after = list(directories or []) if is_volume else volumes
+        resource = _volume_object(
+            name,
+            shape,
+            spec,
+            pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=after)),
+        )
+        if is_volume:
             volumes.append(resource)
-        else:
-            resource = k8s.core.v1.PersistentVolumeClaim(
-                f"{name}-{object_name}",
-                metadata=shape["metadata"],
-                spec=spec,
-                opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=volumes)),
-            )
         created.append(resource)
     return created
+
+
+def _spec_at(
+    specs: Callable[[LustreVolume], list[dict[str, Any]]],
+    lustre: pulumi.Output[LustreVolume],
+    at: int,
+) -> pulumi.Output[Any]:
+    """Object `at`'s spec, rendered once the file system's id and names are known."""
+    return lustre.apply(lambda volume: specs(volume)[at]["spec"])
+
+
+def _volume_object(
+    name: str, shape: dict[str, Any], spec: Any, opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    """The PersistentVolume or PersistentVolumeClaim of `shape`, with `spec` (maybe an Output)."""
+    object_name = shape["metadata"]["name"]
+    if shape["kind"] == "PersistentVolume":
+        return k8s.core.v1.PersistentVolume(
+            f"{name}-{object_name}-pv", metadata=shape["metadata"], spec=spec, opts=opts
+        )
+    return k8s.core.v1.PersistentVolumeClaim(
+        f"{name}-{object_name}", metadata=shape["metadata"], spec=spec, opts=opts
+    )
 
 
 def create_fsx_admin(

@@ -153,59 +153,83 @@ class TeamDeployIdentity(pulumi.ComponentResource):
         self, name: str, args: TeamDeployArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:teams:TeamDeployIdentity", name, None, opts)
-        team = args.team
-        child = child_options(self)
         roles: dict[str, aws.iam.Role] = {}
         for kind, preview, policy, role_name in (
             ("deploy", False, EDIT_POLICY, deploy_role_name),
             ("preview", True, VIEW_POLICY, preview_role_name),
         ):
-            role = aws.iam.Role(
+            role = self._github_role(
                 f"{name}-{kind}",
-                name=role_name(args.cluster_config_name, team.name),
-                description=f"Job stack {kind} of team {team.name}: namespace {team.namespace}",
-                assume_role_policy=json.dumps(
-                    github_trust_policy(args.account_id, args.deploy, preview=preview)
-                ),
-                max_session_duration=3600,
-                tags=args.tags,
-                opts=child,
+                args,
+                kind=kind,
+                preview=preview,
+                role_name=role_name(args.cluster_config_name, args.team.name),
             )
-            entry = aws.eks.AccessEntry(
-                f"{name}-{kind}",
-                cluster_name=args.cluster_name,
-                principal_arn=role.arn,
-                type="STANDARD",
-                # The team's group binds its namespaced `team-member` Role (CRDs included);
-                # previews get the view policy alone.
-                kubernetes_groups=[] if preview else [team.group],
-                tags=args.tags,
-                opts=child,
-            )
-            aws.eks.AccessPolicyAssociation(
-                f"{name}-{kind}",
-                cluster_name=args.cluster_name,
-                principal_arn=role.arn,
-                policy_arn=policy,
-                access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(
-                    **namespace_scope(team.namespace)
-                ),
-                opts=child_options(self, depends_on=[entry]),
-            )
+            self._namespace_access(f"{name}-{kind}", args, role, preview=preview, policy=policy)
             roles[kind] = role
         self.deploy_role = roles["deploy"]
         self.preview_role = roles["preview"]
         if args.image_repository_arn is not None:
-            aws.iam.RolePolicy(
-                f"{name}-deploy-images",
-                role=self.deploy_role.name,
-                policy=pulumi.Output.all(args.image_repository_arn, args.signing_key_arn).apply(
-                    lambda arns: json.dumps(image_policy(arns[0], arns[1]))
-                ),
-                opts=child,
-            )
+            self._image_push(name, args, args.image_repository_arn)
         self.register_outputs(
             {"deployRoleArn": self.deploy_role.arn, "previewRoleArn": self.preview_role.arn}
+        )
+
+    def _github_role(
+        self, name: str, args: TeamDeployArgs, *, kind: str, preview: bool, role_name: str
+    ) -> aws.iam.Role:
+        """The role the team's CI assumes (`kind`: deploy or preview) with a GitHub OIDC token."""
+        team = args.team
+        return aws.iam.Role(
+            name,
+            name=role_name,
+            description=f"Job stack {kind} of team {team.name}: namespace {team.namespace}",
+            assume_role_policy=json.dumps(
+                github_trust_policy(args.account_id, args.deploy, preview=preview)
+            ),
+            max_session_duration=3600,
+            tags=args.tags,
+            opts=child_options(self),
+        )
+
+    def _namespace_access(
+        self, name: str, args: TeamDeployArgs, role: aws.iam.Role, *, preview: bool, policy: str
+    ) -> None:
+        """The role's EKS access entry and its access policy, scoped to the team's namespace."""
+        team = args.team
+        entry = aws.eks.AccessEntry(
+            name,
+            cluster_name=args.cluster_name,
+            principal_arn=role.arn,
+            type="STANDARD",
+            # The team's group binds its namespaced `team-member` Role (CRDs included);
+            # previews get the view policy alone.
+            kubernetes_groups=[] if preview else [team.group],
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        aws.eks.AccessPolicyAssociation(
+            name,
+            cluster_name=args.cluster_name,
+            principal_arn=role.arn,
+            policy_arn=policy,
+            access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(
+                **namespace_scope(team.namespace)
+            ),
+            opts=child_options(self, depends_on=[entry]),
+        )
+
+    def _image_push(
+        self, name: str, args: TeamDeployArgs, repository_arn: pulumi.Input[str]
+    ) -> None:
+        """The deploy role may push to the team's repository and sign with the platform key."""
+        aws.iam.RolePolicy(
+            f"{name}-deploy-images",
+            role=self.deploy_role.name,
+            policy=pulumi.Output.all(repository_arn, args.signing_key_arn).apply(
+                lambda arns: json.dumps(image_policy(arns[0], arns[1]))
+            ),
+            opts=child_options(self),
         )
 
 

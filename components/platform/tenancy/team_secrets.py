@@ -200,6 +200,20 @@ class TeamSecrets(pulumi.ComponentResource):
             opts=aws_opts,
         )
         team_roles = self._team_roles(name, args, controller)
+        association = self._controller_access(name, args, controller, team_roles)
+        release = self._eso_release(name, args, association)
+        self._secret_stores(name, args, team_roles, release)
+        self.register_outputs({"stores": sorted(self.stores)})
+
+    def _controller_access(
+        self,
+        name: str,
+        args: TeamSecretsArgs,
+        controller: aws.iam.Role,
+        team_roles: dict[str, aws.iam.Role],
+    ) -> aws.eks.PodIdentityAssociation:
+        """The controller may assume the team roles (only them), through Pod Identity."""
+        aws_opts = child_options(self)
         aws.iam.RolePolicy(
             f"{name}-eso-controller-assume",
             role=controller.id,
@@ -208,7 +222,7 @@ class TeamSecrets(pulumi.ComponentResource):
             ),
             opts=aws_opts,
         )
-        association = aws.eks.PodIdentityAssociation(
+        return aws.eks.PodIdentityAssociation(
             f"{name}-eso-controller",
             cluster_name=args.cluster_name,
             namespace=args.config.namespace,
@@ -217,7 +231,12 @@ class TeamSecrets(pulumi.ComponentResource):
             tags=args.tags,
             opts=aws_opts,
         )
-        release = k8s.helm.v3.Release(
+
+    def _eso_release(
+        self, name: str, args: TeamSecretsArgs, association: aws.eks.PodIdentityAssociation
+    ) -> k8s.helm.v3.Release:
+        """The External Secrets Operator chart, once its nodes and identity exist."""
+        return k8s.helm.v3.Release(
             f"{name}-eso",
             name="external-secrets",
             chart="external-secrets",
@@ -236,6 +255,15 @@ class TeamSecrets(pulumi.ComponentResource):
                 depends_on=[args.system_nodes, association],
             ),
         )
+
+    def _secret_stores(
+        self,
+        name: str,
+        args: TeamSecretsArgs,
+        team_roles: dict[str, aws.iam.Role],
+        release: k8s.helm.v3.Release,
+    ) -> None:
+        """Per team a SecretStore in its namespace that reads AWS as the team's role."""
         for team in args.teams:
             self.stores[team.name] = k8s.apiextensions.CustomResource(
                 f"{name}-{team.name}-store",
@@ -249,7 +277,6 @@ class TeamSecrets(pulumi.ComponentResource):
                     depends_on=[release, args.team_components[team.name]],
                 ),
             )
-        self.register_outputs({"stores": sorted(self.stores)})
 
     def _team_roles(
         self, name: str, args: TeamSecretsArgs, controller: aws.iam.Role

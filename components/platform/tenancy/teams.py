@@ -167,6 +167,48 @@ def network_policies(team: TeamConfig, monitoring_namespace: str) -> dict[str, d
     monitoring namespace to the training metrics port only. Egress: the namespace, cluster DNS,
     the Pod Identity agent and HTTPS to configured CIDRs."""
     everyone: dict[str, Any] = {}
+    return {
+        "default-deny-ingress": {"podSelector": everyone, "policyTypes": ["Ingress"]},
+        "allow-same-namespace": {
+            "podSelector": everyone,
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {}}]}],
+        },
+        # Prometheus scrapes the trainers (the team PodMonitor) and nothing else.
+        "allow-metrics-scrape": _metrics_scrape_policy(monitoring_namespace),
+        "restrict-egress": {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": _egress_rules(team),
+        },
+    }
+
+
+def _metrics_scrape_policy(monitoring_namespace: str) -> dict[str, Any]:
+    """Ingress to training pods' metrics port from the monitoring namespace, nothing more."""
+    return {
+        "podSelector": {
+            "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
+        },
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {
+                            "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
+                        }
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": catalog.TRAINING_METRICS_PORT}],
+            }
+        ],
+    }
+
+
+def _egress_rules(team: TeamConfig) -> list[dict[str, Any]]:
+    """Where a team's pods may connect: the namespace, cluster DNS, the Pod Identity agent,
+    and HTTPS to the team's CIDRs (and S3) only."""
     https_blocks = ["0.0.0.0/0"] if team.egress.allow_all_https else list(team.egress.https_cidrs)
     egress: list[dict[str, Any]] = [
         {"to": [{"podSelector": {}}]},
@@ -201,34 +243,7 @@ def network_policies(team: TeamConfig, monitoring_namespace: str) -> dict[str, d
                 "ports": [{"protocol": "TCP", "port": 443}],
             }
         )
-    return {
-        "default-deny-ingress": {"podSelector": everyone, "policyTypes": ["Ingress"]},
-        "allow-same-namespace": {
-            "podSelector": everyone,
-            "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"podSelector": {}}]}],
-        },
-        # Prometheus scrapes the trainers (the team PodMonitor) and nothing else.
-        "allow-metrics-scrape": {
-            "podSelector": {
-                "matchExpressions": [{"key": catalog.TRAINING_JOB_LABEL, "operator": "Exists"}]
-            },
-            "policyTypes": ["Ingress"],
-            "ingress": [
-                {
-                    "from": [
-                        {
-                            "namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": monitoring_namespace}
-                            }
-                        }
-                    ],
-                    "ports": [{"protocol": "TCP", "port": catalog.TRAINING_METRICS_PORT}],
-                }
-            ],
-        },
-        "restrict-egress": {"podSelector": everyone, "policyTypes": ["Egress"], "egress": egress},
-    }
+    return egress
 
 
 def training_pod_monitor_spec(team: TeamConfig) -> dict[str, Any]:
@@ -254,9 +269,21 @@ def trainer_policy(
     checkpoint and artifact prefixes, nothing else. No wildcard action, no wildcard bucket."""
     own = team_prefix(team)
     datasets = f"arn:aws:s3:::{buckets['datasets']}"
-    dataset_prefix = f"{team.dataset_prefix}/"
     writable = [f"arn:aws:s3:::{buckets[p]}" for p in ("checkpoints", "artifacts")]
     statements: list[dict[str, Any]] = [
+        *_dataset_statements(datasets, f"{team.dataset_prefix}/"),
+        *_own_prefix_statements(writable, own),
+        _data_key_statement(kms_key_arn, [datasets, *writable]),
+    ]
+    statements += [
+        statement.model_dump(exclude_none=True) for statement in team.extra_iam_statements
+    ]
+    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _dataset_statements(datasets: str, dataset_prefix: str) -> list[dict[str, Any]]:
+    """List and read the team's dataset prefix in the shared datasets bucket, read-only."""
+    return [
         {
             "Sid": "ListDatasetPrefix",
             "Effect": "Allow",
@@ -270,6 +297,12 @@ def trainer_policy(
             "Action": ["s3:GetObject", "s3:GetObjectVersion"],
             "Resource": f"{datasets}/{dataset_prefix}*",
         },
+    ]
+
+
+def _own_prefix_statements(writable: list[str], own: str) -> list[dict[str, Any]]:
+    """List, read and write the team's own prefix of the checkpoint and artifact buckets."""
+    return [
         {
             "Sid": "ListOwnPrefixes",
             "Effect": "Allow",
@@ -291,25 +324,22 @@ def trainer_policy(
             "Resource": [f"{arn}/{own}*" for arn in writable],
         },
     ]
-    # SSE-KMS buckets: the key may be used only through S3, only for these buckets' objects.
-    statements.append(
-        {
-            "Sid": "UseDataKeyThroughS3",
-            "Effect": "Allow",
-            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
-            "Resource": kms_key_arn,
-            "Condition": {
-                "StringLike": {
-                    "kms:ViaService": "s3.*.amazonaws.com",
-                    "kms:EncryptionContext:aws:s3:arn": [datasets, *writable],
-                }
-            },
-        }
-    )
-    statements += [
-        statement.model_dump(exclude_none=True) for statement in team.extra_iam_statements
-    ]
-    return {"Version": "2012-10-17", "Statement": statements}
+
+
+def _data_key_statement(kms_key_arn: str, bucket_arns: list[str]) -> dict[str, Any]:
+    """SSE-KMS buckets: the key may be used only through S3, only for these buckets' objects."""
+    return {
+        "Sid": "UseDataKeyThroughS3",
+        "Effect": "Allow",
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+        "Resource": kms_key_arn,
+        "Condition": {
+            "StringLike": {
+                "kms:ViaService": "s3.*.amazonaws.com",
+                "kms:EncryptionContext:aws:s3:arn": bucket_arns,
+            }
+        },
+    }
 
 
 # --- component ----------------------------------------------------------------------------------

@@ -231,7 +231,6 @@ def pod_monitor(config: ValidationConfig) -> dict[str, Any]:
 
 def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
     """A Job that runs nvidia-smi and a checked fp16 matmul on every GPU of one pool node."""
-    gpus = str(pool.gpus_per_node)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -254,41 +253,39 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
                     "restartPolicy": "Never",
                     **_pod_placement(pool),
                     **pod_security.restricted_pod_fields(),
-                    "containers": [
-                        {
-                            "name": "smoke",
-                            "image": config.image,
-                            "command": ["bash", "-c", SMOKE_SCRIPT],
-                            "env": [
-                                {"name": "POOL", "value": pool.name},
-                                {"name": "INSTANCE_TYPE", "value": pool.instance_type},
-                                {"name": "EXPECTED_GPUS", "value": gpus},
-                                {
-                                    "name": "EXPECT_NVLINK",
-                                    "value": "1"
-                                    if pool.gpu_model in catalog.NVLINK_GPU_MODELS
-                                    else "0",
-                                },
-                                *_metrics_env(config),
-                                *_scratch_env(),
-                            ],
-                            "ports": [_metrics_port()],
-                            "resources": {
-                                "requests": {
-                                    "cpu": "1",
-                                    "memory": "8Gi",
-                                    catalog.GPU_RESOURCE: gpus,
-                                },
-                                "limits": {"memory": "8Gi", catalog.GPU_RESOURCE: gpus},
-                            },
-                            **pod_security.restricted_container_fields(),
-                            "volumeMounts": [pod_security.scratch_mount()],
-                        }
-                    ],
+                    "containers": [_smoke_container(pool, config)],
                     "volumes": [pod_security.scratch_volume()],
                 },
             },
         },
+    }
+
+
+def _smoke_container(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
+    """The smoke test's container: every GPU of the node, told what the pool should have."""
+    gpus = str(pool.gpus_per_node)
+    return {
+        "name": "smoke",
+        "image": config.image,
+        "command": ["bash", "-c", SMOKE_SCRIPT],
+        "env": [
+            {"name": "POOL", "value": pool.name},
+            {"name": "INSTANCE_TYPE", "value": pool.instance_type},
+            {"name": "EXPECTED_GPUS", "value": gpus},
+            {
+                "name": "EXPECT_NVLINK",
+                "value": "1" if pool.gpu_model in catalog.NVLINK_GPU_MODELS else "0",
+            },
+            *_metrics_env(config),
+            *_scratch_env(),
+        ],
+        "ports": [_metrics_port()],
+        "resources": {
+            "requests": {"cpu": "1", "memory": "8Gi", catalog.GPU_RESOURCE: gpus},
+            "limits": {"memory": "8Gi", catalog.GPU_RESOURCE: gpus},
+        },
+        **pod_security.restricted_container_fields(),
+        "volumeMounts": [pod_security.scratch_mount()],
     }
 
 
@@ -527,41 +524,60 @@ class Validation(pulumi.ComponentResource):
                 dict(pod_security.RESTRICTED_NAMESPACE_LABELS),
                 k8s_opts,
             )
-            after = pulumi.ResourceOptions.merge(
-                k8s_opts,
-                pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator, *args.schedulers]),
-            )
-            monitored = pulumi.ResourceOptions.merge(
-                after,
-                pulumi.ResourceOptions(
-                    depends_on=[namespace, args.gpu_operator, *args.schedulers]
-                    + ([args.monitoring_release] if args.monitoring_release else [])
-                ),
-            )
-            made: dict[str, pulumi.Resource] = {}
-            for obj in objects:
-                kind = obj["kind"]
-                resource_name = f"{name}-{kind.lower()}-{obj['metadata']['name']}"
-                # Queue -> PodGroup -> Job: Volcano's webhook refuses a PodGroup for a queue
-                # that is not Open yet (the Queue is awaited until it is), and the Job's pods
-                # are scheduled as their PodGroup's gang from the first one.
-                before = {"PodGroup": made.get("Queue"), "Job": made.get("PodGroup")}.get(kind)
-                child = monitored if kind == "PodMonitor" else after
-                if before is not None:
-                    child = pulumi.ResourceOptions.merge(
-                        child, pulumi.ResourceOptions(depends_on=[before])
-                    )
-                cls: Any = _KINDS.get((obj["apiVersion"], kind))
-                if cls is None:
-                    made[kind] = k8s.apiextensions.CustomResource(
-                        resource_name,
-                        api_version=obj["apiVersion"],
-                        kind=kind,
-                        metadata=obj["metadata"],
-                        spec=obj["spec"],
-                        opts=child,
-                    )
-                    continue
-                body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
-                made[kind] = cls(resource_name, **body, opts=child)
+            self._objects(name, args, objects, k8s_opts, namespace)
         self.register_outputs({"objects": len(objects)})
+
+    def _objects(
+        self,
+        name: str,
+        args: ValidationArgs,
+        objects: list[dict[str, Any]],
+        k8s_opts: pulumi.ResourceOptions,
+        namespace: pulumi.Resource,
+    ) -> None:
+        """The test objects, after the namespace, the GPU Operator and the schedulers (a
+        PodMonitor after the monitoring CRDs too), each after the ones it needs."""
+        after = pulumi.ResourceOptions.merge(
+            k8s_opts,
+            pulumi.ResourceOptions(depends_on=[namespace, args.gpu_operator, *args.schedulers]),
+        )
+        monitored = pulumi.ResourceOptions.merge(
+            after,
+            pulumi.ResourceOptions(
+                depends_on=[namespace, args.gpu_operator, *args.schedulers]
+                + ([args.monitoring_release] if args.monitoring_release else [])
+            ),
+        )
+        made: dict[str, pulumi.Resource] = {}
+        for obj in objects:
+            kind = obj["kind"]
+            # Queue -> PodGroup -> Job: Volcano's webhook refuses a PodGroup for a queue
+            # that is not Open yet (the Queue is awaited until it is), and the Job's pods
+            # are scheduled as their PodGroup's gang from the first one.
+            before = {"PodGroup": made.get("Queue"), "Job": made.get("PodGroup")}.get(kind)
+            child = monitored if kind == "PodMonitor" else after
+            if before is not None:
+                child = pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(depends_on=[before])
+                )
+            made[kind] = self._object(
+                f"{name}-{kind.lower()}-{obj['metadata']['name']}", obj, child
+            )
+
+    def _object(
+        self, resource_name: str, obj: dict[str, Any], child: pulumi.ResourceOptions
+    ) -> pulumi.Resource:
+        """One object as the SDK's typed resource where there is one, else a CustomResource."""
+        cls: Any = _KINDS.get((obj["apiVersion"], obj["kind"]))
+        if cls is None:
+            return k8s.apiextensions.CustomResource(
+                resource_name,
+                api_version=obj["apiVersion"],
+                kind=obj["kind"],
+                metadata=obj["metadata"],
+                spec=obj["spec"],
+                opts=child,
+            )
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
+        resource: pulumi.Resource = cls(resource_name, **body, opts=child)
+        return resource
