@@ -365,6 +365,27 @@ def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
 ROOT_NAMES = ("facts", "judgement", "plans")
 
 
+def _install_mock_runtime(
+    mocks: PlatformMocks,
+    monitor: CapturingMonitor,
+    *,
+    project: str,
+    stack: str,
+    config: dict[str, str],
+    secret_keys: list[str],
+) -> None:
+    """Point the Pulumi SDK at the mocks and the capturing monitor, with the stack's config."""
+    # set_mocks builds a root Stack resource only when none exists: without this reset a second
+    # stack synthesized in the same process (the test session) parents its top-level components
+    # to the first stack's root (private SDK state; the SDK is pinned and a golden test covers it).
+    pulumi.runtime.settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
+    _ensure_event_loop().set_default_executor(  # type: ignore[no-untyped-call]
+        InlineExecutor(max_workers=1)
+    )
+    pulumi.runtime.set_all_config(config, secret_keys)
+
+
 def run_program(
     stack: str,
     *,
@@ -399,15 +420,9 @@ def run_program(
     registry = published_tags(config) if published is None else published
     mocks = PlatformMocks(region, stack_refs, registry)
     monitor = CapturingMonitor(mocks, echo_nested=echo_nested)
-    # set_mocks builds a root Stack resource only when none exists: without this reset a second
-    # stack synthesized in the same process (the test session) parents its top-level components
-    # to the first stack's root (private SDK state; the SDK is pinned and a golden test covers it).
-    pulumi.runtime.settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(mocks, project=project, stack=stack, preview=False, monitor=monitor)
-    _ensure_event_loop().set_default_executor(  # type: ignore[no-untyped-call]
-        InlineExecutor(max_workers=1)
+    _install_mock_runtime(
+        mocks, monitor, project=project, stack=stack, config=config, secret_keys=secret_keys
     )
-    pulumi.runtime.set_all_config(config, secret_keys)
     if str(root) not in sys.path:
         sys.path.insert(0, str(root))
     main = str(root / "__main__.py")
