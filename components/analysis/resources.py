@@ -41,7 +41,7 @@ def default_memory_gib(memory_gib: int) -> int:
 
 def job_resources(cfg: StackConfig, job: TrainingJobConfig) -> JobResources:
     """CPU, memory, /dev/shm and EFA devices of one pod of `job`, computed on the spot (for
-    tests and one-off checks; a synth reads `stack_facts(cfg).job(job).resources`)."""
+    tests and one-off checks; the program reads `JobFacts.resources`, built once by facts.build)."""
     return resources_on(job, job_instance_types(cfg, job))
 
 
