@@ -220,7 +220,7 @@ class _Ancestry:
             r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)
         }
         # One dependency closure for the whole check: building it per resource made the check
-        # quadratic in the fleet's size (tests/synth/test_fleet.py counts the work per team).
+        # quadratic in the number of teams (tests/synth/test_scale.py counts the work per team).
         self._deps, _ = _closure(result)
         self._memo: dict[str, set[str]] = {}
 

@@ -61,7 +61,7 @@ def stack_trace() -> source_pb2.StackTrace:
     ComponentResource, the concrete class: the program's code above the constructor), with the
     same file names and line numbers through the SDK's own URI function, and the message is
     built once per distinct stack: every team's resources repeat the same call sites.
-    tests/synth/test_fleet.py checks that every request carries the same trace either way.
+    tests/synth/test_scale.py checks that every request carries the same trace either way.
     """
     if getattr(sys, "tracebacklimit", None) is not None:
         return SDK_STACK_TRACE()  # a limit changes which frames extract_stack sees

@@ -6,7 +6,7 @@ with `indent` cannot use its C encoder and walks the data through generators, an
 representer looks up a representer by type and alias-tracks every value before libyaml emits
 the nodes. Synth writes plain data (dicts with string keys, lists, strings, ints, floats,
 booleans, None), so both are done here in one direct pass. Anything else — a non-string key, a
-subclass, NaN — is handed to the standard implementation unchanged. tests/test_synth_fleet.py
+subclass, NaN — is handed to the standard implementation unchanged. tests/synth/test_scale.py
 compares both against the standard ones on synthesized stacks and on edge cases.
 """
 

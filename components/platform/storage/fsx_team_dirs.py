@@ -4,7 +4,7 @@ the trainer's UID/GID (why: storage_builders.FSX_TEAMS_DIR; docs/storage.md). Th
 made by `team_volumes.create_fsx_admin` and `team_volumes.create_team_dirs_job`.
 
 One Job for all teams, not one per team: a resource per team costs every synth and preview
-(synth.fleet), and the script is idempotent, so a new team re-runs it for all of them in seconds
+(synth.scale), and the script is idempotent, so a new team re-runs it for all of them in seconds
 (a Job's template is immutable: the Job is replaced, delete first)."""
 
 from __future__ import annotations

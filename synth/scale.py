@@ -1,12 +1,12 @@
-"""Fleet-scale synth: a generated prod-like platform stack with N teams and no training jobs,
-and `python -m synth.fleet`, the benchmark that times synthesizing it at several sizes.
+"""Team-scale synth: a generated prod-like platform stack with N teams and no training jobs,
+and `python -m synth.scale`, the benchmark that times synthesizing it at several sizes.
 
 With training jobs moved to per-team job stacks, what a platform synth costs depends on the
 number of teams only. The generated stack is `Pulumi.prod.yaml` without `trainingJobs` and with
 `teams` replaced by N generated tenants; the Karpenter pools' GPU limits grow with N so that
 the nominal quotas stay within what the pools provide (the config model refuses more).
 
-    python -m synth.fleet --teams 100 200 --runs 5 --max-seconds 5 --max-ratio 2.0
+    python -m synth.scale --teams 100 200 --runs 5 --max-seconds 5 --max-ratio 2.0
 
 synthesizes each size in a fresh `python -m synth` process (imports count the same for every
 size), the sizes interleaved run by run, and reports best-of-N wall-clock and CPU seconds and
@@ -38,8 +38,8 @@ from components import catalog
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "gpu-platform"
-STACK = "fleet"
-#: The stack the fleet is derived from, and whose policy-pack config it runs with.
+STACK = "scale"
+#: The stack the generated one is derived from, and whose policy-pack config it runs with.
 BASE_STACK = "prod"
 #: What the project directory links to in the real repository (the program, not a copy).
 PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
@@ -47,7 +47,7 @@ PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
 #: HTTPS egress of every team, as in Pulumi.prod.yaml: the VPC and S3's us-east-1 ranges.
 _EGRESS = ["10.0.0.0/16", "52.216.0.0/15", "54.231.0.0/16", "3.5.0.0/19"]
 #: Quota shapes teams cycle through: (GPU class, capacity type, GPUs, CPU cores, memory GiB).
-#: Only flavors that Karpenter pools provide, so that capacity can grow with the fleet (prod's
+#: Only flavors that Karpenter pools provide, so that capacity can grow with the teams (prod's
 #: node groups - H100 on-demand, L40S spot - keep their fixed maxSize).
 _QUOTA_SHAPES: tuple[tuple[tuple[str, str, int, int, int], ...], ...] = (
     (("l4-x1", "spot", 4, 32, 128),),
@@ -87,7 +87,7 @@ def team(index: int) -> dict[str, Any]:
     }
 
 
-def fleet_config(teams: int, base: Path | None = None) -> dict[str, Any]:
+def scale_config(teams: int, base: Path | None = None) -> dict[str, Any]:
     """The stack file (`{"config": {...}}`) of a prod-like platform with `teams` tenants."""
     stack_file = base or ROOT / f"Pulumi.{BASE_STACK}.yaml"
     data = yaml.safe_load(stack_file.read_text())
@@ -132,7 +132,7 @@ def _explain_unqueued(config: dict[str, Any], tenants: list[dict[str, Any]]) -> 
     capacity) stay as headroom and say so: the config check refuses a GPU source no team's
     queue reaches unless it has an `unqueuedReason`."""
     offered = {(q["gpuClass"], q["capacityType"]) for t in tenants for q in t["quota"]}
-    reason = "fleet benchmark headroom: no generated tenant's quota lists this flavor"
+    reason = "team-scale benchmark headroom: no generated tenant's quota lists this flavor"
     groups = config[f"{PROJECT}:nodeGroups"]["gpu"]
     for group in groups:
         row = catalog.instance(group["instanceTypes"][0])
@@ -161,7 +161,7 @@ def write_project(directory: Path, teams: int, stack: str = STACK) -> Path:
         if not link.exists():
             link.symlink_to(ROOT / name)
     (directory / f"Pulumi.{stack}.yaml").write_text(
-        yaml.safe_dump(fleet_config(teams), sort_keys=False)
+        yaml.safe_dump(scale_config(teams), sort_keys=False)
     )
     policies = directory / "policies"
     policies.mkdir(exist_ok=True)
@@ -176,7 +176,7 @@ def write_project(directory: Path, teams: int, stack: str = STACK) -> Path:
 
 @dataclass(frozen=True)
 class Timing:
-    """Best-of-N figures of one fleet size."""
+    """Best-of-N figures of one size."""
 
     teams: int
     resources: int
@@ -210,7 +210,7 @@ def import_seconds(runs: int) -> float:
     (synth/bench.py's baseline): this machine's speed, the unit of `--max-import-multiple`."""
     from synth.bench import sdk_modules, time_command
 
-    with tempfile.TemporaryDirectory(prefix="fleet-imports-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="scale-imports-") as tmp:
         modules = sdk_modules("prod", Path(tmp))
     cmd = [sys.executable, "-c", "\n".join(f"import {m}" for m in modules)]
     time_command(cmd)  # warm the OS file cache
@@ -222,7 +222,7 @@ def measure(sizes: Sequence[int], runs: int) -> list[Timing]:
     from synth.bench import compile_project
 
     compile_project()
-    with tempfile.TemporaryDirectory(prefix="fleet-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         projects = {n: write_project(Path(tmp) / f"teams-{n}", n) for n in sizes}
         samples: dict[int, list[tuple[int, float, float]]] = {n: [] for n in sizes}
         _synth_once(projects[sizes[0]], Path(tmp) / "warm")  # OS file cache, bytecode
@@ -251,7 +251,7 @@ def measure(sizes: Sequence[int], runs: int) -> list[Timing]:
 def _parser() -> argparse.ArgumentParser:
     """The benchmark's command line: sizes, runs and the bounds a CI gate sets."""
     parser = argparse.ArgumentParser(
-        prog="python -m synth.fleet",
+        prog="python -m synth.scale",
         description="Time synthesizing generated N-team platform stacks, each in a fresh process.",
     )
     parser.add_argument("--teams", type=int, nargs="+", default=[100, 200])
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _ratio_exceeded(timings: list[Timing], args: argparse.Namespace) -> bool:
     """Whether the largest size costs more than `--max-ratio` times the smallest: the work per
-    team must not grow with the fleet."""
+    team must not grow with the number of teams."""
     if len(timings) <= 1:
         return False
     smallest, largest = timings[0], timings[-1]

@@ -17,7 +17,7 @@ from components import config as stack_config
 from components.analysis.capacity import gpu_capacity
 from policies.rules import all_policies
 from synth import __main__ as synth_cli
-from synth import fleet, harness, output, policy
+from synth import harness, output, policy, scale
 from synth.harness import load_stack_config, run_program
 
 FILES = (
@@ -30,16 +30,16 @@ FILES = (
 
 
 def _parsed(project: Path) -> stack_config.StackConfig:
-    _, config, _ = load_stack_config(fleet.STACK, project)
+    _, config, _ = load_stack_config(scale.STACK, project)
     return stack_config.parse(stack_config.namespace_values(config))
 
 
-@pytest.mark.parametrize("teams", [1, 3, pytest.param(200, marks=pytest.mark.fleet)])
-def test_generated_fleet_is_a_valid_platform_stack_without_jobs(teams: int, tmp_path: Path) -> None:
-    cfg = _parsed(fleet.write_project(tmp_path, teams))
+@pytest.mark.parametrize("teams", [1, 3, pytest.param(200, marks=pytest.mark.scale)])
+def test_generated_stack_is_a_valid_platform_stack_without_jobs(teams: int, tmp_path: Path) -> None:
+    cfg = _parsed(scale.write_project(tmp_path, teams))
     assert [team.name for team in cfg.teams] == [f"team-{i:04d}" for i in range(teams)]
     assert cfg.training_jobs == []
-    # Karpenter GPU pools grow with the fleet, each within the policy pack's per-pool bound.
+    # Karpenter GPU pools grow with the teams, each within the policy pack's per-pool bound.
     limits = [pool.limits.gpus for pool in cfg.karpenter.pools if pool.is_gpu]
     assert limits and all(limit is not None and limit <= 256 for limit in limits)
     capacity = gpu_capacity(cfg)
@@ -48,7 +48,7 @@ def test_generated_fleet_is_a_valid_platform_stack_without_jobs(teams: int, tmp_
             assert (entry.gpu_class, entry.capacity_type) in capacity
     # Everything else is prod's (pool limits change only where the teams need more).
     prod = yaml.safe_load((harness.PROJECT_ROOT / "Pulumi.prod.yaml").read_text())["config"]
-    generated = yaml.safe_load((tmp_path / "Pulumi.fleet.yaml").read_text())["config"]
+    generated = yaml.safe_load((tmp_path / "Pulumi.scale.yaml").read_text())["config"]
     changed = {key for key in prod.keys() | generated.keys() if prod.get(key) != generated.get(key)}
     # Prod declares no jobs of its own (its teams' job stacks do): only the teams differ, and
     # the node groups only by the reason no generated queue reaches them.
@@ -59,20 +59,20 @@ def test_generated_fleet_is_a_valid_platform_stack_without_jobs(teams: int, tmp_
     assert generated["gpu-platform:nodeGroups"] == prod["gpu-platform:nodeGroups"]
 
 
-@pytest.mark.fleet
-def test_large_fleet_shards_pools_over_the_policy_bound(tmp_path: Path) -> None:
-    cfg = _parsed(fleet.write_project(tmp_path, 200))
+@pytest.mark.scale
+def test_many_teams_shard_pools_over_the_policy_bound(tmp_path: Path) -> None:
+    cfg = _parsed(scale.write_project(tmp_path, 200))
     names = [pool.name for pool in cfg.karpenter.pools]
     assert "kp-l4-spot-0" in names and "kp-l4-spot-1" in names and "kp-l4-spot" not in names
 
 
-def test_small_fleet_synthesizes_and_is_deterministic(tmp_path: Path) -> None:
-    project = fleet.write_project(tmp_path / "project", 3)
+def test_few_teams_synthesizes_and_is_deterministic(tmp_path: Path) -> None:
+    project = scale.write_project(tmp_path / "project", 3)
     outputs = []
     for run in ("a", "b"):
         out = tmp_path / run
         code = synth_cli.main(
-            ["--project-dir", str(project), "--stack", fleet.STACK, "--out", str(out)]
+            ["--project-dir", str(project), "--stack", scale.STACK, "--out", str(out)]
         )
         assert code == synth_cli.EXIT_OK
         outputs.append({name: (out / name).read_bytes() for name in FILES})
@@ -148,29 +148,29 @@ def _calls(work: Callable[[], Any]) -> tuple[int, Any]:
     return count, result
 
 
-@pytest.mark.fleet
+@pytest.mark.scale
 def test_synth_work_grows_linearly_with_teams(tmp_path: Path) -> None:
-    # Each phase's work per added team must not grow with the fleet: a rule or report section
+    # Each phase's work per added team must not grow with the teams: a rule or report section
     # that scans every resource for every team would make the second step dearer than the first.
     sizes = (3, 9, 15)  # steps of 6: the same mix of the generator's three team shapes
     # Warm every phase once (imports, compiled regexes): one-time costs are no team's work.
-    warm = fleet.write_project(tmp_path / "warm", 1)
-    warm_result = run_program(fleet.STACK, root=warm)
+    warm = scale.write_project(tmp_path / "warm", 1)
+    warm_result = run_program(scale.STACK, root=warm)
     pack = all_policies()
     policy.evaluate(
-        warm_result, pack, policy.load_config(policy.config_path(warm, fleet.STACK), pack)
+        warm_result, pack, policy.load_config(policy.config_path(warm, scale.STACK), pack)
     )
     warm_result.policy_violations = []
     output.write(warm_result, tmp_path / "out-warm")
     work: dict[str, list[int]] = {"program": [], "policy": [], "output": []}
     resources = []
     for teams in sizes:
-        project = fleet.write_project(tmp_path / f"teams-{teams}", teams)
-        calls, result = _calls(lambda: run_program(fleet.STACK, root=project))  # noqa: B023
+        project = scale.write_project(tmp_path / f"teams-{teams}", teams)
+        calls, result = _calls(lambda: run_program(scale.STACK, root=project))  # noqa: B023
         work["program"].append(calls)
         resources.append(len(result.resources))
         pack = all_policies()
-        pack_config = policy.load_config(policy.config_path(project, fleet.STACK), pack)
+        pack_config = policy.load_config(policy.config_path(project, scale.STACK), pack)
         calls, violations = _calls(lambda: policy.evaluate(result, pack, pack_config))  # noqa: B023
         assert violations == []
         work["policy"].append(calls)
@@ -181,20 +181,20 @@ def test_synth_work_grows_linearly_with_teams(tmp_path: Path) -> None:
     for phase, counts in work.items():
         first, second = counts[1] - counts[0], counts[2] - counts[1]
         assert first > 0, phase
-        assert second <= 1.05 * first, f"{phase}: {counts} grows faster than the fleet"
+        assert second <= 1.05 * first, f"{phase}: {counts} grows faster than the teams"
 
 
 @pytest.mark.parametrize(("imports_s", "expected"), [(2.0, 1), (4.0, 0)])
-def test_the_fleet_gate_is_relative_to_the_machines_sdk_imports(
+def test_the_scale_gate_is_relative_to_the_machines_sdk_imports(
     imports_s: float, expected: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """100 teams at 10 s CPU: 5x imports of 2 s fails a 3.75x bound, 2.5x imports of 4 s passes
     (what the CI gate computes, without running the synths)."""
     timings = [
-        fleet.Timing(teams=100, resources=2813, wall_s=10.0, cpu_s=10.0),
-        fleet.Timing(teams=200, resources=5415, wall_s=17.0, cpu_s=17.0),
+        scale.Timing(teams=100, resources=2813, wall_s=10.0, cpu_s=10.0),
+        scale.Timing(teams=200, resources=5415, wall_s=17.0, cpu_s=17.0),
     ]
-    monkeypatch.setattr(fleet, "measure", lambda sizes, runs: timings)
-    monkeypatch.setattr(fleet, "import_seconds", lambda runs: imports_s)
+    monkeypatch.setattr(scale, "measure", lambda sizes, runs: timings)
+    monkeypatch.setattr(scale, "import_seconds", lambda runs: imports_s)
     argv = ["--teams", "100", "200", "--max-import-multiple", "3.75", "--max-ratio", "2.0"]
-    assert fleet.main(argv) == expected
+    assert scale.main(argv) == expected
