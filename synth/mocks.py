@@ -5,6 +5,7 @@ the same input always gives byte-identical output. synth/harness.py runs the pro
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 from collections.abc import Mapping
@@ -142,10 +143,20 @@ class PlatformMocks(pulumi_mocks.Mocks):
             state["contextHash"] = _digest(name, "context")
         elif typ == "command:local:Command":
             state.update(stdout="", stderr="")
+        elif typ == "kubernetes:core/v1:Secret" and state.get("type") == SA_TOKEN_TYPE:
+            # The token controller fills a ServiceAccount token Secret; pulumi-kubernetes waits
+            # for it (awaiters.go untilCoreV1SecretInitialized) and reports the filled data.
+            token = f"synth-sa-token-{_digest(typ, name)[:32]}"
+            state["data"] = {
+                "token": base64.b64encode(token.encode()).decode(),
+                "ca.crt": base64.b64encode(b"synth CA").decode(),
+            }
         elif typ == "eks:index:Cluster":
             issuer = f"https://oidc.eks.{self.region}.amazonaws.com/id/{short.upper()}"
             state.update(
-                kubeconfigJson=json.dumps({"apiVersion": "v1", "kind": "Config", "mock": name}),
+                kubeconfigJson=json.dumps(
+                    _eks_kubeconfig(str(state.get("name") or name), self.region, short)
+                ),
                 oidcProviderArn=(
                     f"arn:aws:iam::{ACCOUNT_ID}:oidc-provider/{issuer.removeprefix('https://')}"
                 ),
@@ -192,6 +203,44 @@ class PlatformMocks(pulumi_mocks.Mocks):
         if token == "aws:kms/getPublicKey:getPublicKey":
             return {"publicKeyPem": mock_public_key(str(args.args.get("keyId"))), "id": ""}, []
         return {}, []
+
+
+#: The Secret type the API server's token controller fills with a ServiceAccount's token.
+SA_TOKEN_TYPE = "kubernetes.io/service-account-token"
+
+
+def _eks_kubeconfig(name: str, region: str, short: str) -> dict[str, Any]:
+    """pulumi-eks's `kubeconfigJson` shape (nodejs/eks/cluster/cluster.ts generateKubeconfig):
+    the endpoint and CA inline, an `aws eks get-token` exec user."""
+    return {
+        "apiVersion": "v1",
+        "clusters": [
+            {
+                "cluster": {
+                    "server": f"https://{short.upper()}.gr7.{region}.eks.amazonaws.com",
+                    "certificate-authority-data": base64.b64encode(
+                        f"synth CA of {name}".encode()
+                    ).decode(),
+                },
+                "name": "kubernetes",
+            }
+        ],
+        "contexts": [{"context": {"cluster": "kubernetes", "user": "aws"}, "name": "aws"}],
+        "current-context": "aws",
+        "kind": "Config",
+        "users": [
+            {
+                "name": "aws",
+                "user": {
+                    "exec": {
+                        "apiVersion": "client.authentication.k8s.io/v1beta1",
+                        "command": "aws",
+                        "args": ["eks", "get-token", "--cluster-name", name],
+                    }
+                },
+            }
+        ],
+    }
 
 
 def mock_kms_key(key_id: str) -> Any:
