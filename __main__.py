@@ -20,6 +20,7 @@ from components.platform.capacity.karpenter import Karpenter, KarpenterArgs
 from components.platform.cluster.cluster import Cluster, ClusterArgs
 from components.platform.cluster.iam import AwsAccount
 from components.platform.cluster.network import Network, NetworkArgs
+from components.platform.fleet import worker as fleet_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
 from components.platform.observability.observability import Observability, ObservabilityArgs
 from components.platform.registry.admission import Admission, AdmissionArgs
@@ -95,7 +96,9 @@ autoscaler = (
     else None
 )
 kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
-scheduling = Scheduling("scheduling", SchedulingArgs.of(facts, eks, kueue_after))
+# A fleet worker's flavors carry its region: a fleet job pinned elsewhere gets none here.
+region = account.region if cfg.fleet is not None else None
+scheduling = Scheduling("scheduling", SchedulingArgs.of(facts, eks, kueue_after, region))
 admission = Admission(
     "admission", AdmissionArgs.of(cfg, eks, account, tags, registry.signing_public_key)
 )
@@ -168,3 +171,23 @@ contract = platform_facts(
     image_repositories={t: r.repository_url for t, r in registry.team_repositories.items()},
 )
 pulumi.export("jobPlatform", exported(contract))
+
+# A fleet worker (docs/fleet.md): the manager's grant here and what the manager reads of it.
+if cfg.fleet is not None:
+    worker = fleet_worker.FleetWorker(
+        "fleet-worker",
+        fleet_worker.FleetWorkerArgs.of(
+            cfg.fleet,
+            cluster=cfg.cluster,
+            region=account.region,
+            network=network.handles,
+            handles=eks,
+            kueue_release=scheduling.kueue,
+            teams={t.name: (t.namespace, teams[t.name]) for t in cfg.teams},
+            buckets=buckets,
+            trainer_image=trainer.reference if trainer is not None else None,
+            kms_key_arn=storage.kms_key_arn,
+            tags=tags,
+        ),
+    )
+    pulumi.export(fleet_worker.FACTS_OUTPUT, worker.facts)

@@ -477,11 +477,46 @@ KUEUE_COVERED_RESOURCES: Final = ("cpu", "memory", GPU_RESOURCE)
 #: configuration_types.go#L574-605). EFA interfaces are a per-node device, not a shared budget
 #: worth a quota: the GPU count already bounds how many EFA pods a team can run.
 KUEUE_EXCLUDED_RESOURCE_PREFIXES: Final = ("vpc.amazonaws.com/",)
+#: The job kinds Kueue manages on every platform cluster (`integrations.frameworks` of its
+#: Configuration): batch Jobs, the JobSets Trainer creates, and TrainJobs.
+KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+#: The job kinds a fleet's manager dispatches (its Kueue's frameworks): the platform's Kueue
+#: launchers. Volcano Jobs have no MultiKueue adapter and no `managedBy` field
+#: (kubernetes-sigs/kueue@v0.19.2 pkg/controller/jobs: no vcjob integration; volcano-sh/apis
+#: batch/v1alpha1 JobSpec), so they never leave the cluster they are created in. JobSets are
+#: created by Trainer on the worker, not dispatched.
+MULTIKUEUE_FRAMEWORKS: Final = ("batch/job", "trainer.kubeflow.org/trainjob")
+#: `managedBy` of a job the manager's MultiKueue runs elsewhere (AdmissionCheck controller
+#: name; apis/kueue/v1beta2/constants.go at v0.19.2): the local Job / TrainJob controller skips
+#: it (Trainer v2.3.0 pkg/util/trainjob/trainjob.go IsManagedByExternalController).
+MULTIKUEUE_CONTROLLER: Final = "kueue.x-k8s.io/multikueue"
+#: What the manager's identity may do on a worker, per dispatched framework, as Kueue's own
+#: multi-cluster tests grant it (kubernetes-sigs/kueue@v0.19.2 test/util/multikueue.go
+#: `frameworkRules`, `MultiKueueRulesForManager`): the job kind itself and its status. Every
+#: adapter's watch must be established before the worker counts as connected
+#: (pkg/controller/admissionchecks/multikueue/multikueuecluster.go, "Establish every watch
+#: before marking the client connected"), so a missing rule leaves the worker inactive.
+MULTIKUEUE_JOB_RULES: Final = {
+    "batch/job": (("batch", "jobs"),),
+    "trainer.kubeflow.org/trainjob": (("trainer.kubeflow.org", "trainjobs"),),
+}
+#: The verbs on a dispatched job kind (create the mirror, sync, delete it when another worker
+#: wins or the manager's workload ends).
+MULTIKUEUE_JOB_VERBS: Final = ("create", "update", "patch", "delete", "get", "list", "watch")
+#: The per-namespace ConfigMap a fleet worker publishes in each team namespace: a job the manager
+#: dispatched reads its region's bucket names and trainer digest from it, so the same object
+#: resolves to local data wherever it lands.
+FLEET_DATA_CONFIGMAP: Final = "gpu-platform-data"
 #: The EFA device resource (aws-efa-k8s-device-plugin; Karpenter's ResourceEFA,
 #: aws/karpenter-provider-aws@v1.14.1:pkg/apis/v1/labels.go#L140).
 EFA_RESOURCE: Final = "vpc.amazonaws.com/efa"
 #: Well-known zone label every node carries (kubelet/cloud provider).
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
+#: Well-known region label every node carries; Karpenter's AWS instance types require it
+#: (aws/karpenter-provider-aws pkg/providers/instancetype/types.go computeRequirements) and the
+#: cluster-autoscaler's ASG node templates set it (cloudprovider/aws aws_manager.go
+#: buildGenericLabels), so a scale-up simulates it too.
+REGION_LABEL: Final = "topology.kubernetes.io/region"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
 #: Requests of one NCCL validation pod besides the node's GPUs and EFA devices

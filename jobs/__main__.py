@@ -20,10 +20,12 @@ import os
 import pulumi
 
 from components.config.job_stack import load_job_stack
-from components.contract.platform_facts import job_stack_config
+from components.contract.fleet_facts import fleet_job_stack, is_fleet
+from components.contract.platform_facts import check_contract, job_stack_config
 from components.training_jobs.job_stack import (
     TeamJobs,
     TeamJobsArgs,
+    plan_fleet_jobs,
     plan_team_jobs,
     read_platform,
     trainer_image,
@@ -34,17 +36,25 @@ jobs = load_job_stack()
 platform = read_platform(jobs)
 # Every job validated, its facts built and judged by the platform's own rules before the first
 # resource is registered: a job that cannot run deploys nothing.
-judged = job_stack_config(platform.facts, jobs)
-config, facts, judgement = judged.config, judged.facts, judged.judgement
-namespace = facts.teams[jobs.team].namespace
-plans = plan_team_jobs(
-    facts,
-    # The platform's reference trainer, by the digest its deploy pushed (or resolved).
-    trainer=trainer_image(platform.facts),
-    # The platform's account (bucket names); the job stack makes no AWS calls of its own.
-    account_id=str(platform.facts["accountId"]) if platform.facts else "",
-    provenance=deploy_provenance(os.environ),
-)
+check_contract(platform.facts, jobs)
+if is_fleet(platform.facts):
+    # A fleet's manager (docs/fleet.md): each job judged on every worker, submitted once.
+    fleet_jobs = fleet_job_stack(platform.facts, jobs)
+    judgement = fleet_jobs.judgement
+    namespace = next(t.namespace for t in fleet_jobs.fleet.teams if t.name == jobs.team)
+    plans = plan_fleet_jobs(fleet_jobs.fleet, judgement, provenance=deploy_provenance(os.environ))
+else:
+    judged = job_stack_config(platform.facts, jobs)
+    config, facts, judgement = judged.config, judged.facts, judged.judgement
+    namespace = facts.teams[jobs.team].namespace
+    plans = plan_team_jobs(
+        facts,
+        # The platform's reference trainer, by the digest its deploy pushed (or resolved).
+        trainer=trainer_image(platform.facts),
+        # The platform's account (bucket names); the job stack makes no AWS calls of its own.
+        account_id=str(platform.facts["accountId"]) if platform.facts else "",
+        provenance=deploy_provenance(os.environ),
+    )
 
 team_jobs = TeamJobs(
     f"jobs-{jobs.team}",

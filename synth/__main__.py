@@ -2,6 +2,8 @@
 
 `--project jobs --stack <team>-<env>` synthesizes a team's job stack (jobs/) instead, against
 the platform's own synth of the stack it references (synth/jobs.py); output in build/jobs/<stack>.
+`--project fleet --stack <s>` synthesizes a fleet's manager (fleet/) and, first, every worker
+stack it names (synth/fleet.py); output in build/fleet/<stack>.
 
 Exit codes: 0 synthesized; 1 mandatory policy violation; 2 invalid config (one line per
 problem, no traceback); 3 internal error (a bug: the traceback is printed).
@@ -41,9 +43,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--project",
-        choices=("platform", "jobs"),
+        choices=("platform", "jobs", "fleet"),
         default="platform",
-        help="platform (this repo's root) or jobs (a team's job stack, jobs/Pulumi.<stack>.yaml)",
+        help="platform (this repo's root), jobs (a team's job stack, jobs/Pulumi.<stack>.yaml) "
+        "or fleet (a fleet's manager, fleet/Pulumi.<stack>.yaml)",
     )
     return parser
 
@@ -62,18 +65,21 @@ def _announce(
         print(f"{v.enforcement} {v.policy}: {v.urn}: {v.message}", file=stream)
 
 
-def _synthesize(stack: str, root: Path, *, jobs: bool) -> SynthResult | None:
+def _synthesize(stack: str, root: Path, *, project: str) -> SynthResult | None:
     """The synthesized stack, or None when the user's input is wrong: the config, what a
     component judged of it, or the stack file (each reason printed on stderr, no traceback)."""
     import pulumi
 
     from components.config import ConfigError
+    from synth.fleet import run_fleet
     from synth.harness import StackFileError, run_program
     from synth.jobs import run_job_stack
 
     try:
-        if jobs:
+        if project == "jobs":
             return run_job_stack(stack, root=root)
+        if project == "fleet":
+            return run_fleet(stack, root=root)
         return run_program(stack, root=root)
     except ConfigError as exc:
         for line in exc.lines:
@@ -98,11 +104,12 @@ def main(argv: list[str] | None = None) -> int:
         # Imported here so that argument errors answer fast, and import bugs exit 3.
         from policies.rules import all_policies
         from synth import output, policy
+        from synth.fleet import FLEET_ROOT
         from synth.harness import PROJECT_ROOT
         from synth.jobs import JOBS_ROOT
 
-        jobs = args.project == "jobs"
-        root = args.project_dir or (JOBS_ROOT if jobs else PROJECT_ROOT)
+        roots = {"jobs": JOBS_ROOT, "fleet": FLEET_ROOT, "platform": PROJECT_ROOT}
+        root = args.project_dir or roots[args.project]
         policies = all_policies()
         try:
             pack_config = policy.load_config(policy.config_path(root, args.stack), policies)
@@ -110,12 +117,14 @@ def main(argv: list[str] | None = None) -> int:
             for line in exc.lines:
                 print(line, file=sys.stderr)
             return EXIT_CONFIG
-        result = _synthesize(args.stack, root, jobs=jobs)
+        result = _synthesize(args.stack, root, project=args.project)
         if result is None:
             return EXIT_CONFIG
         violations = policy.evaluate(result, policies, pack_config)
         result.policy_violations = [v.to_json() for v in violations]
-        default_out = PROJECT_ROOT / "build" / "jobs" if jobs else root / "build"
+        default_out = (
+            root / "build" if args.project == "platform" else PROJECT_ROOT / "build" / args.project
+        )
         out_dir = args.out or default_out / args.stack
         paths = output.write(result, out_dir)
     except Exception:  # noqa: BLE001 - anything else is a bug; Python's own exit 1 would lie

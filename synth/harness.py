@@ -116,6 +116,12 @@ class SynthResult:
     #: A job stack's platform synth (what its StackReference read; synth/jobs.py): the report
     #: reads the admission policies the job's pods will meet from it.
     platform: SynthResult | None = None
+    #: A fleet's manager (fleet/__main__.py `fleet`: analysis/fleet.py FleetFacts) or a job
+    #: stack on one (jobs/__main__.py `fleet_jobs`: contract/fleet_facts.py FleetJobs).
+    fleet: Any = None
+    fleet_jobs: Any = None
+    #: A manager's worker synths, by the stack names its StackReferences read (synth/fleet.py).
+    workers: dict[str, SynthResult] = field(default_factory=dict)
 
     def of_type(self, type_token: str) -> list[Registration]:
         return [r for r in self.resources if r.type == type_token]
@@ -362,7 +368,7 @@ def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
 
 
 #: The composition root's names the harness reads after the program ran (SynthResult).
-ROOT_NAMES = ("facts", "judgement", "plans")
+ROOT_NAMES = ("facts", "judgement", "plans", "fleet", "fleet_jobs")
 
 
 def _install_mock_runtime(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
+from synth.fleet import FLEET_PROJECT, run_fleet
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
 
 JOBS_ROOT: Final = PROJECT_ROOT / "jobs"
@@ -43,7 +44,11 @@ def run_job_stack(
             config[key] = value if isinstance(value, str) else json.dumps(value)
     jobs = parse_job_stack(job_namespace_values(config))
     if platform is None:
-        platform = run_program(jobs.platform_env)
+        platform = (
+            run_fleet(jobs.platform_env)
+            if jobs.platform_project == FLEET_PROJECT
+            else run_program(jobs.platform_env)
+        )
     result = run_program(
         stack,
         root=root,

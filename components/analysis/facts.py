@@ -178,10 +178,12 @@ def job_facts(
     )
 
 
-def build(cfg: StackConfig) -> StackFacts:
-    """The facts of a validated `cfg` (analysis.validate passed), each computed once."""
+def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
+    """The facts of a validated `cfg` (analysis.validate passed), each computed once; `region`:
+    the stack's AWS region where the caller knows it (a fleet's manager judging a worker),
+    put on the node sources as the label every node carries."""
     groups, pools = efa_placement.memberships(cfg)
-    sources = tuple(nodes.node_sources(cfg, groups, pools))
+    sources = tuple(nodes.node_sources(cfg, groups, pools, region))
     provisioners = capacity.flavor_provisioners(cfg)
     teams = {team.name: team for team in reversed(cfg.teams)}
     return StackFacts(

@@ -39,6 +39,15 @@ def validate_training_jobs(cfg: StackConfig) -> list[Problem]:
                     )
                 )
             seen.setdefault(where, index)
+        if job.regions is not None and cfg.fleet is None:
+            problems.append(
+                Problem(
+                    f"{key}.regions",
+                    job.regions,
+                    "left out: a platform stack is one region; regions pick among a fleet's "
+                    "workers (a job stack on the fleet's manager, docs/fleet.md)",
+                )
+            )
         problems.extend(_image_problems(cfg, key, job))
         problems.extend(_batch_problems(key, job))
         problems.extend(_class_problems(key, job, provided, classes))

@@ -32,7 +32,7 @@ Facts behind the figures:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final, Literal
 
 from components import catalog
@@ -156,9 +156,12 @@ def node_sources(
     cfg: StackConfig,
     groups: Mapping[str, Membership],
     pools: Mapping[str, Membership],
+    region: str | None = None,
 ) -> list[NodeSource]:
     """Every GPU node source of the stack: managed groups first, then Karpenter pools; where
-    each one's nodes go comes from `groups` / `pools` (efa_placement.memberships)."""
+    each one's nodes go comes from `groups` / `pools` (efa_placement.memberships). `region`,
+    when known (a fleet worker judged by its manager): the well-known region label every node
+    of the stack carries, so a job pinned to other regions fits none."""
     pg_name = efa_placement.group_name(cfg)
     managed = [
         _group_source(cfg, index, group, groups[group.name], pg_name)
@@ -169,7 +172,13 @@ def node_sources(
         for index, pool in enumerate(cfg.karpenter.pools)
         if pool.is_gpu
     ]
-    return managed + karpenter
+    sources = managed + karpenter
+    if region is None:
+        return sources
+    return [
+        replace(source, labels={**source.labels, catalog.REGION_LABEL: region})
+        for source in sources
+    ]
 
 
 def _group_source(

@@ -33,6 +33,7 @@ from components.config import StackConfig, TrainingJobConfig
 #: Label every object and pod of a training job carries (its name).
 JOB_LABEL: Final = f"{catalog.LABEL_DOMAIN}/training-job"
 ZONE_KEY: Final = catalog.ZONE_LABEL
+REGION_KEY: Final = catalog.REGION_LABEL
 
 
 def node_affinity(job: TrainingJobConfig) -> dict[str, Any]:
@@ -53,6 +54,16 @@ def node_affinity(job: TrainingJobConfig) -> dict[str, Any]:
                             "operator": "In",
                             "values": list(job.capacity_types),
                         },
+                        # A fleet job pinned to regions: every node carries the well-known
+                        # region label, and each fleet worker's ResourceFlavors carry it too,
+                        # so Kueue on a worker of another region finds no flavor for it
+                        # (kubernetes-sigs/kueue@v0.19.2 pkg/scheduler/flavorassigner/
+                        # flavorassigner.go checkFlavorForPodSets, flavorSelector).
+                        *(
+                            [{"key": REGION_KEY, "operator": "In", "values": list(job.regions)}]
+                            if job.regions
+                            else []
+                        ),
                     ]
                 }
             ]

@@ -25,9 +25,11 @@ def _path(loc: Iterable[int | str]) -> str:
     return text
 
 
-def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The model class whose field set applies at `loc` (to list allowed keys)."""
-    model: Any = StackConfig
+def _model_at(
+    loc: Sequence[int | str], root: type[BaseModel] = StackConfig
+) -> type[BaseModel] | None:
+    """The model class whose field set applies at `loc` of `root` (to list allowed keys)."""
+    model: Any = root
     for part in loc:
         if isinstance(part, int) or model is None:
             continue
@@ -57,8 +59,9 @@ def _show(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def format_errors(error: ValidationError) -> list[str]:
-    """One line per problem: `gpu-platform:<path>: got <value>; <allowed>`."""
+def format_errors(error: ValidationError, root: type[BaseModel] = StackConfig) -> list[str]:
+    """One line per problem: `gpu-platform:<path>: got <value>; <allowed>`; `root`: the model
+    validated (its fields are the allowed keys at the top)."""
     lines: list[str] = []
     for item in error.errors(include_url=False):
         loc = list(item["loc"])
@@ -69,7 +72,7 @@ def format_errors(error: ValidationError) -> list[str]:
             continue
         path = _path(loc)
         if item["type"] == "extra_forbidden":
-            model = _model_at(loc[:-1])
+            model = _model_at(loc[:-1], root)
             allowed = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""

@@ -21,11 +21,12 @@ from components.config.training import TrainingJobConfig
 
 #: Config namespace of the job project (`name:` in jobs/Pulumi.yaml).
 JOBS_NAMESPACE: Final = "gpu-platform-jobs"
-#: `org/project/stack` (Pulumi Cloud) or `organization/project/stack`; the project must be the
-#: platform's. A bare stack name (`dev`) is what the DIY backends accept.
+#: `org/project/stack` (Pulumi Cloud) or `organization/project/stack`; the project is the
+#: platform's, or a fleet manager's (`gpu-platform-fleet`, docs/fleet.md). A bare stack name
+#: (`dev`) is what the DIY backends accept (a platform stack).
 PlatformStackRef = Annotated[
     str,
-    StringConstraints(pattern=r"^([A-Za-z0-9_.-]+/gpu-platform/)?[A-Za-z0-9_.-]+$"),
+    StringConstraints(pattern=r"^([A-Za-z0-9_.-]+/gpu-platform(-fleet)?/)?[A-Za-z0-9_.-]+$"),
 ]
 
 
@@ -70,6 +71,12 @@ class JobStackConfig(Model):
         return self
 
     @property
+    def platform_project(self) -> str:
+        """The referenced stack's project (`gpu-platform`, or a fleet's `gpu-platform-fleet`)."""
+        parts = self.platform_stack.split("/")
+        return parts[1] if len(parts) == 3 else "gpu-platform"
+
+    @property
     def platform_env(self) -> str:
         """The referenced platform stack's own name (`dev` of `org/gpu-platform/dev`)."""
         return self.platform_stack.rsplit("/", 1)[-1]
@@ -89,7 +96,7 @@ def parse_job_stack(values: Mapping[str, Any]) -> JobStackConfig:
     try:
         return JobStackConfig.model_validate(dict(values))
     except ValidationError as exc:
-        raise ConfigError(jobs_lines(format_errors(exc))) from None
+        raise ConfigError(jobs_lines(format_errors(exc, JobStackConfig))) from None
 
 
 def job_namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from components import catalog
 from components.config.autoscaler import IMAGE_FOR_MINOR, ClusterAutoscalerConfig
 from components.config.base import Model, Problem, problems_error
 from components.config.cluster import ClusterConfig
+from components.config.fleet import FleetWorkerConfig
 from components.config.gpu import GpuOperatorConfig
 from components.config.images import TRAINER_REPOSITORY, ImagesConfig
 from components.config.karpenter import KarpenterConfig, KarpenterPool
@@ -54,6 +55,8 @@ class StackConfig(Model):
     training: TrainingConfig = Field(default_factory=TrainingConfig)
     training_jobs: list[TrainingJobConfig] = []
     security: SecurityConfig = Field(default_factory=SecurityConfig)
+    #: This stack is a MultiKueue worker of a fleet (components/config/fleet.py, docs/fleet.md).
+    fleet: FleetWorkerConfig | None = None
 
     @model_validator(mode="after")
     def _storage_fits(self) -> StackConfig:

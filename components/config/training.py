@@ -24,6 +24,8 @@ ImageRef = Annotated[
     str,
     StringConstraints(pattern=r"^[a-z0-9][a-z0-9./_-]*(:[A-Za-z0-9._-]+)?(@sha256:[0-9a-f]{64})?$"),
 ]
+#: An AWS region name (`us-east-1`, `ap-southeast-2`, `us-gov-west-1`).
+AwsRegion = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[0-9]$")]
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 #: Seconds between the spot interruption notice and the instance's reclaim (EC2 user guide).
 SPOT_NOTICE_SECONDS: Final = 120
@@ -231,6 +233,10 @@ class TrainingJobConfig(Model):
     #: `any` otherwise. `any` on a multi-node EFA job is refused; `single` on a multi-node TCP
     #: job keeps its gradient traffic off the cross-AZ data-transfer bill.
     zones: Literal["single", "any"] | None = None
+    #: AWS regions the job may run in, for a job submitted to a fleet's manager (docs/fleet.md):
+    #: a required node affinity on topology.kubernetes.io/region, which each worker's
+    #: ResourceFlavors carry, so no worker of another region admits it. null = any worker.
+    regions: Annotated[list[AwsRegion], Field(min_length=1)] | None = None
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
     env: dict[EnvName, str] = {}
     secret_env: list[SecretEnv] = []

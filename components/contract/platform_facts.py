@@ -197,10 +197,9 @@ class JudgedJobs:
     judgement: Judgement
 
 
-def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
-    """The platform's StackConfig with this job stack's jobs in place of the platform's own,
-    built and judged; `ConfigError` (keys in the job project's namespace) when the facts are
-    missing or of another version, the team is unknown, or a job cannot run on the platform."""
+def check_contract(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> Mapping[str, Any]:
+    """The platform's (or fleet manager's) facts, or `ConfigError` when they are missing or
+    of another version than this revision reads."""
     if not isinstance(facts, Mapping) or "version" not in facts:
         raise _facts_problem(
             jobs.platform_stack, f"a deployed platform stack exporting `{FACTS_OUTPUT}`"
@@ -214,6 +213,14 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> J
             f"`{FACTS_OUTPUT}` version {expected} (it has {shown}): deploy the platform stack "
             "from this repository's revision first (the contract follows the config model)",
         )
+    return facts
+
+
+def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
+    """The platform's StackConfig with this job stack's jobs in place of the platform's own,
+    built and judged; `ConfigError` (keys in the job project's namespace) when the facts are
+    missing or of another version, the team is unknown, or a job cannot run on the platform."""
+    facts = check_contract(facts, jobs)
     teams = facts.get("teams") or {}
     if jobs.team not in teams:
         raise ConfigError(

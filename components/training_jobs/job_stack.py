@@ -23,13 +23,20 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.analysis.facts import StackFacts
+from components.analysis.facts import StackFacts, job_facts
+from components.analysis.fleet import FleetFacts, FleetJudgement
 from components.config import ConfigError
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
 from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
-from components.training_jobs.plan import JobImage, JobPlan, digest_image, plan_job
+from components.training_jobs.plan import (
+    JobImage,
+    JobPlan,
+    digest_image,
+    fleet_runtime_image,
+    plan_job,
+)
 from components.training_jobs.training import TrainingJob, TrainingJobArgs
 
 
@@ -94,6 +101,42 @@ def plan_team_jobs(
         )
         for jf in facts.jobs
     )
+
+
+def plan_fleet_jobs(
+    fleet: FleetFacts, judgement: FleetJudgement, *, provenance: Mapping[str, str]
+) -> tuple[JobPlan, ...]:
+    """The plans of a job stack's jobs on a fleet's manager: each from the facts of the first
+    worker that can run it (every capable worker gets the same pinned pod), by digest or —
+    a TrainJob without an image — through each worker's own runtime."""
+    trainers = [w.trainer_image for w in fleet.workers if w.trainer_image]
+    plans = []
+    for judged in judgement.jobs:
+        home = judged.home
+        assert home is not None and home.stack is not None  # judged: a worker can run it
+        stack = home.stack
+        job = judged.job
+        derived = job_facts(
+            stack.cfg.model_copy(update={"training_jobs": [job]}),
+            judged.index,
+            job,
+            stack.teams[job.team],
+            sources=stack.sources,
+            provisioners=stack.provisioners,
+        )
+        image = digest_image(job.image) if job.image else fleet_runtime_image(trainers)
+        worker = next(w for w in fleet.workers if w.name == home.worker)
+        plans.append(
+            plan_job(
+                stack.cfg,
+                derived,
+                str(worker.platform.get("accountId", "")),
+                provenance,
+                image=image,
+                fleet=True,
+            )
+        )
+    return tuple(plans)
 
 
 class TeamJobs(pulumi.ComponentResource):

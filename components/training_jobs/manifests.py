@@ -21,6 +21,8 @@ from components.training_jobs.plan import (
     DS_CONFIG_MOUNT,
     EFA_RDMA_GPU_MODELS,
     EFA_RESOURCE,
+    FLEET_BUCKET_VAR,
+    FLEET_DIGEST_VAR,
     JOB_LABEL,
     KUBEFLOW_REPLICATED_JOB,
     KUEUE_PRIORITY_LABEL,
@@ -150,10 +152,32 @@ def run_metadata(plan: JobPlan) -> dict[str, str]:
 
 
 def run_annotations(plan: JobPlan) -> dict[str, str]:
+    """The run metadata as pod annotations; a value only the worker knows (a fleet job's
+    `$(VAR)` from its ConfigMap) is an env var only."""
     return {
         f"{catalog.LABEL_DOMAIN}/{key.lower().replace('_', '-')}": value
         for key, value in run_metadata(plan).items()
+        if not (isinstance(value, str) and value.startswith("$("))
     }
+
+
+def fleet_env(plan: JobPlan) -> list[dict[str, Any]]:
+    """A fleet job's first env vars: its region's checkpoints bucket and, for the worker's own
+    trainer, its digest — from the worker's `gpu-platform-data` ConfigMap
+    (components/platform/fleet/worker.py), defined before the values that reference them."""
+    if not plan.fleet:
+        return []
+
+    def ref(name: str, key: str) -> dict[str, Any]:
+        return {
+            "name": name,
+            "valueFrom": {"configMapKeyRef": {"name": catalog.FLEET_DATA_CONFIGMAP, "key": key}},
+        }
+
+    rows = [ref(FLEET_BUCKET_VAR, "checkpointsBucket")]
+    if plan.pod_image.reference is None:
+        rows.append(ref(FLEET_DIGEST_VAR, "trainerImageDigest"))
+    return rows
 
 
 def pod_labels(plan: JobPlan) -> dict[str, str]:
@@ -181,7 +205,8 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
         if plan.gpu_model in EFA_RDMA_GPU_MODELS:
             env["FI_EFA_USE_DEVICE_RDMA"] = "1"
     env.update(plan.job.env)
-    rows: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in env.items()]
+    rows: list[dict[str, Any]] = fleet_env(plan)
+    rows += [{"name": k, "value": v} for k, v in env.items()]
     rows += [
         {"name": s.name, "valueFrom": {"secretKeyRef": {"name": s.secret_name, "key": s.key}}}
         for s in plan.job.secret_env
@@ -340,6 +365,16 @@ def plan_annotations(plan: JobPlan) -> dict[str, str]:
     return {f"{catalog.LABEL_DOMAIN}/{k}": str(v) for k, v in values.items() if v != ""}
 
 
+def _managed_by(plan: JobPlan) -> dict[str, str]:
+    """A fleet job is MultiKueue's from creation: `managedBy` is immutable, and Kueue's webhook
+    defaults it only once the queue is in its cache (kubernetes-sigs/kueue@v0.19.2
+    pkg/controller/jobframework/defaults.go ApplyDefaultForManagedBy), so a job created first
+    would run on the manager's (empty) cluster. batch/v1 Job `spec.managedBy` is on by default
+    since Kubernetes 1.32 (JobManagedBy, beta); TrainJob's is Trainer v2.3.0's
+    pkg/apis/trainer/v1alpha1/trainjob_types.go (only its own controller or MultiKueue)."""
+    return {"managedBy": catalog.MULTIKUEUE_CONTROLLER} if plan.fleet else {}
+
+
 def _metadata(plan: JobPlan, name: str, *, kueue: bool) -> dict[str, Any]:
     labels = {JOB_LABEL: plan.name, TEAM_LABEL: plan.team.name, RUN_ID_LABEL: plan.run_id}
     if kueue:
@@ -424,6 +459,7 @@ def indexed_job(plan: JobPlan) -> dict[str, Any]:
     }
     if plan.job.max_runtime_seconds:
         spec["activeDeadlineSeconds"] = plan.job.max_runtime_seconds
+    spec.update(_managed_by(plan))
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -550,7 +586,8 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
         },
         "suspend": True,
         "trainer": {
-            "image": plan.pod_image.reference,
+            # A fleet job without an image of its own: each worker's runtime runs its own.
+            **({"image": plan.pod_image.reference} if plan.pod_image.reference is not None else {}),
             "command": container["command"],
             "args": container["args"],
             "env": container["env"],
@@ -585,6 +622,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
     }
     if plan.job.max_runtime_seconds:
         spec["activeDeadlineSeconds"] = plan.job.max_runtime_seconds
+    spec.update(_managed_by(plan))
     return {
         "apiVersion": TRAINER_API,
         "kind": "TrainJob",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -74,6 +74,25 @@ class JobImage:
     reference: Any
     digest: Any
     identity: str
+
+
+#: Env vars a fleet job's pods read from the worker's `gpu-platform-data` ConfigMap (its region's
+#: checkpoints bucket and trainer digest); Kubernetes expands `$(VAR)` in later env values and
+#: in args from vars defined before them.
+FLEET_BUCKET_VAR: Final = "CHECKPOINT_BUCKET"
+FLEET_DIGEST_VAR: Final = "TRAINER_IMAGE_DIGEST"
+
+
+def fleet_runtime_image(worker_images: Sequence[str]) -> JobImage:
+    """A fleet TrainJob's image: none in the object — each worker's ClusterTrainingRuntime runs
+    its own region's reference trainer, whose digest the pod reads from the worker's ConfigMap.
+    The identity names every worker's trainer, so a new build anywhere changes the config
+    hash."""
+    return JobImage(
+        reference=None,
+        digest=f"$({FLEET_DIGEST_VAR})",
+        identity="fleet-runtime:" + ",".join(sorted(worker_images)),
+    )
 
 
 def digest_image(reference: str) -> JobImage:
@@ -188,6 +207,9 @@ class JobPlan:
     provenance: Mapping[str, str] = field(
         default_factory=lambda: {DEPLOYED_BY_ANNOTATION: UNKNOWN_DEPLOYER}
     )
+    #: Submitted to a fleet's manager (docs/fleet.md): MultiKueue runs it on a worker, so it
+    #: names its region's data through the worker's `gpu-platform-data` ConfigMap.
+    fleet: bool = False
 
     @property
     def job(self) -> TrainingJobConfig:
@@ -270,10 +292,13 @@ def plan_job(
     account_id: str,
     provenance: Mapping[str, str] | None = None,
     image: JobImage | None = None,
+    *,
+    fleet: bool = False,
 ) -> JobPlan:
     """A job's plan from its facts. `provenance`: `deploy_provenance(os.environ)` when the
     program runs (default: unknown). `image`: what its pods run (job_images.py); without it, an
-    image the config gives by digest, else none (a plan that renders no manifest)."""
+    image the config gives by digest, else none (a plan that renders no manifest). `fleet`:
+    submitted to a fleet's manager (its bucket is whichever region runs it)."""
     job = derived.job
     if image is None and derived.image is not None and derived.image.kind == "digest":
         image = digest_image(derived.image.identity)
@@ -286,8 +311,13 @@ def plan_job(
         facts=derived,
         image=image,
         grace=job_grace_seconds(job.checkpoint),
-        checkpoint_bucket=catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id),
+        checkpoint_bucket=(
+            f"$({FLEET_BUCKET_VAR})"
+            if fleet
+            else catalog.bucket_name(cfg.bucket_prefix, "checkpoints", account_id)
+        ),
         rendezvous_port=cfg.training.rendezvous_port,
         config_hash=config_hash(semantic_parameters(job, identity, job.world_size)),
         provenance=dict(provenance or deploy_provenance({})),
+        fleet=fleet,
     )

@@ -8,6 +8,7 @@ from policies.rules import (
     autoscaling,
     aws,
     compute,
+    fleet,
     iam,
     kubernetes,
     placement,
@@ -29,4 +30,5 @@ def all_policies() -> list[Policy]:
         *placement.POLICIES,
         *security.POLICIES,
         *tenancy.POLICIES,
+        *fleet.POLICIES,
     ]

@@ -33,6 +33,7 @@ from policies.rules.common import (
     stack_rule,
     truthy,
 )
+from policies.rules.fleet import is_multikueue_queue, multikueue_checks
 from policies.rules.kubernetes import (
     GPU_RESOURCE,
     TEMPLATE_PATHS,
@@ -273,17 +274,26 @@ def _pool_capacities(resources: Sequence[PolicyResource]) -> list[tuple[dict[str
 def _check_kueue_quota(
     resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, str | None]]:
+    # A fleet worker's flavors also name its region: a label every node of the cluster carries
+    # (kubelet / cloud provider), which no NodePool template or node group lists.
     flavors = {
         str(dig(r.props, "metadata", "name")): {
-            str(k): str(v) for k, v in (dig(r.props, "spec", "nodeLabels") or {}).items()
+            str(k): str(v)
+            for k, v in (dig(r.props, "spec", "nodeLabels") or {}).items()
+            if k != catalog.REGION_LABEL
         }
         for r in resources
         if r.resource_type in RESOURCE_FLAVORS
     }
     quota: dict[str, float] = defaultdict(float)
     owners: dict[str, list[str]] = defaultdict(list)
+    dispatching = multikueue_checks(resources)
     for queue in resources:
         if queue.resource_type not in CLUSTER_QUEUES:
+            continue
+        if is_multikueue_queue(queue, dispatching):
+            # A fleet manager's queue: its quota is the workers' (each checked against its own
+            # pools by its own stack, and summed by analysis/fleet.py); no pool here backs it.
             continue
         for group in as_list(dig(queue.props, "spec", "resourceGroups")):
             for flavor in as_list(dig(group, "flavors")):

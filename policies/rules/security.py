@@ -31,6 +31,7 @@ from policies.rules.common import (
     resource_rule,
     stack_rule,
 )
+from policies.rules.fleet import podless_namespaces
 from policies.rules.kubernetes import (
     NAMESPACE,
     TRAIN_JOB,
@@ -185,10 +186,15 @@ def _check_namespace_pss(resource: Resource, _config: Config) -> Iterator[str]:
 
 
 def _team_namespace_names(resources: Sequence[PolicyResource]) -> set[str]:
+    """Team namespaces where team pods can run: a namespace whose ResourceQuota allows no pod
+    (a fleet manager's, components/platform/fleet/manager.py) admits no image at all."""
+    podless = podless_namespaces(resources)
     return {
-        str(dig(r.props, "metadata", "name"))
+        name
         for r in resources
-        if r.resource_type == NAMESPACE and TEAM_LABEL in (dig(r.props, "metadata", "labels") or {})
+        if r.resource_type == NAMESPACE
+        and TEAM_LABEL in (dig(r.props, "metadata", "labels") or {})
+        and (name := str(dig(r.props, "metadata", "name"))) not in podless
     }
 
 

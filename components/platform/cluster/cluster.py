@@ -160,6 +160,7 @@ class Cluster(pulumi.ComponentResource):
         self.oidc_provider_arn = cluster.oidc_provider_arn
         self.oidc_issuer = cluster.oidc_issuer
         self.node_security_group_id = cluster.node_security_group_id
+        self.cluster_security_group_id = cluster.cluster_security_group_id
         self._efa_self_egress(name, child)
 
         pod_identity_agent = aws.eks.Addon(
@@ -237,6 +238,8 @@ class Cluster(pulumi.ComponentResource):
             node_security_group_id=self.node_security_group_id,
             efa_placement_group=self.efa_placement_group,
             efa_subnet_id=self.efa_subnet_id,
+            kubeconfig=self.kubeconfig,
+            cluster_security_group_id=self.cluster_security_group_id,
         )
         self.register_outputs(
             {

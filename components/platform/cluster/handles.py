@@ -22,6 +22,10 @@ class NetworkHandles:
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
+    #: The VPC's CIDR and each private subnet's route table, where this stack created them
+    #: (None for an existing VPC: components/platform/fleet/worker.py looks them up).
+    vpc_cidr: pulumi.Output[str] | None = None
+    private_route_table_ids: list[pulumi.Output[str]] | None = None
 
 
 @dataclass(frozen=True)
@@ -43,3 +47,9 @@ class ClusterHandles:
     #: The EFA cluster placement group and its one private subnet (None without EFA capacity).
     efa_placement_group: aws.ec2.PlacementGroup | None
     efa_subnet_id: pulumi.Output[str] | None
+    #: The cluster's kubeconfig (secret; pulumi-eks `kubeconfigJson`): its server and CA.
+    kubeconfig: pulumi.Output[str] | None = None
+    #: The security group on the control plane's ENIs (pulumi-eks `clusterSecurityGroupId`,
+    #: pulumi/pulumi-eks nodejs/eks/cluster/cluster.ts: the group it creates and passes as
+    #: `vpcConfig.securityGroupIds`): 443 from a peer's CIDR is allowed there.
+    cluster_security_group_id: pulumi.Output[str] | None = None

@@ -81,6 +81,8 @@ class Network(pulumi.ComponentResource):
     vpc_id: pulumi.Output[str]
     private_subnet_ids: list[pulumi.Output[str]]
     public_subnet_ids: list[pulumi.Output[str]]
+    vpc_cidr: pulumi.Output[str] | None
+    private_route_table_ids: list[pulumi.Output[str]] | None
 
     def __init__(
         self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None
@@ -96,6 +98,8 @@ class Network(pulumi.ComponentResource):
             vpc_id=self.vpc_id,
             private_subnet_ids=self.private_subnet_ids,
             public_subnet_ids=self.public_subnet_ids,
+            vpc_cidr=self.vpc_cidr,
+            private_route_table_ids=self.private_route_table_ids,
         )
         self.register_outputs(
             {
@@ -111,6 +115,9 @@ class Network(pulumi.ComponentResource):
         self.vpc_id = pulumi.Output.from_input(existing.vpc_id)
         self.private_subnet_ids = [pulumi.Output.from_input(s) for s in existing.private_subnet_ids]
         self.public_subnet_ids = [pulumi.Output.from_input(s) for s in existing.public_subnet_ids]
+        # Not this stack's: looked up only by whoever needs them (a fleet worker's peering).
+        self.vpc_cidr = None
+        self.private_route_table_ids = None
         # Tag resources add (and on destroy remove) single tags without owning the subnet.
         for private, ids in (
             (True, existing.private_subnet_ids),
@@ -176,6 +183,8 @@ class Network(pulumi.ComponentResource):
         self.vpc_id = vpc.id
         self.private_subnet_ids = [s.id for s in private_subnets]
         self.public_subnet_ids = [s.id for s in public_subnets]
+        self.vpc_cidr = vpc.cidr_block
+        self.private_route_table_ids = [rt.id for rt in private_route_tables]
 
     def _subnets(
         self,

@@ -16,7 +16,7 @@ happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -52,7 +52,7 @@ VOLCANO_QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
 #: controller syncs it. pulumi-kubernetes reads the annotation since v4.18.
 QUEUE_OPEN_AWAIT: Final = {"pulumi.com/waitFor": "jsonpath={.status.state}=Open"}
 #: The job kinds Kueue admits: plain (Indexed) Jobs, TrainJobs and the JobSets they run as.
-KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+KUEUE_FRAMEWORKS: Final = catalog.KUEUE_FRAMEWORKS
 
 #: Kubernetes PriorityClasses: (name, value, preemptionPolicy, description). Production may
 #: evict research and dev pods; research may evict dev; dev never preempts anyone, it only
@@ -144,16 +144,19 @@ class Flavor:
     provisioner: catalog.Provisioner = "karpenter"
     #: Workloads admitted on it wait for the ProvisioningRequest admission check.
     provisioning_check: bool = False
+    #: The AWS region of a fleet worker's flavors (None outside a fleet): a node label every
+    #: node carries, so a fleet job pinned to other regions gets no flavor here.
+    region: str | None = None
 
     @property
     def name(self) -> str:
         return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
 
 
-def flavors(facts: StackFacts) -> list[Flavor]:
+def flavors(facts: StackFacts, region: str | None = None) -> list[Flavor]:
     """Every flavor the pools provide; within a GPU class reserved first (paid for whether used
     or not), then spot, then on-demand (catalog.CAPACITY_ORDER): the order a ClusterQueue tries
-    them in."""
+    them in. `region`: a fleet worker's (its flavors carry the region label)."""
     order = catalog.CAPACITY_ORDER
     return [
         Flavor(
@@ -162,6 +165,7 @@ def flavors(facts: StackFacts) -> list[Flavor]:
             gpus,
             provisioner=facts.provisioners[(gpu_class, capacity_type)],
             provisioning_check=(gpu_class, capacity_type) in facts.provisioning_checked,
+            region=region,
         )
         for (gpu_class, capacity_type), gpus in sorted(
             facts.capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
@@ -176,14 +180,14 @@ def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
     tolerations = [catalog.gpu_toleration()]
     if flavor.provisioner == "node-group" and flavor.capacity_type == "spot":
         tolerations.append(catalog.spot_toleration())
-    return {
-        "nodeLabels": catalog.gpu_flavor_labels(
-            gpu_class=flavor.gpu_class,
-            capacity_type=flavor.capacity_type,
-            provisioner=flavor.provisioner,
-        ),
-        "tolerations": tolerations,
-    }
+    labels = catalog.gpu_flavor_labels(
+        gpu_class=flavor.gpu_class,
+        capacity_type=flavor.capacity_type,
+        provisioner=flavor.provisioner,
+    )
+    if flavor.region is not None:
+        labels[catalog.REGION_LABEL] = flavor.region
+    return {"nodeLabels": labels, "tolerations": tolerations}
 
 
 #: The AdmissionCheck of node-group flavors and its ProvisioningRequestConfig.
@@ -214,12 +218,21 @@ def provisioning_request_config_spec() -> dict[str, Any]:
     }
 
 
-def kueue_manager_config(config: SchedulingConfig, timeouts: PodsReady) -> dict[str, Any]:
+def kueue_manager_config(
+    config: SchedulingConfig,
+    timeouts: PodsReady,
+    *,
+    frameworks: Sequence[str] = KUEUE_FRAMEWORKS,
+    multikueue: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """Kueue's Configuration (config.kueue.x-k8s.io/v1beta2): the chart's defaults plus the
     integrations the platform uses and waitForPodsReady (present = enabled in v1beta2), whose
     timeouts come from the facts (`timeouts`: analysis/readiness.py derives them from the
-    slowest path from admission to Ready pods)."""
+    slowest path from admission to Ready pods). A fleet's manager (docs/fleet.md) passes the
+    job kinds it dispatches as `frameworks` (each gets a MultiKueue adapter whose watch every
+    worker must allow) and its `multiKueue` block."""
     ready = config.wait_for_pods_ready
+    extra = {"multiKueue": dict(multikueue)} if multikueue is not None else {}
     return {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -252,7 +265,7 @@ def kueue_manager_config(config: SchedulingConfig, timeouts: PodsReady) -> dict[
                 "backoffMaxSeconds": ready.backoff_max_seconds,
             },
         },
-        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        "integrations": {"frameworks": list(frameworks)},
         # EFA pods request vpc.amazonaws.com/efa, which no ClusterQueue covers; under the default
         # BlockUndeclared strategy Kueue would keep them pending forever ("resource ...
         # unavailable in ClusterQueue"). Excluded deliberately, from the catalog constant the
@@ -260,11 +273,19 @@ def kueue_manager_config(config: SchedulingConfig, timeouts: PodsReady) -> dict[
         "resources": {
             "excludeResourcePrefixes": list(catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES),
         },
+        **extra,
     }
 
 
-def kueue_values(config: SchedulingConfig, timeouts: PodsReady) -> dict[str, Any]:
-    """Helm values of the Kueue chart (every key exists in its values.yaml: tests check)."""
+def kueue_values(
+    config: SchedulingConfig,
+    timeouts: PodsReady,
+    *,
+    frameworks: Sequence[str] = KUEUE_FRAMEWORKS,
+    multikueue: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Helm values of the Kueue chart (every key exists in its values.yaml: tests check);
+    `frameworks`, `multikueue`: a fleet manager's (kueue_manager_config)."""
     return {
         "controllerManager": {
             "manager": {
@@ -283,7 +304,10 @@ def kueue_values(config: SchedulingConfig, timeouts: PodsReady) -> dict[str, Any
         },
         "managerConfig": {
             "controllerManagerConfigYaml": yaml.safe_dump(
-                kueue_manager_config(config, timeouts), sort_keys=False
+                kueue_manager_config(
+                    config, timeouts, frameworks=frameworks, multikueue=multikueue
+                ),
+                sort_keys=False,
             )
         },
     }
@@ -354,12 +378,13 @@ class SchedulingArgs:
         facts: StackFacts,
         cluster: ClusterHandles,
         kueue_after: tuple[pulumi.Resource, ...] = (),
+        region: str | None = None,
     ) -> SchedulingArgs:
         """The scheduling config, the flavors and readiness timeouts of the facts, the
-        cluster."""
+        cluster; `region`: a fleet worker's (its flavors carry it)."""
         return cls(
             config=facts.cfg.scheduling,
-            flavors=flavors(facts),
+            flavors=flavors(facts, region),
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             kueue_after=kueue_after,

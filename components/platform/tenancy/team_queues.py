@@ -23,7 +23,7 @@ def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
     return math.ceil(value * gpus_part / gpus)
 
 
-def _flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
+def flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for resource, nominal, unit in (
         ("cpu", entry.cpu, ""),
@@ -67,7 +67,7 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
             {
                 "coveredResources": list(COVERED_RESOURCES),
                 "flavors": [
-                    {"name": entry.flavor, "resources": _flavor_resources(entry)}
+                    {"name": entry.flavor, "resources": flavor_resources(entry)}
                     for entry in ordered_quota(team, flavors)
                 ],
             }

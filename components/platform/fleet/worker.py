@@ -1,0 +1,280 @@
+"""A platform stack as a fleet worker (docs/fleet.md): the identity its fleet's manager connects
+with, and what the manager reads of it.
+
+- The manager's ServiceAccount in Kueue's namespace, a ClusterRole with exactly the rules
+  Kueue's MultiKueue adapters use for the dispatched job kinds (builders.manager_rules), and a
+  long-lived token per rotation key: a `kubernetes.io/service-account-token` Secret, which the
+  API server fills and revokes with the Secret (Kubernetes "Manually create a long-lived API
+  token for a ServiceAccount"). pulumi-kubernetes waits until the token is in the Secret's data
+  before it reports the Secret created (pulumi/pulumi-kubernetes provider/pkg/await/awaiters.go
+  `untilCoreV1SecretInitialized`, since #2048), and marks `data` secret. Why not an EKS IAM token:
+  it lives 15 minutes and Kueue refuses the `exec` kubeconfig that would renew it
+  (builders.py); why not a TokenRequest token: it expires, and nothing on the manager renews it.
+  Rotation is the config's `fleet.tokenKeys` (two keys overlap, components/config/fleet.py).
+- In every team namespace a ConfigMap (`gpu-platform-data`) with this region's bucket names and
+  trainer digest: a job the manager dispatched names its data through it, so the one object the
+  manager mirrors resolves to local data wherever it lands.
+- The manager's kubeconfig (endpoint, CA, token) as an AWS Secrets Manager secret in this
+  region, which the manager's External Secrets Operator syncs into Kueue's namespace: never a
+  stack output, never a Secret manifest with values.
+- `facts`: the worker's network, endpoint and secret ARN for the manager, exported as
+  `fleetWorker`.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, cast
+
+import pulumi
+import pulumi_aws as aws
+import pulumi_kubernetes as k8s
+
+from components import catalog
+from components.config.cluster import ClusterConfig
+from components.config.fleet import FleetWorkerConfig
+from components.platform.cluster.handles import ClusterHandles, NetworkHandles
+from components.platform.fleet import builders
+from components.resource_options import child_options
+
+#: Revision of the `fleetWorker` output's shape (the manager refuses another).
+FLEET_WORKER_REVISION: Final = 1
+#: The worker's output the manager reads.
+FACTS_OUTPUT: Final = "fleetWorker"
+
+
+@dataclass(frozen=True)
+class FleetWorkerArgs:
+    """Inputs of the FleetWorker component."""
+
+    config: FleetWorkerConfig
+    cluster_name: str
+    region: str
+    kubernetes_version: str
+    #: The cluster's kubeconfig (pulumi-eks `kubeconfigJson`, secret): server and CA.
+    kubeconfig: pulumi.Output[str]
+    k8s_provider: k8s.Provider
+    #: Kueue's release: its namespace and CRDs exist before the identity is granted.
+    kueue_release: pulumi.Resource
+    vpc_id: pulumi.Input[str]
+    vpc_cidr: pulumi.Input[str]
+    private_route_table_ids: Sequence[pulumi.Input[str]]
+    #: The security group on the EKS control plane's ENIs (pulumi-eks `clusterSecurityGroupId`):
+    #: the manager allows its VPC's CIDR in on 443 there.
+    cluster_security_group_id: pulumi.Input[str]
+    endpoint_public_access: bool
+    #: team name -> (namespace, the team's component: the namespace exists after it).
+    teams: Mapping[str, tuple[str, pulumi.Resource]] = field(default_factory=dict)
+    #: purpose -> bucket name (this region's).
+    buckets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    #: The trainer this worker's runtimes run (`repo@sha256:...`), if it publishes one.
+    trainer_image: pulumi.Input[str] | None = None
+    #: The data buckets' KMS key (the manager's replication re-encrypts with it).
+    kms_key_arn: pulumi.Input[str] | None = None
+    tags: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        config: FleetWorkerConfig,
+        *,
+        cluster: ClusterConfig,
+        region: str,
+        network: NetworkHandles,
+        handles: ClusterHandles,
+        kueue_release: pulumi.Resource,
+        teams: Mapping[str, tuple[str, pulumi.Resource]],
+        buckets: Mapping[str, pulumi.Input[str]],
+        trainer_image: pulumi.Input[str] | None,
+        kms_key_arn: pulumi.Input[str] | None,
+        tags: dict[str, str],
+    ) -> FleetWorkerArgs:
+        """The worker's slice of the config and what the manager needs of its network and
+        cluster; a VPC the stack did not create is looked up (its CIDR, each private subnet's
+        route table)."""
+        assert handles.kubeconfig is not None and handles.cluster_security_group_id is not None
+        cidr = network.vpc_cidr
+        if cidr is None:
+            cidr = aws.ec2.get_vpc_output(id=network.vpc_id).cidr_block
+        tables = network.private_route_table_ids
+        if tables is None:
+            tables = route_table_ids(network.private_subnet_ids)
+        return cls(
+            config=config,
+            cluster_name=cluster.name,
+            region=region,
+            kubernetes_version=cluster.kubernetes_version,
+            kubeconfig=handles.kubeconfig,
+            k8s_provider=handles.k8s_provider,
+            kueue_release=kueue_release,
+            vpc_id=network.vpc_id,
+            vpc_cidr=cidr,
+            private_route_table_ids=tables,
+            cluster_security_group_id=handles.cluster_security_group_id,
+            endpoint_public_access=cluster.endpoint_public_access,
+            teams=teams,
+            buckets=buckets,
+            trainer_image=trainer_image,
+            kms_key_arn=kms_key_arn,
+            tags=tags,
+        )
+
+
+class FleetWorker(pulumi.ComponentResource):
+    """The manager's grant on this cluster, the team data ConfigMaps and the worker's facts."""
+
+    facts: dict[str, Any]
+    kubeconfig: pulumi.Output[str]
+    kubeconfig_secret_arn: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, args: FleetWorkerArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        super().__init__("gpu-platform:fleet:FleetWorker", name, None, opts)
+        fleet = args.config.name
+        identity = builders.manager_identity(fleet)
+        k8s_opts = child_options(self, provider=args.k8s_provider, depends_on=[args.kueue_release])
+        account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa",
+            metadata={"name": identity, "namespace": builders.KUEUE_NAMESPACE},
+            automount_service_account_token=False,
+            opts=k8s_opts,
+        )
+        role = k8s.rbac.v1.ClusterRole(
+            f"{name}-role",
+            metadata={"name": f"gpu-platform:{identity}"},
+            rules=cast(Any, builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)),
+            opts=k8s_opts,
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-binding",
+            metadata={"name": f"gpu-platform:{identity}"},
+            role_ref=cast(
+                Any,
+                {
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": f"gpu-platform:{identity}",
+                },
+            ),
+            subjects=cast(
+                Any,
+                [
+                    {
+                        "kind": "ServiceAccount",
+                        "name": identity,
+                        "namespace": builders.KUEUE_NAMESPACE,
+                    }
+                ],
+            ),
+            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[role])),
+        )
+        tokens = [
+            self._token(name, fleet, key, account, k8s_opts) for key in args.config.token_keys
+        ]
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(args.kubeconfig, tokens[-1]).apply(
+                lambda parts: builders.worker_kubeconfig(
+                    args.cluster_name, *builders.endpoint_of(parts[0]), parts[1]
+                )
+            )
+        )
+        # The kubeconfig goes to Secrets Manager, in this region, where the manager's External
+        # Secrets Operator reads it: it is never a stack output, and no Secret manifest on the
+        # manager carries it (a new version on rotation; ESO refreshes the manager's Secret).
+        secret = aws.secretsmanager.Secret(
+            f"{name}-kubeconfig",
+            name=builders.kubeconfig_secret_name(fleet, args.cluster_name),
+            description=f"Kueue MultiKueue kubeconfig of fleet {fleet}'s manager for "
+            f"{args.cluster_name}",
+            # Re-creatable at once (a worker leaving and rejoining the fleet): the value is
+            # this stack's to regenerate, never the only copy of anything.
+            recovery_window_in_days=0,
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        aws.secretsmanager.SecretVersion(
+            f"{name}-kubeconfig",
+            secret_id=secret.id,
+            secret_string=self.kubeconfig,
+            opts=child_options(self),
+        )
+        self.kubeconfig_secret_arn = secret.arn
+        self._team_data(name, args)
+        self.facts = {
+            "version": FLEET_WORKER_REVISION,
+            "fleet": fleet,
+            "region": args.region,
+            "clusterName": args.cluster_name,
+            "kubernetesVersion": args.kubernetes_version,
+            "vpcId": args.vpc_id,
+            "vpcCidr": args.vpc_cidr,
+            "privateRouteTableIds": list(args.private_route_table_ids),
+            "clusterSecurityGroupId": args.cluster_security_group_id,
+            "endpointPublicAccess": args.endpoint_public_access,
+            "dataKmsKeyArn": args.kms_key_arn,
+            "kueueFrameworks": list(catalog.KUEUE_FRAMEWORKS),
+            "serviceAccount": f"{builders.KUEUE_NAMESPACE}/{identity}",
+            "tokenKey": args.config.token_key,
+            "kubeconfigSecretArn": secret.arn,
+        }
+        self.register_outputs({"serviceAccount": identity})
+
+    def _token(
+        self,
+        name: str,
+        fleet: str,
+        key: str,
+        account: k8s.core.v1.ServiceAccount,
+        opts: pulumi.ResourceOptions,
+    ) -> pulumi.Output[str]:
+        """The long-lived token of rotation key `key` (decoded from the Secret the API server
+        filled)."""
+        secret = k8s.core.v1.Secret(
+            f"{name}-token-{key}",
+            metadata={
+                "name": builders.token_secret_name(fleet, key),
+                "namespace": builders.KUEUE_NAMESPACE,
+                "annotations": {
+                    "kubernetes.io/service-account.name": builders.manager_identity(fleet)
+                },
+            },
+            type="kubernetes.io/service-account-token",
+            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[account])),
+        )
+        return pulumi.Output.secret(
+            secret.data.apply(lambda data: _decoded((data or {}).get("token", "")))
+        )
+
+    def _team_data(self, name: str, args: FleetWorkerArgs) -> None:
+        """Each team namespace's `gpu-platform-data` ConfigMap: this region's bucket names
+        and trainer."""
+        data: dict[str, pulumi.Input[str]] = {
+            "region": args.region,
+            **{f"{purpose}Bucket": bucket for purpose, bucket in sorted(args.buckets.items())},
+        }
+        if args.trainer_image is not None:
+            data["trainerImage"] = args.trainer_image
+            data["trainerImageDigest"] = pulumi.Output.from_input(args.trainer_image).apply(
+                lambda ref: ref.rsplit("@", 1)[-1]
+            )
+        for team, (namespace, component) in sorted(args.teams.items()):
+            k8s.core.v1.ConfigMap(
+                f"{name}-data-{team}",
+                metadata={"name": catalog.FLEET_DATA_CONFIGMAP, "namespace": namespace},
+                data=data,
+                opts=child_options(self, provider=args.k8s_provider, depends_on=[component]),
+            )
+
+
+def _decoded(value: str) -> str:
+    """A Secret's data value as text (the API returns base64)."""
+    return base64.b64decode(value).decode() if value else ""
+
+
+def route_table_ids(subnet_ids: Sequence[pulumi.Input[str]]) -> list[pulumi.Output[str]]:
+    """The route table of each private subnet of a VPC this stack did not create (its explicit
+    association, else the VPC's main table: aws.ec2.get_route_table's rules)."""
+    return [aws.ec2.get_route_table_output(subnet_id=subnet).id for subnet in subnet_ids]

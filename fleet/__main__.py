@@ -1,0 +1,134 @@
+"""gpu-platform-fleet composition root: the manager of a fleet of platform stacks (docs/fleet.md).
+
+Reads `gpu-platform-fleet:` config (its cluster and network, its workers by stack name), reads
+each worker's `fleetWorker` and `jobPlatform` through a StackReference, and refuses — before
+anything else is registered — every way the fleet is miswired (a stack that is no worker of
+this fleet, another contract version, a missing job kind, overlapping CIDRs, teams whose
+namespaces or queues differ). Then it builds the manager: its VPC and a small EKS cluster, the
+peering and routes to every worker's private API endpoint, S3 replication between the workers'
+checkpoints and datasets, and Kueue with MultiKueue holding the teams' queues with the fleet's
+summed quota. Team job stacks (jobs/) name this stack as their `platformStack`.
+"""
+
+import sys
+from pathlib import Path
+
+# `pulumi up` runs the project directory with `runpy.run_path`: fleet/ is on sys.path; the
+# platform's packages (components/) live one level up, in the repository root.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import pulumi
+
+from components.analysis.fleet import read_workers
+from components.config import NodeGroupsConfig
+from components.config.fleet_stack import load_fleet
+from components.contract.fleet_facts import fleet_platform_facts
+from components.contract.platform_facts import contract_version, exported
+from components.platform.cluster.cluster import Cluster, ClusterArgs
+from components.platform.cluster.iam import AwsAccount
+from components.platform.cluster.network import Network, NetworkArgs
+from components.platform.fleet.links import FleetLinks, FleetLinksArgs, WorkerLink
+from components.platform.fleet.manager import FleetManager, FleetManagerArgs
+from components.platform.fleet.reading import read_worker
+from components.platform.observability.cluster_logs import Logging, LoggingArgs
+from components.training_jobs.manifests import cluster_training_runtime
+from components.training_jobs.plan import POD_PRIORITY_CLASS
+
+cfg = load_fleet()
+# The workers as deployed (plain values) and the whole fleet checked before anything else.
+read = [read_worker(ref) for ref in cfg.workers]
+account = AwsAccount.lookup()
+fleet = read_workers(cfg, account.region, read, contract_version())
+tags = {"gpu-platform:fleet": cfg.name, "managed-by": "pulumi", **cfg.tags}
+
+logs = Logging(  # log groups before the cluster, as the platform's
+    "logging",
+    LoggingArgs(
+        config=cfg.logging,
+        cluster_name=cfg.cluster.name,
+        account=account,
+        teams=[],
+        control_plane_logs=bool(cfg.cluster.log_types),
+        audit_logs="audit" in cfg.cluster.log_types,
+        tags=tags,
+    ),
+)
+network = Network(
+    "network",
+    NetworkArgs(aws_account=account, config=cfg.network, cluster_name=cfg.cluster.name, tags=tags),
+)
+handles = network.handles
+assert handles.vpc_cidr is not None and handles.private_route_table_ids is not None
+cluster = Cluster(
+    "cluster",
+    ClusterArgs(
+        aws_account=account,
+        config=cfg.cluster,
+        node_groups=NodeGroupsConfig(system=cfg.system_nodes),
+        vpc_id=handles.vpc_id,
+        private_subnet_ids=handles.private_subnet_ids,
+        public_subnet_ids=handles.public_subnet_ids,
+        tags=tags,
+        control_plane_log_group=logs.control_plane_log_group,
+    ),
+)
+logs.install(cluster.name)
+links = FleetLinks(
+    "links",
+    FleetLinksArgs(
+        fleet=cfg.name,
+        region=account.region,
+        account_id=account.account_id,
+        vpc_id=handles.vpc_id,
+        vpc_cidr=cfg.network.vpc_cidr,
+        private_route_table_ids=handles.private_route_table_ids,
+        workers=[
+            WorkerLink(
+                name=w.name,
+                region=w.region,
+                vpc_id=str(w.facts["vpcId"]),
+                vpc_cidr=str(w.facts["vpcCidr"]),
+                private_route_table_ids=[str(t) for t in w.facts["privateRouteTableIds"]],
+                cluster_security_group_id=str(w.facts["clusterSecurityGroupId"]),
+                buckets={k: str(v) for k, v in (w.platform.get("buckets") or {}).items()},
+                kms_key_arn=w.facts.get("dataKmsKeyArn"),
+            )
+            for w in fleet.workers
+        ],
+        tags=tags,
+    ),
+)
+# The runtimes every worker has, here for Trainer's webhook and Kueue's pod sets; the image is a
+# worker's trainer (no pod runs here).
+runtime_image = next(w.trainer_image for w in fleet.workers if w.trainer_image)
+manager = FleetManager(
+    "fleet",
+    FleetManagerArgs(
+        fleet=cfg.name,
+        scheduling=cfg.scheduling,
+        multikueue=cfg.multi_kueue,
+        teams=fleet.teams,
+        flavors=fleet.flavors,
+        pods_ready=fleet.pods_ready,
+        worker_secrets={
+            w.name: (w.region, str(w.facts["kubeconfigSecretArn"])) for w in fleet.workers
+        },
+        secrets=cfg.secrets,
+        account_id=account.account_id,
+        cluster_name=cluster.name,
+        physical_cluster_name=cfg.cluster.name,
+        tags=tags,
+        runtimes=[cluster_training_runtime(p, runtime_image) for p in POD_PRIORITY_CLASS],
+        k8s_provider=cluster.handles.k8s_provider,
+        system_nodes=cluster.handles.system_node_group,
+        links=links.peerings,
+    ),
+)
+
+pulumi.export("clusterName", cluster.name)
+pulumi.export("kubeconfig", cluster.kubeconfig)
+pulumi.export("vpcId", network.vpc_id)
+pulumi.export("workers", {w.name: w.region for w in fleet.workers})
+# What a team's job stack (jobs/) reads when it names this stack as its platformStack.
+contract = fleet_platform_facts(fleet, read, account_id=account.account_id)
+pulumi.export("jobPlatform", exported(contract))
