@@ -503,6 +503,10 @@ MULTIKUEUE_JOB_RULES: Final = {
 #: The verbs on a dispatched job kind (create the mirror, sync, delete it when another worker
 #: wins or the manager's workload ends).
 MULTIKUEUE_JOB_VERBS: Final = ("create", "update", "patch", "delete", "get", "list", "watch")
+#: Planning price of data moved between AWS regions (EC2 and S3 replication "Data transfer OUT
+#: to another AWS Region" from US East/West: $0.02/GB on the public pricing pages; other region
+#: pairs cost up to several times more). What a fleet's checkpoint replication is priced at.
+INTER_REGION_USD_PER_GB: Final = 0.02
 #: The per-namespace ConfigMap a fleet worker publishes in each team namespace: a job the manager
 #: dispatched reads its region's bucket names and trainer digest from it, so the same object
 #: resolves to local data wherever it lands.

@@ -345,20 +345,28 @@ def _requests(value: object, found: set[str]) -> None:
 def prerequisite_problems(result: SynthResult) -> list[str]:
     """Pods requesting an extended resource that no deployed device plugin advertises. A team
     job stack's device plugins are the platform stack's (the synth its StackReference read)."""
-    releases = result.of_type(HELM_RELEASE)
-    if result.platform is not None:
-        releases = [*releases, *result.platform.of_type(HELM_RELEASE)]
-    charts = [str(r.inputs.get("chart", "")) for r in releases]
+    # Where the pods run: this cluster; a job stack's platform; a fleet job stack's every worker
+    # (MultiKueue may run the job on any of them).
+    clusters: dict[str, list[Registration]] = {"": result.of_type(HELM_RELEASE)}
+    platform = result.platform
+    if platform is not None and platform.workers:
+        clusters = {
+            f" on worker {name}": w.of_type(HELM_RELEASE) for name, w in platform.workers.items()
+        }
+    elif platform is not None:
+        clusters[""] += platform.of_type(HELM_RELEASE)
     found: list[str] = []
     for r in result.resources:
         if not r.type.startswith("kubernetes:") or r.type == HELM_RELEASE:
             continue
         wanted: set[str] = set()
         _requests(r.inputs.get("spec"), wanted)
-        for resource, chart in sorted(DEVICE_PLUGINS.items()):
-            if resource in wanted and not any(c.endswith(chart) for c in charts):
-                found.append(
-                    f"{r.name}: requests {resource}, but no {chart} release advertises it: "
-                    "its pods stay Pending"
-                )
+        for where, releases in clusters.items():
+            charts = [str(x.inputs.get("chart", "")) for x in releases]
+            for resource, chart in sorted(DEVICE_PLUGINS.items()):
+                if resource in wanted and not any(c.endswith(chart) for c in charts):
+                    found.append(
+                        f"{r.name}: requests {resource}, but no {chart} release advertises "
+                        f"it{where}: its pods stay Pending"
+                    )
     return found

@@ -368,7 +368,7 @@ def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
 
 
 #: The composition root's names the harness reads after the program ran (SynthResult).
-ROOT_NAMES = ("facts", "judgement", "plans", "fleet", "fleet_jobs")
+ROOT_NAMES: tuple[str, ...] = ("facts", "judgement", "plans", "fleet", "fleet_jobs")
 
 
 def _install_mock_runtime(
@@ -450,13 +450,29 @@ def run_program(
             program()
     finally:
         pulumi_resource._get_stack_trace = SDK_STACK_TRACE
+    return _result(stack, monitor, root_names, exports, secrets)
+
+
+def _result(
+    stack: str,
+    monitor: CapturingMonitor,
+    root_names: dict[str, Any],
+    exports: dict[str, Any],
+    secrets: list[str],
+) -> SynthResult:
+    """What a run left: the captured resources, the root's own names (ROOT_NAMES), exports."""
+    facts = root_names.get("facts")
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
         # What the program built and judged: for a job stack (jobs/) the platform's config
         # with the stack's jobs.
-        config=root_names["facts"].cfg if root_names.get("facts") is not None else None,
-        **{name: root_names.get(name) for name in ROOT_NAMES},
+        config=facts.cfg if facts is not None else None,
+        facts=facts,
+        judgement=root_names.get("judgement"),
+        plans=root_names.get("plans"),
+        fleet=root_names.get("fleet"),
+        fleet_jobs=root_names.get("fleet_jobs"),
         outputs=exports,
         secret_outputs=secrets,
     )

@@ -498,6 +498,8 @@ def report(result: SynthResult) -> str:
         if job_stack and heading in PLATFORM_SECTIONS:
             continue
         parts.append(f"## {heading}\n\n{render(result)}\n")
+        if heading == "Will it run" and result.fleet is not None:
+            parts.append(f"## Fleet\n\n{_fleet(result)}\n")
     return "\n".join(parts)
 
 
@@ -775,4 +777,12 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Training jobs", _training_job
 from synth import report_plan  # noqa: E402 - its sections need this module's list first
 
 REPORT_SECTIONS[:0] = [("Will it run", report_plan.will_it_run)]
+
+
+def _fleet(result: SynthResult) -> str:
+    from synth.report_fleet import fleet_section
+
+    return fleet_section(result)
+
+
 REPORT_SECTIONS.append(("Deploy plan", report_plan.deploy_plan))

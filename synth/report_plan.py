@@ -21,6 +21,15 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def will_it_run(result: SynthResult) -> str:
+    if result.fleet_jobs is not None:
+        from synth.report_fleet import fleet_will_it_run
+
+        return fleet_will_it_run(result)
+    if result.fleet is not None:
+        return (
+            "A fleet's manager runs no job of its own: team job stacks submit to it, and each "
+            "job stack's report judges its jobs on every worker (section Fleet)."
+        )
     if result.facts is None or result.judgement is None:
         return "No config captured."
     found = list(result.judgement.verdicts)

@@ -159,6 +159,32 @@ def research_prod(prod: SynthResult) -> SynthResult:
 
 
 @pytest.fixture(scope="session")
+def prod_use1() -> SynthResult:
+    """The prod fleet's us-east-1 worker (Pulumi.prod-use1.yaml, docs/fleet.md)."""
+    return run_program("prod-use1")
+
+
+@pytest.fixture(scope="session")
+def prod_usw2() -> SynthResult:
+    """The prod fleet's us-west-2 worker."""
+    return run_program("prod-usw2")
+
+
+@pytest.fixture(scope="session")
+def fleet_prod(prod_use1: SynthResult, prod_usw2: SynthResult) -> SynthResult:
+    """The prod fleet's manager (fleet/Pulumi.prod.yaml) over the session's worker synths."""
+    from synth.fleet import run_fleet
+
+    return run_fleet("prod", workers={"prod-use1": prod_use1, "prod-usw2": prod_usw2})
+
+
+@pytest.fixture(scope="session")
+def pretrain_fleet(fleet_prod: SynthResult) -> SynthResult:
+    """Team pretrain's job stack on the prod fleet's manager."""
+    return run_job_stack("pretrain-fleet", platform=fleet_prod)
+
+
+@pytest.fixture(scope="session")
 def prod_karpenter() -> SynthResult:
     """Prod with all GPU capacity in Karpenter NodePools (karpenter_gpu_overrides)."""
     return run_program("prod", overrides=karpenter_gpu_overrides())

@@ -8,7 +8,12 @@ from __future__ import annotations
 from components import catalog
 from components.analysis import capacity, quota
 from components.analysis.facts import JobFacts, StackFacts
-from components.analysis.images import image_problems, image_source_problems, trainer_problems
+from components.analysis.images import (
+    image_problems,
+    image_source,
+    image_source_problems,
+    trainer_problems,
+)
 from components.config import Problem, StackConfig, TrainingJobConfig, gpus_of_class
 
 
@@ -50,6 +55,7 @@ def validate_training_jobs(cfg: StackConfig) -> list[Problem]:
             )
         problems.extend(_image_problems(cfg, key, job))
         problems.extend(_batch_problems(key, job))
+        problems.extend(_trainer_batch_problems(cfg, key, job))
         problems.extend(_class_problems(key, job, provided, classes))
     return problems
 
@@ -144,6 +150,27 @@ def _batch_problems(key: str, job: TrainingJobConfig) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _trainer_batch_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
+    """The reference trainer takes one batch per optimizer step: it stops at start on a
+    DeepSpeed config with gradient accumulation (images/trainer/gpt_trainer/train.py,
+    "set gas to 1"), so such a job could never run it."""
+    source = image_source(cfg, job)
+    batch = job.deepspeed
+    if source is None or not source.trainer or batch is None:
+        return []
+    if batch.gradient_accumulation_steps == 1:
+        return []
+    return [
+        Problem(
+            f"{key}.deepspeed.gradientAccumulationSteps",
+            batch.gradient_accumulation_steps,
+            "1 with the reference trainer (one batch per optimizer step; it refuses any other "
+            "value at start): raise microBatchPerGpu or nodes for a larger batch, or run an "
+            "image of your own",
+        )
+    ]
 
 
 def _efa_problems(jf: JobFacts) -> list[Problem]:

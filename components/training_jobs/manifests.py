@@ -108,7 +108,11 @@ def worker_args(plan: JobPlan) -> list[str]:
     checkpoint = job.checkpoint
     out = ["-m", job.module] if job.module else [str(job.script)]
     out += ["--mode", job.mode]
-    if job.deepspeed is not None:
+    if job.deepspeed is not None and plan.fleet:
+        # MultiKueue mirrors only the job object: the config travels inline in its args.
+        config = json.dumps(ds_config(job, plan.world_size), sort_keys=True, separators=(",", ":"))
+        out += ["--ds-config-json", config]
+    elif job.deepspeed is not None:
         out += ["--ds-config", f"{DS_CONFIG_MOUNT}/{DS_CONFIG_KEY}"]
     out += ["--checkpoint-dir", plan.checkpoint_dir]
     if plan.s3_uri:
@@ -247,7 +251,7 @@ def volumes(plan: JobPlan) -> list[dict[str, Any]]:
         )
     else:
         out.append({"name": "checkpoints", "emptyDir": {}})
-    if plan.job.deepspeed is not None:
+    if plan.job.deepspeed is not None and not plan.fleet:
         out.append({"name": "ds-config", "configMap": {"name": plan.ds_config_map}})
     return out + job_secrets.volumes(plan)
 
@@ -258,7 +262,7 @@ def volume_mounts(plan: JobPlan) -> list[dict[str, Any]]:
         {"name": "checkpoints", "mountPath": CHECKPOINT_MOUNT},
         pod_security.scratch_mount(),
     ]
-    if plan.job.deepspeed is not None:
+    if plan.job.deepspeed is not None and not plan.fleet:
         out.append({"name": "ds-config", "mountPath": DS_CONFIG_MOUNT, "readOnly": True})
     return out + job_secrets.volume_mounts(plan)
 
@@ -634,7 +638,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
 def job_manifests(plan: JobPlan) -> list[dict[str, Any]]:
     """Every object of one job, in apply order (ConfigMap and Service before the job)."""
     out: list[dict[str, Any]] = job_secrets.external_secrets(plan)
-    if plan.job.deepspeed is not None:
+    if plan.job.deepspeed is not None and not plan.fleet:
         out.append(deepspeed_config_map(plan))
     launcher = plan.job.launcher
     if launcher == "native":

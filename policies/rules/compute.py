@@ -33,7 +33,7 @@ from policies.rules.common import (
     stack_rule,
     truthy,
 )
-from policies.rules.fleet import is_multikueue_queue, multikueue_checks
+from policies.rules.fleet import is_multikueue_queue, multikueue_checks, pool_selector
 from policies.rules.kubernetes import (
     GPU_RESOURCE,
     TEMPLATE_PATHS,
@@ -274,14 +274,8 @@ def _pool_capacities(resources: Sequence[PolicyResource]) -> list[tuple[dict[str
 def _check_kueue_quota(
     resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, str | None]]:
-    # A fleet worker's flavors also name its region: a label every node of the cluster carries
-    # (kubelet / cloud provider), which no NodePool template or node group lists.
     flavors = {
-        str(dig(r.props, "metadata", "name")): {
-            str(k): str(v)
-            for k, v in (dig(r.props, "spec", "nodeLabels") or {}).items()
-            if k != catalog.REGION_LABEL
-        }
+        str(dig(r.props, "metadata", "name")): pool_selector(r)
         for r in resources
         if r.resource_type in RESOURCE_FLAVORS
     }
@@ -292,9 +286,7 @@ def _check_kueue_quota(
         if queue.resource_type not in CLUSTER_QUEUES:
             continue
         if is_multikueue_queue(queue, dispatching):
-            # A fleet manager's queue: its quota is the workers' (each checked against its own
-            # pools by its own stack, and summed by analysis/fleet.py); no pool here backs it.
-            continue
+            continue  # a fleet manager's: the workers' quota, checked by each worker's stack
         for group in as_list(dig(queue.props, "spec", "resourceGroups")):
             for flavor in as_list(dig(group, "flavors")):
                 for res in as_list(dig(flavor, "resources")):

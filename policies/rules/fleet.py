@@ -91,6 +91,17 @@ def is_multikueue_queue(queue: PolicyResource, checks: dict[str, PolicyResource]
     return any(str(dig(c, "name")) in checks for c in queue_checks(queue))
 
 
+def pool_selector(flavor: PolicyResource) -> dict[str, str]:
+    """The node labels a ResourceFlavor selects pools by. A fleet worker's flavors also name its
+    region, a label every node of the cluster carries (kubelet / cloud provider) and no NodePool
+    template or node group lists: it selects nothing among the cluster's own pools."""
+    return {
+        str(k): str(v)
+        for k, v in (dig(flavor.props, "spec", "nodeLabels") or {}).items()
+        if k != catalog.REGION_LABEL
+    }
+
+
 def podless_namespaces(resources: Sequence[PolicyResource]) -> set[str]:
     """Namespaces whose ResourceQuota allows no pod: nothing of a team can run there."""
     return {
@@ -165,15 +176,15 @@ def _wiring(
                     f"MultiKueueConfig {name!r} lists {cluster!r}, no declared cluster",
                     config.urn,
                 )
-    for name, cluster in clusters.items():
-        source = dig(cluster.props, "spec", "clusterSource", "kubeConfig") or {}
+    for name, mkc in clusters.items():
+        source = dig(mkc.props, "spec", "clusterSource", "kubeConfig") or {}
         if dig(source, "locationType") not in (None, "Secret"):
-            yield f"MultiKueueCluster {name!r} reads its kubeconfig from a file", cluster.urn
+            yield f"MultiKueueCluster {name!r} reads its kubeconfig from a file", mkc.urn
         elif dig(source, "location") not in secrets:
             yield (
                 f"MultiKueueCluster {name!r}: its kubeconfig Secret "
                 f"{dig(source, 'location')!r} is not created in {KUEUE_NAMESPACE}",
-                cluster.urn,
+                mkc.urn,
             )
 
 

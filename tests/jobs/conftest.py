@@ -17,6 +17,7 @@ JOB_STACKS = {
     "research-dev": ("dev", "research", "team-research"),
     "pretrain-prod": ("prod", "pretrain", "team-pretrain"),
     "research-prod": ("prod", "research", "team-research"),
+    "pretrain-fleet": ("fleet_prod", "pretrain", "team-pretrain"),
 }
 
 

@@ -1,6 +1,6 @@
 """Synthetic resources for the policy tests: for every rule, violating and compliant stacks.
 
-Why this module is long: it is a table, one entry per policy-pack rule (42 rules, each with
+Why this module is long: it is a table, one entry per policy-pack rule (44 rules, each with
 at least one violating and one compliant case); splitting it would scatter the table a test
 checks for completeness.
 
@@ -1681,6 +1681,11 @@ CASES += SECURITY_CASES
 from tests.policies.placement_cases import PLACEMENT_CASES  # noqa: E402
 
 CASES += PLACEMENT_CASES
+
+# The fleet rules' cases (tests/policies/fleet_cases.py).
+from tests.policies.fleet_cases import FLEET_CASES  # noqa: E402
+
+CASES += FLEET_CASES
 
 # --- node-group autoscaling (policies/rules/autoscaling.py) ---------------------------------------
 

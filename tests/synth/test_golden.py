@@ -12,7 +12,7 @@ from synth.harness import SynthResult
 
 @pytest.mark.parametrize("stack", golden.STACKS)
 def test_synth_output_matches_the_golden_hashes(stack: str, request: pytest.FixtureRequest) -> None:
-    result: SynthResult = request.getfixturevalue(stack)
+    result: SynthResult = request.getfixturevalue(stack.replace("-", "_"))
     found = golden.digests(result)
     assert set(found) == {
         "resources.json",
@@ -51,6 +51,32 @@ def test_job_stack_output_matches_the_golden_hashes(
 
 
 def test_every_job_stack_is_pinned() -> None:
-    assert set(golden.JOB_STACKS) == {"pretrain-prod", "research-dev", "research-prod"}
+    assert set(golden.JOB_STACKS) == {
+        "pretrain-fleet",
+        "pretrain-prod",
+        "research-dev",
+        "research-prod",
+    }
     for stack in golden.JOB_STACKS:
         assert golden.golden_path(stack, jobs=True).exists(), stack
+
+
+@pytest.mark.parametrize("stack", golden.FLEET_STACKS)
+def test_fleet_output_matches_the_golden_hashes(stack: str, request: pytest.FixtureRequest) -> None:
+    """Every fleet manager is pinned (over the session's worker synths, as `python -m synth
+    --project fleet` synthesizes them first)."""
+    result: SynthResult = request.getfixturevalue(f"fleet_{stack}")
+    found = golden.digests(result, project="fleet")
+    assert found == golden.read(stack, project="fleet"), (
+        f"fleet {stack}: synth output changed; if that is intended, run "
+        "`python -m synth.golden --write` and commit tests/golden/"
+    )
+
+
+def test_every_stack_is_pinned() -> None:
+    assert set(golden.STACKS) == {"dev", "prod", "prod-use1", "prod-usw2"}
+    assert set(golden.FLEET_STACKS) == {"prod"}
+    for stack in golden.STACKS:
+        assert golden.golden_path(stack).exists(), stack
+    for stack in golden.FLEET_STACKS:
+        assert golden.golden_path(stack, project="fleet").exists(), stack

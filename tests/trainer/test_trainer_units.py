@@ -229,3 +229,22 @@ def test_cli_contract_defaults(tmp_path: Path) -> None:
     assert args.checkpoint_interval_s == "600"
     with pytest.raises(SystemExit):
         parse_args(["--checkpoint-dir", str(tmp_path), "--mode", "deepspeed"])
+    # A fleet job carries its DeepSpeed config inline (no ConfigMap travels with it): one of
+    # the two, never both.
+    inline = parse_args(
+        ["--checkpoint-dir", str(tmp_path), "--mode", "deepspeed", "--ds-config-json", "{}"]
+    )
+    assert inline.ds_config_json == "{}" and inline.ds_config is None
+    with pytest.raises(SystemExit):
+        parse_args(
+            [
+                "--checkpoint-dir",
+                str(tmp_path),
+                "--mode",
+                "deepspeed",
+                "--ds-config",
+                str(tmp_path / "c.json"),
+                "--ds-config-json",
+                "{}",
+            ]
+        )

@@ -262,7 +262,9 @@ class FleetManager(pulumi.ComponentResource):
             opts=child_options(self, provider=args.k8s_provider, depends_on=[trainer_ns, *after]),
         )
 
-    def _multikueue(self, name: str, args: FleetManagerArgs, opts: pulumi.ResourceOptions) -> None:
+    def _multikueue(
+        self, name: str, args: FleetManagerArgs, kueue_opts: pulumi.ResourceOptions
+    ) -> None:
         """Per worker its kubeconfig Secret (synced from the worker's Secrets Manager secret by
         ESO) and MultiKueueCluster; the MultiKueueConfig listing them in dispatch order; the
         AdmissionCheck the ClusterQueues carry."""
@@ -278,7 +280,7 @@ class FleetManager(pulumi.ComponentResource):
                     metadata=spec["metadata"],
                     spec=spec["spec"],
                     opts=pulumi.ResourceOptions.merge(
-                        opts, pulumi.ResourceOptions(depends_on=[synced[worker], *args.links])
+                        kueue_opts, pulumi.ResourceOptions(depends_on=[synced[worker], *args.links])
                     ),
                 )
             )
@@ -293,14 +295,13 @@ class FleetManager(pulumi.ComponentResource):
                 metadata=spec["metadata"],
                 spec=spec["spec"],
                 opts=pulumi.ResourceOptions.merge(
-                    opts, pulumi.ResourceOptions(depends_on=clusters)
+                    kueue_opts, pulumi.ResourceOptions(depends_on=clusters)
                 ),
             )
 
-    def _synced_kubeconfigs(self, name: str, args: FleetManagerArgs) -> dict[str, pulumi.Resource]:
-        """ESO with a Pod Identity role that may read exactly the workers' kubeconfig secrets,
-        a SecretStore per worker region in Kueue's namespace, and per worker an ExternalSecret
-        whose target is the Secret its MultiKueueCluster names (key `kubeconfig`)."""
+    def _eso(self, name: str, args: FleetManagerArgs) -> k8s.helm.v3.Release:
+        """External Secrets Operator and its Pod Identity role, which may read exactly the
+        workers' kubeconfig secrets (builders.kubeconfig_read_policy)."""
         eso = args.secrets
         role = iam.pod_identity_role(
             f"{name}-eso",
@@ -341,6 +342,13 @@ class FleetManager(pulumi.ComponentResource):
                 self, provider=args.k8s_provider, depends_on=[args.system_nodes, association]
             ),
         )
+        return release
+
+    def _synced_kubeconfigs(self, name: str, args: FleetManagerArgs) -> dict[str, pulumi.Resource]:
+        """ESO with a Pod Identity role that may read exactly the workers' kubeconfig secrets,
+        a SecretStore per worker region in Kueue's namespace, and per worker an ExternalSecret
+        whose target is the Secret its MultiKueueCluster names (key `kubeconfig`)."""
+        release = self._eso(name, args)
         after = child_options(self, provider=args.k8s_provider, depends_on=[release, self.kueue])
         stores = {}
         for region in sorted({region for region, _ in args.worker_secrets.values()}):
@@ -369,7 +377,7 @@ class FleetManager(pulumi.ComponentResource):
         return synced
 
     def _kueue_objects(
-        self, name: str, args: FleetManagerArgs, opts: pulumi.ResourceOptions
+        self, name: str, args: FleetManagerArgs, kueue_opts: pulumi.ResourceOptions
     ) -> None:
         """Flavors, the cohort, the WorkloadPriorityClasses (a job names its class on the
         manager; the mirrored workload names the same class on the worker)."""
@@ -380,7 +388,7 @@ class FleetManager(pulumi.ComponentResource):
                 kind="ResourceFlavor",
                 metadata={"name": catalog.gpu_flavor_name(gpu_class, capacity_type)},
                 spec=manager_flavor_spec(gpu_class, capacity_type),
-                opts=opts,
+                opts=kueue_opts,
             )
         k8s.apiextensions.CustomResource(
             f"{name}-cohort",
@@ -388,7 +396,7 @@ class FleetManager(pulumi.ComponentResource):
             kind="Cohort",
             metadata={"name": args.scheduling.cohort},
             spec={},
-            opts=opts,
+            opts=kueue_opts,
         )
         for wpc_name, value, description in WORKLOAD_PRIORITY_CLASSES:
             pulumi.CustomResource(
@@ -401,7 +409,7 @@ class FleetManager(pulumi.ComponentResource):
                     "value": value,
                     "description": description,
                 },
-                opts=opts,
+                opts=kueue_opts,
             )
 
     def _team(self, name: str, args: FleetManagerArgs, team: TeamConfig) -> k8s.core.v1.Namespace:
@@ -431,7 +439,7 @@ class FleetManager(pulumi.ComponentResource):
         k8s.networking.v1.NetworkPolicy(
             f"{prefix}-deny",
             metadata={"name": "default-deny", "namespace": team.namespace},
-            spec={"podSelector": {}, "policyTypes": ["Ingress", "Egress"]},
+            spec=cast(Any, {"podSelector": {}, "policyTypes": ["Ingress", "Egress"]}),
             opts=inside,
         )
         queue = k8s.apiextensions.CustomResource(

@@ -136,6 +136,26 @@ class FleetWorker(pulumi.ComponentResource):
         fleet = args.config.name
         identity = builders.manager_identity(fleet)
         k8s_opts = child_options(self, provider=args.k8s_provider, depends_on=[args.kueue_release])
+        account = self._grant(name, identity, k8s_opts)
+        tokens = [
+            self._token(name, fleet, key, account, k8s_opts) for key in args.config.token_keys
+        ]
+        self.kubeconfig = pulumi.Output.secret(
+            pulumi.Output.all(args.kubeconfig, tokens[-1]).apply(
+                lambda parts: builders.worker_kubeconfig(
+                    args.cluster_name, *builders.endpoint_of(parts[0]), parts[1]
+                )
+            )
+        )
+        self.kubeconfig_secret_arn = self._publish_kubeconfig(name, fleet, args)
+        self._team_data(name, args)
+        self.facts = self._facts(args, identity)
+        self.register_outputs({"serviceAccount": identity})
+
+    def _grant(
+        self, name: str, identity: str, k8s_opts: pulumi.ResourceOptions
+    ) -> k8s.core.v1.ServiceAccount:
+        """The manager's ServiceAccount and its ClusterRole (builders.manager_rules), bound."""
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": identity, "namespace": builders.KUEUE_NAMESPACE},
@@ -171,41 +191,13 @@ class FleetWorker(pulumi.ComponentResource):
             ),
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[role])),
         )
-        tokens = [
-            self._token(name, fleet, key, account, k8s_opts) for key in args.config.token_keys
-        ]
-        self.kubeconfig = pulumi.Output.secret(
-            pulumi.Output.all(args.kubeconfig, tokens[-1]).apply(
-                lambda parts: builders.worker_kubeconfig(
-                    args.cluster_name, *builders.endpoint_of(parts[0]), parts[1]
-                )
-            )
-        )
-        # The kubeconfig goes to Secrets Manager, in this region, where the manager's External
-        # Secrets Operator reads it: it is never a stack output, and no Secret manifest on the
-        # manager carries it (a new version on rotation; ESO refreshes the manager's Secret).
-        secret = aws.secretsmanager.Secret(
-            f"{name}-kubeconfig",
-            name=builders.kubeconfig_secret_name(fleet, args.cluster_name),
-            description=f"Kueue MultiKueue kubeconfig of fleet {fleet}'s manager for "
-            f"{args.cluster_name}",
-            # Re-creatable at once (a worker leaving and rejoining the fleet): the value is
-            # this stack's to regenerate, never the only copy of anything.
-            recovery_window_in_days=0,
-            tags=args.tags,
-            opts=child_options(self),
-        )
-        aws.secretsmanager.SecretVersion(
-            f"{name}-kubeconfig",
-            secret_id=secret.id,
-            secret_string=self.kubeconfig,
-            opts=child_options(self),
-        )
-        self.kubeconfig_secret_arn = secret.arn
-        self._team_data(name, args)
-        self.facts = {
+        return account
+
+    def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
+        """What the manager reads of this worker (`fleetWorker`): plain values once resolved."""
+        return {
             "version": FLEET_WORKER_REVISION,
-            "fleet": fleet,
+            "fleet": args.config.name,
             "region": args.region,
             "clusterName": args.cluster_name,
             "kubernetesVersion": args.kubernetes_version,
@@ -218,9 +210,31 @@ class FleetWorker(pulumi.ComponentResource):
             "kueueFrameworks": list(catalog.KUEUE_FRAMEWORKS),
             "serviceAccount": f"{builders.KUEUE_NAMESPACE}/{identity}",
             "tokenKey": args.config.token_key,
-            "kubeconfigSecretArn": secret.arn,
+            "kubeconfigSecretArn": self.kubeconfig_secret_arn,
         }
-        self.register_outputs({"serviceAccount": identity})
+
+    def _publish_kubeconfig(
+        self, name: str, fleet: str, args: FleetWorkerArgs
+    ) -> pulumi.Output[str]:
+        """The manager's kubeconfig in Secrets Manager (its ARN): in this region, where the
+        manager's External Secrets Operator reads it; never a stack output, and no Secret
+        manifest on the manager carries it (a new version on rotation; ESO refreshes)."""
+        secret = aws.secretsmanager.Secret(
+            f"{name}-kubeconfig",
+            name=builders.kubeconfig_secret_name(fleet, args.cluster_name),
+            description=f"Kueue MultiKueue kubeconfig of fleet {fleet}'s manager for "
+            f"{args.cluster_name}",
+            recovery_window_in_days=0,
+            tags=args.tags,
+            opts=child_options(self),
+        )
+        aws.secretsmanager.SecretVersion(
+            f"{name}-kubeconfig",
+            secret_id=secret.id,
+            secret_string=self.kubeconfig,
+            opts=child_options(self),
+        )
+        return secret.arn
 
     def _token(
         self,
@@ -228,7 +242,7 @@ class FleetWorker(pulumi.ComponentResource):
         fleet: str,
         key: str,
         account: k8s.core.v1.ServiceAccount,
-        opts: pulumi.ResourceOptions,
+        k8s_opts: pulumi.ResourceOptions,
     ) -> pulumi.Output[str]:
         """The long-lived token of rotation key `key` (decoded from the Secret the API server
         filled)."""
@@ -242,7 +256,9 @@ class FleetWorker(pulumi.ComponentResource):
                 },
             },
             type="kubernetes.io/service-account-token",
-            opts=pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[account])),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[account])
+            ),
         )
         return pulumi.Output.secret(
             secret.data.apply(lambda data: _decoded((data or {}).get("token", "")))

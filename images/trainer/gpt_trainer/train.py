@@ -86,6 +86,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="gpt_trainer.train", description=__doc__.splitlines()[0])
     p.add_argument("--mode", choices=MODES, default="ddp")
     p.add_argument("--ds-config", type=Path, help="DeepSpeed JSON config (the ConfigMap's)")
+    p.add_argument(
+        "--ds-config-json",
+        help="DeepSpeed config inline (a fleet job: no ConfigMap travels with the job)",
+    )
     p.add_argument("--checkpoint-dir", type=Path, required=True)
     p.add_argument("--s3-uri", help="s3://bucket/prefix to replicate committed checkpoints to")
     p.add_argument("--max-steps", type=int, default=50)
@@ -150,8 +154,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--sleep-per-step-s", type=float, default=0.0, help=argparse.SUPPRESS)
     p.add_argument("--log-params-hash", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.mode == "deepspeed" and args.ds_config is None:
-        p.error("--mode deepspeed needs --ds-config")
+    if args.mode == "deepspeed" and (args.ds_config is None) == (args.ds_config_json is None):
+        p.error("--mode deepspeed needs one of --ds-config, --ds-config-json")
     if args.log_every < 1:
         p.error("--log-every must be >= 1")
     return args
@@ -431,7 +435,8 @@ class Trainer:
             self.data_meta = {"source": "synthetic", "num_samples": args.num_samples}
         micro_batch = args.micro_batch
         if args.mode == "deepspeed":
-            self.ds_config = json.loads(Path(args.ds_config).read_text(encoding="utf-8"))
+            text = args.ds_config_json or Path(args.ds_config).read_text(encoding="utf-8")
+            self.ds_config = json.loads(text)
             if int(self.ds_config.get("gradient_accumulation_steps", 1)) != 1:
                 raise ValueError("this trainer takes one batch per optimizer step: set gas to 1")
             micro_batch = int(self.ds_config.get("train_micro_batch_size_per_gpu", micro_batch))

@@ -1,0 +1,141 @@
+"""The report.md sections of a fleet (docs/fleet.md): for a manager, its workers, the quota it
+holds for each team and what crosses regions; for a job stack on a manager, "will it run" per
+job and worker — which regions can run it, why the others cannot — and what its data costs to
+keep in every region it may land in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components import catalog
+from components.analysis.fleet import FleetFacts, FleetJob
+from synth.harness import SynthResult
+from synth.verdict_text import render
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def replication_gib_per_hour(fj: FleetJob, fleet: FleetFacts) -> float | None:
+    """GiB a job's checkpoints copy to the other regions per hour: its model states per
+    checkpoint (the analysis's ZeRO/FSDP figure) x checkpoints per hour x other workers; None
+    without `modelParameters` (no size to plan with)."""
+    home = fj.home
+    if home is None or home.job is None or home.job.model_state_gib is None:
+        return None
+    per_hour = 3600 / home.job.checkpoint_interval_s
+    return home.job.model_state_gib * per_hour * (len(fleet.workers) - 1)
+
+
+def fleet_will_it_run(result: SynthResult) -> str:
+    """A job stack on a manager: each job's regions, and the home worker's verdict."""
+    fleet_jobs = result.fleet_jobs
+    fleet: FleetFacts = fleet_jobs.fleet
+    blocks = []
+    for fj in fleet_jobs.judgement.jobs:
+        can = [r.label for r in fj.runnable_on]
+        cannot = [r for r in fj.regions if not r.runnable]
+        home = fj.home
+        namespace = next(t.namespace for t in fleet.teams if t.name == fj.job.team)
+        lines = [
+            f"### `{namespace}/{fj.job.name}` (`{fj.key}`) — **runs in "
+            f"{len(can)} of {len(fj.regions)} regions**: {', '.join(can)}",
+            "",
+        ]
+        for region in cannot:
+            why = "; ".join(f"`{p.key}`: {p.allowed}" for p in region.problems)
+            lines.append(f"- not on {region.label}: {why}")
+        pinned = fj.job
+        lines.append(
+            f"- pod, pinned to what every capable worker offers: {pinned.cpu:g} CPU, "
+            f"{pinned.memory_gib} GiB, /dev/shm {pinned.shm_gib} GiB, "
+            f"{pinned.efa_devices or 0} EFA device(s)"
+        )
+        if home is not None and home.verdict is not None and home.stack is not None:
+            text = render(home.stack.cfg, home.verdict)
+            lines += [
+                f"- on {home.label} (planned from): admission: {text.admission}",
+                f"- placement: {text.placement}",
+                f"- scale-up: {text.scale_up}",
+                f"- gang: {text.gang}" + (f"; {text.zone}" if text.zone else ""),
+            ]
+        lines.append(_data_line(fj, fleet))
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + (
+        "\n\nEach job is judged by each worker's own rules on its own config (the fleet's "
+        "`jobPlatform` carries them); MultiKueue mirrors it to every connected worker and the "
+        "first to admit it runs it (docs/fleet.md)."
+    )
+
+
+def _data_line(fj: FleetJob, fleet: FleetFacts) -> str:
+    """Where its checkpoints live and what keeping them in every region costs."""
+    prefix = fj.job.checkpoint.s3_prefix
+    if prefix is None:
+        return "- data: checkpoints on the region's RWX volume only (pinned to one region)"
+    gib = replication_gib_per_hour(fj, fleet)
+    others = len(fleet.workers) - 1
+    where = (
+        f"- data: checkpoints in the running region's bucket (`$(CHECKPOINT_BUCKET)`/"
+        f"{fj.job.team}/{prefix}), replicated to {others} other region(s)"
+    )
+    if gib is None:
+        return where + " (no modelParameters: no size to price the replication by)"
+    usd = gib * catalog.INTER_REGION_USD_PER_GB * (1024**3 / 1e9)
+    return where + f": ≈ {gib:.0f} GiB/h, ≈ ${usd:.2f}/h cross-region transfer"
+
+
+def fleet_section(result: SynthResult) -> str:
+    """A manager: workers, the teams' fleet quota, MultiKueue settings and replication."""
+    fleet: FleetFacts = result.fleet
+    workers = _table(
+        ["worker", "region", "stack", "cluster", "VPC CIDR", "kubeconfig secret"],
+        [
+            [
+                f"`{w.name}`",
+                w.region,
+                f"`{w.ref.stack}`",
+                w.cfg.cluster.name,
+                w.facts["vpcCidr"],
+                f"`{w.facts['kubeconfigSecretArn']}`",
+            ]
+            for w in fleet.workers
+        ],
+    )
+    quota = _table(
+        ["team", "flavor", "nominal GPUs (Σ workers)", "per worker"],
+        [
+            [
+                f"`{team.name}`",
+                entry.flavor,
+                entry.gpus,
+                ", ".join(
+                    f"{w.name} {_entry_gpus(w.cfg.teams, team.name, entry.flavor)}"
+                    for w in fleet.workers
+                ),
+            ]
+            for team in fleet.teams
+            for entry in team.quota
+        ],
+    )
+    mk = fleet.cfg.multi_kueue
+    pairs = len(fleet.workers) * (len(fleet.workers) - 1)
+    return (
+        f"Fleet `{fleet.cfg.name}`: manager in {fleet.region}, {len(fleet.workers)} worker(s), "
+        f"dispatch {mk.dispatcher}, workerLostTimeout {mk.worker_lost_timeout}, manager "
+        f"waitForPodsReady {fleet.pods_ready.timeout} (slowest worker's + margin).\n\n"
+        f"{workers}\n\n### Manager quota\n\n{quota}\n\n"
+        "The manager admits a job against the fleet's total and mirrors it to every worker; "
+        "each worker admits against its own quota (Kueue MultiKueue). Checkpoints and datasets "
+        f"replicate between every pair of workers ({pairs} S3 replication rules per bucket "
+        f"kind); cross-region transfer is priced at ${catalog.INTER_REGION_USD_PER_GB}/GB "
+        "(planning figure, components/catalog.py); each job stack's report prices its own."
+    )
+
+
+def _entry_gpus(teams: Any, team: str, flavor: str) -> int:
+    mine = next(t for t in teams if t.name == team)
+    return sum(e.gpus for e in mine.quota if e.flavor == flavor)
