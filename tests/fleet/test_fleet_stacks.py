@@ -59,7 +59,7 @@ def test_a_worker_grants_its_manager_exactly_multikueues_rules(
     (role,) = [
         r
         for r in result.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
-        if r.inputs["metadata"]["name"] == "gpu-platform:multikueue-prod"
+        if r.inputs["metadata"]["name"] == "gpu-platform-multikueue-prod"
     ]
     assert role.inputs["rules"] == builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)
     granted = {

@@ -114,7 +114,7 @@ def worker(rules: list[dict[str, Any]] | None = None) -> list[Res]:
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
             "role",
             {
-                "metadata": {"name": f"gpu-platform:{name}"},
+                "metadata": {"name": f"gpu-platform-{name}"},
                 "rules": builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)
                 if rules is None
                 else rules,
@@ -124,8 +124,8 @@ def worker(rules: list[dict[str, Any]] | None = None) -> list[Res]:
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
             "binding",
             {
-                "metadata": {"name": f"gpu-platform:{name}"},
-                "roleRef": {"kind": "ClusterRole", "name": f"gpu-platform:{name}"},
+                "metadata": {"name": f"gpu-platform-{name}"},
+                "roleRef": {"kind": "ClusterRole", "name": f"gpu-platform-{name}"},
                 "subjects": [
                     {"kind": "ServiceAccount", "name": name, "namespace": builders.KUEUE_NAMESPACE}
                 ],

@@ -82,11 +82,26 @@ def test_secrets_are_stubbed_in_resources_json(prod: SynthResult) -> None:
 
 
 def test_all_manifests_pass_the_upstream_schema_validator(
-    dev: SynthResult, prod: SynthResult, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    dev: SynthResult,
+    prod: SynthResult,
+    prod_use1: SynthResult,
+    prod_usw2: SynthResult,
+    fleet_prod: SynthResult,
+    pretrain_fleet: SynthResult,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # Through the CLI on the written manifests.yaml files: what CI runs on build/<stack>/.
+    # Through the CLI on the written manifests.yaml files: what CI runs on build/<stack>/
+    # (the fleet's workers, manager and job stack included: MultiKueue's CRDs are vendored).
     files, count = [], 0
-    for stack, result in (("dev", dev), ("prod", prod)):
+    for stack, result in (
+        ("dev", dev),
+        ("prod", prod),
+        ("prod-use1", prod_use1),
+        ("prod-usw2", prod_usw2),
+        ("fleet-prod", fleet_prod),
+        ("pretrain-fleet", pretrain_fleet),
+    ):
         output.write(result, tmp_path / stack)
         files.append(str(tmp_path / stack / "manifests.yaml"))
         count += len(output.manifests(result))

@@ -16,6 +16,9 @@ from tests.conftest import stack_values, values_with_jobs
 
 WORKFLOWS = PROJECT_ROOT / ".github" / "workflows"
 PROD_RUNNER = ["self-hosted", "gpu-platform-prod"]
+#: Inside the fleet manager's VPC: the manager's and, over the peering, the workers' private
+#: endpoints (docs/fleet.md).
+FLEET_RUNNER = ["self-hosted", "gpu-platform-fleet"]
 
 
 def _jobs(name: str) -> dict[str, Any]:
@@ -36,16 +39,23 @@ def test_prod_has_a_private_endpoint() -> None:
 
 
 def test_every_job_touching_prod_runs_on_the_runner_inside_the_vpc() -> None:
-    seen = []
+    seen, fleet = [], []
     for workflow in ("deploy.yml", "preview.yml"):
         for name, job in _jobs(workflow).items():
             for command, stack in _commands(job):
-                if stack.endswith("/prod"):
+                if stack.endswith("/gpu-platform/prod"):
                     seen.append((workflow, command))
                     assert job["runs-on"] == PROD_RUNNER, (workflow, name)
+                elif "gpu-platform-fleet/" in stack or (
+                    "matrix.stack" in stack and "fleet" in name
+                ):
+                    fleet.append((workflow, command))
+                    assert job["runs-on"] == FLEET_RUNNER, (workflow, name)
                 else:
                     assert job["runs-on"] != PROD_RUNNER, (workflow, name)
     assert sorted(seen) == [("deploy.yml", "up"), ("preview.yml", "preview")]
+    # The fleet's workers and manager: previews and deploys, on the fleet's runner.
+    assert sorted(set(fleet)) == [("deploy.yml", "up"), ("preview.yml", "preview")]
 
 
 def test_prod_deploys_after_dev_and_fork_prs_never_reach_the_prod_runner() -> None:
@@ -60,7 +70,9 @@ def test_prod_deploys_after_dev_and_fork_prs_never_reach_the_prod_runner() -> No
 
 def test_actionlint_knows_the_self_hosted_label() -> None:
     config = yaml.safe_load((PROJECT_ROOT / ".github" / "actionlint.yaml").read_text())
-    assert "gpu-platform-prod" in config["self-hosted-runner"]["labels"]
+    assert {"gpu-platform-prod", "gpu-platform-fleet"} <= set(
+        config["self-hosted-runner"]["labels"]
+    )
     assert Path(WORKFLOWS / "deploy.yml").exists()
 
 
@@ -109,6 +121,8 @@ def test_the_deploy_jobs_can_build_and_sign_the_trainer() -> None:
     """`pulumi up` builds the trainer (BuildKit) and signs it (cosign): both deploy jobs set
     them up first, with actions pinned by SHA (docs/images.md)."""
     for name, job in _jobs("deploy.yml").items():
+        if any("gpu-platform-fleet/" in stack for _, stack in _commands(job)):
+            continue  # a fleet's manager builds no image (its workers do)
         uses = [step.get("uses", "") for step in job["steps"]]
         up = next(i for i, u in enumerate(uses) if u.startswith("pulumi/actions@"))
         for action in ("docker/setup-buildx-action@", "sigstore/cosign-installer@"):

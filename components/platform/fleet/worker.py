@@ -164,19 +164,19 @@ class FleetWorker(pulumi.ComponentResource):
         )
         role = k8s.rbac.v1.ClusterRole(
             f"{name}-role",
-            metadata={"name": f"gpu-platform:{identity}"},
+            metadata={"name": f"gpu-platform-{identity}"},
             rules=cast(Any, builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)),
             opts=k8s_opts,
         )
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-binding",
-            metadata={"name": f"gpu-platform:{identity}"},
+            metadata={"name": f"gpu-platform-{identity}"},
             role_ref=cast(
                 Any,
                 {
                     "apiGroup": "rbac.authorization.k8s.io",
                     "kind": "ClusterRole",
-                    "name": f"gpu-platform:{identity}",
+                    "name": f"gpu-platform-{identity}",
                 },
             ),
             subjects=cast(
