@@ -31,6 +31,7 @@ from components.platform.fleet.links import FleetLinks, FleetLinksArgs, WorkerLi
 from components.platform.fleet.manager import FleetManager, FleetManagerArgs
 from components.platform.fleet.reading import read_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
+from components.platform.tenancy.team_deploy import deploy_identity
 from components.training_jobs.manifests import cluster_training_runtime
 from components.training_jobs.plan import POD_PRIORITY_CLASS
 
@@ -124,6 +125,17 @@ manager = FleetManager(
         links=links.peerings,
     ),
 )
+
+# Each team's CI identity on the manager, where its job stack deploys (namespace-scoped).
+for team in fleet.teams:
+    if team.name in cfg.team_deploy:
+        deploy_identity(
+            team.model_copy(update={"deploy": cfg.team_deploy[team.name]}),
+            cfg.cluster.name,
+            cluster.name,
+            account.account_id,
+            tags,
+        )
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)

@@ -141,6 +141,12 @@ def read_workers(
         problems += _network_problems(cfg, workers)
         problems += _name_problems(workers)
         problems += _team_problems(workers)
+        names = sorted(t.name for t in workers[0].cfg.teams)
+        problems += [
+            Problem(f"teamDeploy.{team}", team, f"a team of the fleet ({', '.join(names)})")
+            for team in cfg.team_deploy
+            if team not in names
+        ]
     if problems:
         raise ConfigError(fleet_lines(problem_lines(problems)))
     teams = manager_teams(workers)

@@ -27,6 +27,7 @@ from components.config.network import NetworkConfig
 from components.config.node_groups import SystemNodeGroup
 from components.config.scheduling import SchedulingConfig
 from components.config.security import LoggingConfig, SecretsConfig
+from components.config.teams import TeamDeploy
 
 #: Most workers one MultiKueueConfig lists (`spec.clusters` maxItems 20,
 #: kubernetes-sigs/kueue@v0.19.2 apis/kueue/v1beta2/multikueue_types.go).
@@ -128,6 +129,9 @@ class FleetManagerConfig(Model):
     secrets: SecretsConfig = Field(default_factory=SecretsConfig)
     #: Control-plane and controller logs, encrypted and retained (as a platform's).
     logging: LoggingConfig = Field(default_factory=LoggingConfig)
+    #: team -> the CI identity of its job stack on this manager (the team's deploy and preview
+    #: roles, confined to its namespace here; components/platform/tenancy/team_deploy.py).
+    team_deploy: dict[Name, TeamDeploy] = {}
     workers: Annotated[list[WorkerRef], Field(min_length=1, max_length=MAX_WORKERS)]
 
     @model_validator(mode="after")

@@ -29,7 +29,12 @@ from components.config.errors import problem_lines
 from components.config.fleet import WorkerRef
 from components.config.fleet_stack import parse_fleet
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
-from components.contract.platform_facts import KUBECONFIG_OUTPUT, contract_version
+from components.contract.platform_facts import (
+    KUBECONFIG_OUTPUT,
+    contract_version,
+    deploy_role_name,
+    preview_role_name,
+)
 
 
 def fleet_platform_facts(
@@ -56,6 +61,15 @@ def fleet_platform_facts(
                     }
                     for q in team.quota
                 ],
+                # The team's CI roles on the manager (fleet config `teamDeploy`), if any.
+                **{
+                    f"{kind}RoleArn": (
+                        f"arn:aws:iam::{account_id}:role/{name(cfg.cluster.name, team.name)}"
+                        if team.name in cfg.team_deploy
+                        else None
+                    )
+                    for kind, name in (("deploy", deploy_role_name), ("preview", preview_role_name))
+                },
             }
             for team in fleet.teams
         },

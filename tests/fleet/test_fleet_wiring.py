@@ -219,3 +219,28 @@ def test_the_committed_config_parses() -> None:
     cfg = fleet_config()
     assert [w.stack_name for w in cfg.workers] == ["prod-use1", "prod-usw2"]
     assert cfg.multi_kueue.worker_lost_timeout == "15m"
+
+
+def test_team_deploy_names_a_team_of_the_fleet(read: Read) -> None:
+    values = {**fleet_values(), "teamDeploy": {"nobody": {"githubRepo": "o/r"}}}
+    lines = _lines(lambda: read(cfg=parse_fleet(values)))
+    assert lines == [
+        'gpu-platform-fleet:teamDeploy.nobody: got "nobody"; a team of the fleet '
+        "(pretrain, research)"
+    ]
+
+
+def test_a_team_job_stack_deploys_to_the_manager_with_its_own_namespaced_roles(
+    fleet_prod: Any,
+) -> None:
+    """The team's CI roles on the manager: its job stack's identity there (jobPlatform names
+    them, as a platform's does)."""
+    teams = fleet_prod.outputs["jobPlatform"]["teams"]
+    assert teams["pretrain"]["deployRoleArn"].endswith(":role/gpu-fleet-prod-pretrain-jobs-deploy")
+    assert teams["research"]["deployRoleArn"] is None
+    associations = fleet_prod.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert {a.inputs["clusterName"] for a in associations} == {"gpu-fleet-prod"}
+    assert {
+        (a.inputs["policyArn"].rsplit("/", 1)[1], tuple(a.inputs["accessScope"]["namespaces"]))
+        for a in associations
+    } == {("AmazonEKSEditPolicy", ("team-pretrain",)), ("AmazonEKSViewPolicy", ("team-pretrain",))}
