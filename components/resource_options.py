@@ -15,6 +15,7 @@ themselves, with values their component received)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pulumi
@@ -38,3 +39,17 @@ def owned_namespace(
     )
     inside = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(depends_on=[created]))
     return created, inside
+
+
+def manifest_resource(
+    resource_name: str, manifest: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A custom resource from a rendered manifest (apiVersion, kind, metadata, spec)."""
+    return k8s.apiextensions.CustomResource(
+        resource_name,
+        api_version=manifest["apiVersion"],
+        kind=manifest["kind"],
+        metadata=manifest["metadata"],
+        spec=manifest["spec"],
+        opts=opts,
+    )

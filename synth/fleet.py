@@ -11,13 +11,12 @@ and then the manager runs under the same mocks (docs/fleet.md). A job stack whos
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from components.config.fleet_stack import FLEET_NAMESPACE, fleet_namespace_values, parse_fleet
-from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
+from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program, with_overrides
 
 FLEET_ROOT: Final = PROJECT_ROOT / "fleet"
 #: The manager project's name (fleet/Pulumi.yaml), as a job stack's `platformStack` names it.
@@ -35,13 +34,8 @@ def run_fleet(
     """Synthesize manager stack `stack` and, first, every worker stack it names (`workers`:
     worker stack name -> a synth to use instead, as tests pass theirs). `overrides` replace
     whole `gpu-platform-fleet:` keys (a bare key is put in that namespace)."""
-    full = {(k if ":" in k else f"{FLEET_NAMESPACE}:{k}"): v for k, v in (overrides or {}).items()}
     _, config, _ = load_stack_config(stack, root)
-    for key, value in full.items():
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value if isinstance(value, str) else json.dumps(value)
+    full = with_overrides(config, overrides, FLEET_NAMESPACE)
     cfg = parse_fleet(fleet_namespace_values(config))
     given = dict(workers or {})
     refs = {

@@ -179,6 +179,20 @@ def _read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
+def with_overrides(
+    config: dict[str, str], overrides: Mapping[str, Any] | None, namespace: str
+) -> dict[str, str]:
+    """`config` with whole keys replaced (`None` removes one); a bare key is put in
+    `namespace`. Returns the overrides with full keys (what `run_program` takes)."""
+    full = {(k if ":" in k else f"{namespace}:{k}"): v for k, v in (overrides or {}).items()}
+    for key, value in full.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value if isinstance(value, str) else json.dumps(value)
+    return full
+
+
 def load_stack_config(
     stack: str, root: Path = PROJECT_ROOT
 ) -> tuple[str, dict[str, str], list[str]]:

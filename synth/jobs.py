@@ -11,14 +11,13 @@ will-it-run hook, components/contract/platform_facts.py) raise `ConfigError` nam
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 from components.config.job_stack import JOBS_NAMESPACE, job_namespace_values, parse_job_stack
 from synth.fleet import FLEET_PROJECT, run_fleet
-from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
+from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program, with_overrides
 
 JOBS_ROOT: Final = PROJECT_ROOT / "jobs"
 
@@ -35,13 +34,8 @@ def run_job_stack(
     key is put in that namespace); `platform` replaces the platform synth (tests pass
     their session's platform synth); `deploy_env` as in `run_program`. Raises like
     `run_program`."""
-    full = {(k if ":" in k else f"{JOBS_NAMESPACE}:{k}"): v for k, v in (overrides or {}).items()}
     _, config, _ = load_stack_config(stack, root)
-    for key, value in full.items():
-        if value is None:
-            config.pop(key, None)
-        else:
-            config[key] = value if isinstance(value, str) else json.dumps(value)
+    full = with_overrides(config, overrides, JOBS_NAMESPACE)
     jobs = parse_job_stack(job_namespace_values(config))
     if platform is None:
         platform = (

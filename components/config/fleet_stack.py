@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from components.config.base import ConfigError
 from components.config.errors import format_errors
 from components.config.fleet import FleetManagerConfig
-from components.config.load import _decode
+from components.config.load import namespace_values, rekeyed, runtime_values
 
 #: Config namespace of the manager project (`name:` in fleet/Pulumi.yaml).
 FLEET_NAMESPACE: Final = "gpu-platform-fleet"
@@ -20,11 +20,7 @@ FLEET_NAMESPACE: Final = "gpu-platform-fleet"
 
 def fleet_lines(lines: list[str]) -> list[str]:
     """Config-error lines re-keyed from the platform's namespace to the manager project's."""
-    prefix = "gpu-platform:"
-    return [
-        f"{FLEET_NAMESPACE}:{line.removeprefix(prefix)}" if line.startswith(prefix) else line
-        for line in lines
-    ]
+    return rekeyed(lines, FLEET_NAMESPACE)
 
 
 def parse_fleet(values: Mapping[str, Any]) -> FleetManagerConfig:
@@ -37,19 +33,9 @@ def parse_fleet(values: Mapping[str, Any]) -> FleetManagerConfig:
 
 def fleet_namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:
     """The manager project's keys from a flat `namespace:key -> value` map, decoded."""
-    prefix = f"{FLEET_NAMESPACE}:"
-    return {
-        key[len(prefix) :]: _decode(value)
-        for key, value in all_config.items()
-        if key.startswith(prefix)
-    }
+    return namespace_values(all_config, FLEET_NAMESPACE)
 
 
 def load_fleet() -> FleetManagerConfig:
-    """Read and validate the manager stack's config from the Pulumi runtime (CLI or mocks); the
-    same private-SDK read as `load.load` (all given keys, so unknown ones are refused)."""
-    from pulumi.runtime import config as runtime_config
-
-    given: dict[str, str] = dict(runtime_config.CONFIG.get())
-    given.update(runtime_config.get_config_env())
-    return parse_fleet(fleet_namespace_values(given))
+    """Read and validate the manager stack's config from the Pulumi runtime (CLI or mocks)."""
+    return parse_fleet(fleet_namespace_values(runtime_values()))

@@ -16,7 +16,7 @@ from pydantic import Field, StringConstraints, ValidationError, model_validator
 
 from components.config.base import ConfigError, Model, Name, Problem, problems_error
 from components.config.errors import format_errors
-from components.config.load import _decode
+from components.config.load import namespace_values, rekeyed, runtime_values
 from components.config.training import TrainingJobConfig
 
 #: Config namespace of the job project (`name:` in jobs/Pulumi.yaml).
@@ -84,11 +84,7 @@ class JobStackConfig(Model):
 
 def jobs_lines(lines: list[str]) -> list[str]:
     """Config-error lines re-keyed from the platform's namespace to the job project's."""
-    prefix = "gpu-platform:"
-    return [
-        f"{JOBS_NAMESPACE}:{line.removeprefix(prefix)}" if line.startswith(prefix) else line
-        for line in lines
-    ]
+    return rekeyed(lines, JOBS_NAMESPACE)
 
 
 def parse_job_stack(values: Mapping[str, Any]) -> JobStackConfig:
@@ -101,19 +97,9 @@ def parse_job_stack(values: Mapping[str, Any]) -> JobStackConfig:
 
 def job_namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:
     """The job project's keys from a flat `namespace:key -> value` map, decoded."""
-    prefix = f"{JOBS_NAMESPACE}:"
-    return {
-        key[len(prefix) :]: _decode(value)
-        for key, value in all_config.items()
-        if key.startswith(prefix)
-    }
+    return namespace_values(all_config, JOBS_NAMESPACE)
 
 
 def load_job_stack() -> JobStackConfig:
-    """Read and validate the job stack's config from the Pulumi runtime (CLI or mocks); the same
-    private-SDK read as `load.load` (all given keys, so unknown ones are refused)."""
-    from pulumi.runtime import config as runtime_config
-
-    given: dict[str, str] = dict(runtime_config.CONFIG.get())
-    given.update(runtime_config.get_config_env())
-    return parse_job_stack(job_namespace_values(given))
+    """Read and validate the job stack's config from the Pulumi runtime (CLI or mocks)."""
+    return parse_job_stack(job_namespace_values(runtime_values()))

@@ -32,9 +32,10 @@ def parse(values: Mapping[str, Any]) -> StackConfig:
         raise ConfigError(format_errors(exc)) from None
 
 
-def namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:
-    """The project's keys from a flat `namespace:key -> value` map, decoded."""
-    prefix = f"{NAMESPACE}:"
+def namespace_values(all_config: Mapping[str, str], namespace: str = NAMESPACE) -> dict[str, Any]:
+    """The keys of config namespace `namespace` (default: the platform's) from a flat
+    `namespace:key -> value` map, decoded."""
+    prefix = f"{namespace}:"
     return {
         key[len(prefix) :]: _decode(value)
         for key, value in all_config.items()
@@ -42,15 +43,27 @@ def namespace_values(all_config: Mapping[str, str]) -> dict[str, Any]:
     }
 
 
-def load() -> StackConfig:
-    """Read and validate this stack's config from the Pulumi runtime (CLI or mocks).
-
-    pulumi.Config only answers for keys we ask for by name; rejecting unknown keys needs the
-    full set that was given, which the SDK keeps in `pulumi.runtime.config` (private API — the
-    SDK is pinned and tests/config/test_config.py covers this call).
-    """
+def runtime_values() -> dict[str, str]:
+    """Every config key this run was given, from the Pulumi runtime (CLI or mocks). pulumi.Config
+    only answers for keys asked for by name; rejecting unknown keys needs the full set, which
+    the SDK keeps in `pulumi.runtime.config` (private API — the SDK is pinned and
+    tests/config/test_config.py covers this call)."""
     from pulumi.runtime import config as runtime_config
 
     given: dict[str, str] = dict(runtime_config.CONFIG.get())
     given.update(runtime_config.get_config_env())
-    return parse(namespace_values(given))
+    return given
+
+
+def rekeyed(lines: list[str], namespace: str) -> list[str]:
+    """Config-error lines re-keyed from the platform's namespace to another project's."""
+    prefix = f"{NAMESPACE}:"
+    return [
+        f"{namespace}:{line.removeprefix(prefix)}" if line.startswith(prefix) else line
+        for line in lines
+    ]
+
+
+def load() -> StackConfig:
+    """Read and validate this stack's config from the Pulumi runtime (CLI or mocks)."""
+    return parse(namespace_values(runtime_values()))

@@ -47,14 +47,14 @@ from components.platform.scheduling.scheduling import (
     RELEASE_TIMEOUT_S,
     TRAINER_CHART,
     TRAINER_NAMESPACE,
-    WORKLOAD_PRIORITY_CLASSES,
     kueue_values,
     priority_class_spec,
     trainer_values,
+    workload_priority_classes,
 )
-from components.platform.tenancy.team_queues import COVERED_RESOURCES, flavor_resources
+from components.platform.tenancy.team_queues import queue_policies, resource_groups
 from components.platform.tenancy.team_secrets import ESO_REPO, ESO_SERVICE_ACCOUNT, eso_values
-from components.resource_options import child_options, owned_namespace
+from components.resource_options import child_options, manifest_resource, owned_namespace
 
 RBAC_API: Final = "rbac.authorization.k8s.io"
 READ_VERBS: Final = ("get", "list", "watch")
@@ -83,21 +83,8 @@ def manager_queue_spec(team: TeamConfig, cohort: str) -> dict[str, Any]:
         "cohortName": cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [
-            {
-                "coveredResources": list(COVERED_RESOURCES),
-                "flavors": [
-                    {"name": entry.flavor, "resources": flavor_resources(entry)}
-                    for entry in entries
-                ],
-            }
-        ],
-        "preemption": {
-            "withinClusterQueue": "LowerPriority",
-            "reclaimWithinCohort": "Any",
-            "borrowWithinCohort": {"policy": "Never"},
-        },
-        "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
+        "resourceGroups": resource_groups(entries),
+        **queue_policies(),
         "admissionChecksStrategy": {"admissionChecks": [{"name": builders.ADMISSION_CHECK}]},
     }
 
@@ -200,13 +187,10 @@ class FleetManager(pulumi.ComponentResource):
         self._kueue_objects(name, args, kueue_opts)
         self.namespaces = {team.name: self._team(name, args, team) for team in args.teams}
         for manifest in args.runtimes:
-            k8s.apiextensions.CustomResource(
+            manifest_resource(
                 f"{name}-runtime-{manifest['metadata']['name']}",
-                api_version=manifest["apiVersion"],
-                kind=manifest["kind"],
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=child_options(self, provider=args.k8s_provider, depends_on=[self.trainer]),
+                manifest,
+                child_options(self, provider=args.k8s_provider, depends_on=[self.trainer]),
             )
         self.register_outputs({"kueueRelease": self.kueue.name})
 
@@ -273,13 +257,10 @@ class FleetManager(pulumi.ComponentResource):
         for worker in args.worker_secrets:
             spec = builders.multikueue_cluster(worker)
             clusters.append(
-                k8s.apiextensions.CustomResource(
+                manifest_resource(
                     f"{name}-cluster-{worker}",
-                    api_version=spec["apiVersion"],
-                    kind=spec["kind"],
-                    metadata=spec["metadata"],
-                    spec=spec["spec"],
-                    opts=pulumi.ResourceOptions.merge(
+                    spec,
+                    pulumi.ResourceOptions.merge(
                         kueue_opts, pulumi.ResourceOptions(depends_on=[synced[worker], *args.links])
                     ),
                 )
@@ -288,13 +269,10 @@ class FleetManager(pulumi.ComponentResource):
             builders.multikueue_config(args.fleet, list(args.worker_secrets)),
             builders.admission_check(args.fleet),
         ):
-            k8s.apiextensions.CustomResource(
+            manifest_resource(
                 f"{name}-{spec['kind'].lower()}",
-                api_version=spec["apiVersion"],
-                kind=spec["kind"],
-                metadata=spec["metadata"],
-                spec=spec["spec"],
-                opts=pulumi.ResourceOptions.merge(
+                spec,
+                pulumi.ResourceOptions.merge(
                     kueue_opts, pulumi.ResourceOptions(depends_on=clusters)
                 ),
             )
@@ -353,24 +331,18 @@ class FleetManager(pulumi.ComponentResource):
         stores = {}
         for region in sorted({region for region, _ in args.worker_secrets.values()}):
             spec = builders.kubeconfig_store(region)
-            stores[region] = k8s.apiextensions.CustomResource(
+            stores[region] = manifest_resource(
                 f"{name}-store-{region}",
-                api_version=spec["apiVersion"],
-                kind=spec["kind"],
-                metadata=spec["metadata"],
-                spec=spec["spec"],
-                opts=after,
+                spec,
+                after,
             )
         synced: dict[str, pulumi.Resource] = {}
         for worker, (region, arn) in args.worker_secrets.items():
             spec = builders.kubeconfig_external_secret(worker, region, arn)
-            synced[worker] = k8s.apiextensions.CustomResource(
+            synced[worker] = manifest_resource(
                 f"{name}-kubeconfig-{worker}",
-                api_version=spec["apiVersion"],
-                kind=spec["kind"],
-                metadata=spec["metadata"],
-                spec=spec["spec"],
-                opts=pulumi.ResourceOptions.merge(
+                spec,
+                pulumi.ResourceOptions.merge(
                     after, pulumi.ResourceOptions(depends_on=[stores[region]])
                 ),
             )
@@ -398,19 +370,7 @@ class FleetManager(pulumi.ComponentResource):
             spec={},
             opts=kueue_opts,
         )
-        for wpc_name, value, description in WORKLOAD_PRIORITY_CLASSES:
-            pulumi.CustomResource(
-                f"kubernetes:{builders.KUEUE_API}:WorkloadPriorityClass",
-                f"{name}-workload-priority-{wpc_name}",
-                {
-                    "apiVersion": builders.KUEUE_API,
-                    "kind": "WorkloadPriorityClass",
-                    "metadata": {"name": wpc_name},
-                    "value": value,
-                    "description": description,
-                },
-                opts=kueue_opts,
-            )
+        workload_priority_classes(name, kueue_opts)
 
     def _team(self, name: str, args: FleetManagerArgs, team: TeamConfig) -> k8s.core.v1.Namespace:
         """A team's namespace (restricted: nothing runs here), ClusterQueue, LocalQueue and

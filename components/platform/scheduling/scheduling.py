@@ -218,6 +218,25 @@ def provisioning_request_config_spec() -> dict[str, Any]:
     }
 
 
+def workload_priority_classes(name: str, opts: pulumi.ResourceOptions) -> None:
+    """Kueue's WorkloadPriorityClasses (a platform's and a fleet manager's: a mirrored workload
+    names the same class on the worker). Top-level `value`/`description`: not expressible as
+    apiextensions.CustomResource."""
+    for wpc_name, value, description in WORKLOAD_PRIORITY_CLASSES:
+        pulumi.CustomResource(
+            f"kubernetes:{KUEUE_API}:WorkloadPriorityClass",
+            f"{name}-workload-priority-{wpc_name}",
+            {
+                "apiVersion": KUEUE_API,
+                "kind": "WorkloadPriorityClass",
+                "metadata": {"name": wpc_name},
+                "value": value,
+                "description": description,
+            },
+            opts=opts,
+        )
+
+
 def kueue_manager_config(
     config: SchedulingConfig,
     timeouts: PodsReady,
@@ -566,17 +585,4 @@ class Scheduling(pulumi.ComponentResource):
             spec={},
             opts=kueue_objects,
         )
-        for wpc_name, value, description in WORKLOAD_PRIORITY_CLASSES:
-            # Top-level `value`/`description`: not expressible as apiextensions.CustomResource.
-            pulumi.CustomResource(
-                f"kubernetes:{KUEUE_API}:WorkloadPriorityClass",
-                f"{name}-workload-priority-{wpc_name}",
-                {
-                    "apiVersion": KUEUE_API,
-                    "kind": "WorkloadPriorityClass",
-                    "metadata": {"name": wpc_name},
-                    "value": value,
-                    "description": description,
-                },
-                opts=kueue_objects,
-            )
+        workload_priority_classes(name, kueue_objects)

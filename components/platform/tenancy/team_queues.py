@@ -63,23 +63,35 @@ def cluster_queue_spec(team: TeamConfig, flavors: Sequence[Flavor], cohort: str)
         "cohortName": cohort,
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.namespace}},
         "queueingStrategy": "BestEffortFIFO",
-        "resourceGroups": [
-            {
-                "coveredResources": list(COVERED_RESOURCES),
-                "flavors": [
-                    {"name": entry.flavor, "resources": flavor_resources(entry)}
-                    for entry in ordered_quota(team, flavors)
-                ],
-            }
-        ],
+        "resourceGroups": resource_groups(ordered_quota(team, flavors)),
+        **queue_policies(),
+        **_admission_checks(team, flavors),
+    }
+
+
+def resource_groups(entries: Sequence[FlavorQuota]) -> list[dict[str, Any]]:
+    """One resource group: the covered resources, then each quota entry's flavor in order."""
+    return [
+        {
+            "coveredResources": list(COVERED_RESOURCES),
+            "flavors": [
+                {"name": entry.flavor, "resources": flavor_resources(entry)} for entry in entries
+            ],
+        }
+    ]
+
+
+def queue_policies() -> dict[str, Any]:
+    """Preemption by priority inside the queue, reclaim of lent quota from the cohort, and the
+    next flavor (spot, then on-demand) tried before borrowing or preempting: every team queue's,
+    a fleet manager's too (components/platform/fleet/manager.py)."""
+    return {
         "preemption": {
             "withinClusterQueue": "LowerPriority",
             "reclaimWithinCohort": "Any",
             "borrowWithinCohort": {"policy": "Never"},
         },
-        # Try the next flavor (spot, then on-demand) before borrowing or preempting.
         "flavorFungibility": {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"},
-        **_admission_checks(team, flavors),
     }
 
 
