@@ -42,14 +42,13 @@ from components.config.security import SecretsConfig
 from components.platform.cluster import iam
 from components.platform.fleet import builders
 from components.platform.scheduling.scheduling import (
-    KUEUE_CHART,
     PRIORITY_CLASSES,
     RELEASE_TIMEOUT_S,
-    TRAINER_CHART,
     TRAINER_NAMESPACE,
+    kueue_release,
     kueue_values,
     priority_class_spec,
-    trainer_values,
+    trainer_release,
     workload_priority_classes,
 )
 from components.platform.tenancy.team_queues import queue_policies, resource_groups
@@ -212,13 +211,10 @@ class FleetManager(pulumi.ComponentResource):
             {f"{catalog.LABEL_DOMAIN}/part-of": "fleet"},
             child_options(self, provider=args.k8s_provider),
         )
-        self.kueue = k8s.helm.v3.Release(
-            f"{name}-kueue",
-            name="kueue",
-            chart=KUEUE_CHART,
-            version=config.kueue_chart_version,
-            namespace=builders.KUEUE_NAMESPACE,
-            values=kueue_values(
+        self.kueue = kueue_release(
+            name,
+            config,
+            kueue_values(
                 config,
                 args.pods_ready,
                 frameworks=catalog.MULTIKUEUE_FRAMEWORKS,
@@ -230,20 +226,12 @@ class FleetManager(pulumi.ComponentResource):
                     gc_interval=mk.gc_interval,
                 ),
             ),
-            atomic=True,
-            timeout=RELEASE_TIMEOUT_S,
-            opts=child_options(self, provider=args.k8s_provider, depends_on=[kueue_ns, *after]),
+            child_options(self, provider=args.k8s_provider, depends_on=[kueue_ns, *after]),
         )
-        self.trainer = k8s.helm.v3.Release(
-            f"{name}-trainer",
-            name="kubeflow-trainer",
-            chart=TRAINER_CHART,
-            version=config.trainer_chart_version,
-            namespace=TRAINER_NAMESPACE,
-            values=trainer_values(),
-            atomic=True,
-            timeout=RELEASE_TIMEOUT_S,
-            opts=child_options(self, provider=args.k8s_provider, depends_on=[trainer_ns, *after]),
+        self.trainer = trainer_release(
+            name,
+            config,
+            child_options(self, provider=args.k8s_provider, depends_on=[trainer_ns, *after]),
         )
 
     def _multikueue(

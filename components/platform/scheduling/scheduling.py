@@ -218,6 +218,41 @@ def provisioning_request_config_spec() -> dict[str, Any]:
     }
 
 
+def kueue_release(
+    name: str, config: SchedulingConfig, values: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.helm.v3.Release:
+    """The Kueue chart (a platform's, or a fleet manager's with its MultiKueue values)."""
+    return k8s.helm.v3.Release(
+        f"{name}-kueue",
+        name="kueue",
+        chart=KUEUE_CHART,
+        version=config.kueue_chart_version,
+        namespace=KUEUE_NAMESPACE,
+        values=values,
+        # Later objects (flavors, queues) are rejected until the webhooks answer.
+        atomic=True,
+        timeout=RELEASE_TIMEOUT_S,
+        opts=opts,
+    )
+
+
+def trainer_release(
+    name: str, config: SchedulingConfig, opts: pulumi.ResourceOptions
+) -> k8s.helm.v3.Release:
+    """The Kubeflow Trainer chart (a platform's and a fleet manager's)."""
+    return k8s.helm.v3.Release(
+        f"{name}-trainer",
+        name="kubeflow-trainer",
+        chart=TRAINER_CHART,
+        version=config.trainer_chart_version,
+        namespace=TRAINER_NAMESPACE,
+        values=trainer_values(),
+        atomic=True,
+        timeout=RELEASE_TIMEOUT_S,
+        opts=opts,
+    )
+
+
 def workload_priority_classes(name: str, opts: pulumi.ResourceOptions) -> None:
     """Kueue's WorkloadPriorityClasses (a platform's and a fleet manager's: a mirrored workload
     names the same class on the worker). Top-level `value`/`description`: not expressible as
@@ -482,17 +517,11 @@ class Scheduling(pulumi.ComponentResource):
         """The Kueue, Volcano and Kubeflow Trainer Helm releases, each in its own namespace
         (`release_opts`: after the namespace, the system nodes and the priority classes)."""
         config = args.config
-        self.kueue = k8s.helm.v3.Release(
-            f"{name}-kueue",
-            name="kueue",
-            chart=KUEUE_CHART,
-            version=config.kueue_chart_version,
-            namespace=KUEUE_NAMESPACE,
-            values=kueue_values(config, args.pods_ready),
-            # Later objects (flavors, queues) are rejected until the webhooks answer.
-            atomic=True,
-            timeout=RELEASE_TIMEOUT_S,
-            opts=pulumi.ResourceOptions.merge(
+        self.kueue = kueue_release(
+            name,
+            config,
+            kueue_values(config, args.pods_ready),
+            pulumi.ResourceOptions.merge(
                 release_opts(KUEUE_NAMESPACE),
                 pulumi.ResourceOptions(depends_on=list(args.kueue_after)),
             ),
@@ -509,17 +538,7 @@ class Scheduling(pulumi.ComponentResource):
             timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(VOLCANO_NAMESPACE),
         )
-        self.trainer = k8s.helm.v3.Release(
-            f"{name}-trainer",
-            name="kubeflow-trainer",
-            chart=TRAINER_CHART,
-            version=config.trainer_chart_version,
-            namespace=TRAINER_NAMESPACE,
-            values=trainer_values(),
-            atomic=True,
-            timeout=RELEASE_TIMEOUT_S,
-            opts=release_opts(TRAINER_NAMESPACE),
-        )
+        self.trainer = trainer_release(name, config, release_opts(TRAINER_NAMESPACE))
 
     def _publish(self) -> None:
         """The values teams and training jobs get (SchedulingHandles) and the outputs."""
