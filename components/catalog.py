@@ -480,6 +480,27 @@ KUEUE_EXCLUDED_RESOURCE_PREFIXES: Final = ("vpc.amazonaws.com/",)
 #: The job kinds Kueue manages on every platform cluster (`integrations.frameworks` of its
 #: Configuration): batch Jobs, the JobSets Trainer creates, and TrainJobs.
 KUEUE_FRAMEWORKS: Final = ("batch/job", "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob")
+#: The pod-spec fields a TrainJob runtime patch keeps on the path Kueue v0.19.2 takes: Kueue is
+#: built on Trainer v2.2.1's API types (kubernetes-sigs/kueue@v0.19.2 go.mod L14) and writes the
+#: whole TrainJob back through them on admission (pkg/controller/jobs/trainjob/
+#: trainjob_controller.go L243-290, `c.Update`) and when MultiKueue copies it to a worker
+#: (trainjob_multikueue_adapter.go L44-80), so a field its `PodSpecPatch` lacks is dropped
+#: (kubeflow/trainer@v2.2.1 pkg/apis/trainer/v1alpha1/trainjob_types.go L384-450; v2.3.0 adds
+#: `terminationGracePeriodSeconds`, the only new one).
+TRAINER_V221_POD_SPEC_PATCH_FIELDS: Final = frozenset(
+    {
+        "serviceAccountName",
+        "volumes",
+        "initContainers",
+        "containers",
+        "imagePullSecrets",
+        "securityContext",
+        "nodeSelector",
+        "affinity",
+        "tolerations",
+        "schedulingGates",
+    }
+)
 #: The job kinds a fleet's manager dispatches (its Kueue's frameworks): the platform's Kueue
 #: launchers. Volcano Jobs have no MultiKueue adapter and no `managedBy` field
 #: (kubernetes-sigs/kueue@v0.19.2 pkg/controller/jobs: no vcjob integration; volcano-sh/apis
@@ -523,6 +544,19 @@ ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 REGION_LABEL: Final = "topology.kubernetes.io/region"
 #: The schedulerName of pods Volcano places (its gang and queue plugins).
 VOLCANO_SCHEDULER: Final = "volcano"
+
+
+def gpu_smoke_job_name(pool: str) -> str:
+    """The GPU smoke test's Job on node source `pool` (validation.py renders it, will-it-run
+    names it)."""
+    return f"gpu-smoke-{pool}"
+
+
+def nccl_job_name(pool: str) -> str:
+    """The NCCL all-reduce test's Job on node source `pool`."""
+    return f"nccl-allreduce-{pool}"
+
+
 #: Requests of one NCCL validation pod besides the node's GPUs and EFA devices
 #: (components/analysis/nccl.py sizes them per node type;
 #: components/platform/validation/validation.py

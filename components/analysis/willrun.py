@@ -660,7 +660,7 @@ def _smoke_verdicts(cfg: StackConfig, by_name: dict[str, NodeSource]) -> list[Ve
         out.append(
             Verdict(
                 key="validation.smokeTest",
-                workload=f"{validation.namespace}/gpu-smoke-{source.name}",
+                workload=f"{validation.namespace}/{catalog.gpu_smoke_job_name(source.name)}",
                 kind="validation Job",
                 admission=ValidationAdmission("unqueued"),
                 placement=Placed((source,), (source,)),
@@ -762,7 +762,7 @@ def _nccl_verdict(
     efa = host is not None and bool(host.efa_devices)
     return Verdict(
         key="validation.nccl",
-        workload=f"{validation.namespace}/nccl-all-reduce",
+        workload=f"{validation.namespace}/{catalog.nccl_job_name(pool.name)}",
         kind="validation Job",
         admission=ValidationAdmission(
             "nccl",

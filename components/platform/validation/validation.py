@@ -235,7 +235,7 @@ def smoke_job(pool: GpuPool, config: ValidationConfig) -> dict[str, Any]:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": f"gpu-smoke-{pool.name}",
+            "name": catalog.gpu_smoke_job_name(pool.name),
             "namespace": config.namespace,
             "labels": {"app.kubernetes.io/part-of": "gpu-platform", "test": "gpu-smoke"},
             # The Job needs a GPU node to scale up; `pulumi up` must not wait for it.
@@ -327,7 +327,7 @@ def nccl_objects(
     Volcano's enqueue lets it through before its nodes exist; its queue's guarantee makes
     allocate place it (components/analysis/volcano.py)."""
     nodes = config.nccl.nodes
-    name = f"nccl-allreduce-{pool.name}"
+    name = catalog.nccl_job_name(pool.name)
     labels = {"app.kubernetes.io/part-of": "gpu-platform", "test": "nccl-all-reduce"}
     gpus = str(pool.gpus_per_node)
     torchrun = (
