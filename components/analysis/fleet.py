@@ -36,7 +36,7 @@ from components import catalog
 from components.analysis import judge, validate
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.readiness import PodsReady, minutes
-from components.analysis.willrun import Verdict
+from components.analysis.willrun import Verdict, limit_range_problems
 from components.config import (
     ConfigError,
     FlavorQuota,
@@ -518,7 +518,32 @@ def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> Fl
     capable = [r.job for r in first if r.runnable and r.job is not None]
     final = pinned(job, capable)
     regions = tuple(judge_on(worker, index, final) for worker in fleet.workers)
+    # Kueue judges the manager's copy of the Workload against the manager's namespace first:
+    # a refusal there is never dispatched (limit_range.py).
+    manager_team = next(t for t in fleet.teams if t.namespace == _team_namespace(fleet, regions))
+    on_manager = [
+        p
+        for r in regions
+        if r.runnable and r.job is not None
+        for p in limit_range_problems(r.job, manager_team, where="the fleet's manager")
+    ][:1]
+    if on_manager:
+        rekeyed = tuple(
+            Problem(
+                p.key.replace("trainingJobs[0]", f"trainingJobs[{index}]", 1), p.value, p.allowed
+            )
+            for p in on_manager
+        )
+        return FleetJob(index, final, rekeyed, regions)
     return FleetJob(index, final, (), regions)
+
+
+def _team_namespace(fleet: FleetFacts, regions: Sequence[Region]) -> str:
+    """The namespace of the job's team (the same on every worker: read_workers checks it)."""
+    for region in regions:
+        if region.job is not None:
+            return region.job.team.namespace
+    return fleet.teams[0].namespace
 
 
 def fleet_job_errors(judged: Sequence[FleetJob]) -> list[Problem]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from components import catalog
-from components.analysis import nccl, readiness, storage, volcano
+from components.analysis import limit_range, nccl, readiness, storage, volcano
 from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource
@@ -38,7 +38,7 @@ from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement
 from components.analysis.readiness import ReadyPath
-from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig
+from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig, TeamConfig
 
 
 @dataclass(frozen=True)
@@ -336,6 +336,39 @@ def _namespace_limits(jf: JobFacts, requests: Mapping[str, float]) -> list[Probl
     return problems
 
 
+def job_container(jf: JobFacts) -> dict[str, dict[str, str]]:
+    """The training container's resources as rendered (manifests.py reads the same)."""
+    res = jf.resources
+    return limit_range.container_resources(
+        res.cpu, res.memory_gib, jf.job.node_gpus, res.efa_devices
+    )
+
+
+def limit_range_problems(
+    jf: JobFacts, team: TeamConfig, *, where: str = "its namespace"
+) -> list[Problem]:
+    """The team namespace's LimitRange (limit_range.py) must leave the training container's
+    requests within its limits: the API server's LimitRanger refuses such a pod, and Kueue
+    refuses such a Workload before it tries a flavor (on a fleet's manager too)."""
+    refusals = limit_range.kueue_refusals(
+        [job_container(jf)], limit_range.limit_range_spec(team.container_defaults)
+    )
+    if not refusals:
+        return []
+    defaults = team.container_defaults
+    return [
+        Problem(
+            f"{jf.key}.cpu",
+            jf.resources.cpu,
+            f"requests within the limits team {team.name}'s LimitRange gives its containers in "
+            f"{where} (containerDefaults.cpuLimit {defaults.cpu_limit}, memoryLimit "
+            f"{defaults.memory_limit}): Kueue refuses the Workload before it tries a flavor "
+            f"({'; '.join(refusals)}; kubernetes-sigs/kueue@v0.19.2 pkg/workload/resources.go "
+            "ValidateResources)",
+        )
+    ]
+
+
 def _mixed_provisioners(jf: JobFacts, candidates: Sequence[NodeSource]) -> list[Problem]:
     """A pod outside Kueue that both provisioners would scale for."""
     job = jf.job
@@ -620,6 +653,7 @@ def training_verdict(
         problems=(
             *admission_problems,
             *_namespace_limits(jf, requests),
+            *limit_range_problems(jf, jf.team),
             *placement_problems,
             *scale_problems,
             *zone_problems,

@@ -87,3 +87,26 @@ S3Prefix = Annotated[
 DigestImage = Annotated[
     str, StringConstraints(pattern=r"^[a-z0-9./:_-]+(:[A-Za-z0-9._-]+)?@sha256:[0-9a-f]{64}$")
 ]
+
+
+#: Kubernetes quantity suffixes (k8s.io/apimachinery pkg/api/resource): decimal and binary.
+_QUANTITY_UNITS: Final = {
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "Ki": 2.0**10,
+    "Mi": 2.0**20,
+    "Gi": 2.0**30,
+    "Ti": 2.0**40,
+}
+
+
+def quantity(value: str | float) -> float:
+    """A Kubernetes quantity ("500m", "16Gi", "2") as a number (cores, bytes, counts)."""
+    text = str(value)
+    for suffix in sorted(_QUANTITY_UNITS, key=len, reverse=True):
+        if text.endswith(suffix):
+            return float(text[: -len(suffix)]) * _QUANTITY_UNITS[suffix]
+    return float(text)

@@ -15,6 +15,7 @@ from components.config.base import (
     Problem,
     S3Prefix,
     problems_error,
+    quantity,
 )
 
 DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -85,6 +86,31 @@ class ContainerDefaults(Model):
     memory_request: Quantity = "4Gi"
     #: Memory is not compressible: an unbounded container can take the node down.
     memory_limit: Quantity = "16Gi"
+    #: A default CPU limit for containers that set none (none by default: CFS throttling stalls
+    #: training pods' data loaders). Kueue applies it to every Workload's containers too, so a
+    #: Kueue job that requests more CPU than this is refused (components/analysis/limit_range.py).
+    cpu_limit: Quantity | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> ContainerDefaults:
+        # The API server refuses a LimitRange whose default request is above its default limit
+        # (k8s.io/kubernetes pkg/apis/core/validation ValidateLimitRange).
+        found = []
+        if quantity(self.memory_request) > quantity(self.memory_limit):
+            found.append(
+                Problem(
+                    "memoryRequest",
+                    self.memory_request,
+                    f"at most memoryLimit ({self.memory_limit})",
+                )
+            )
+        if self.cpu_limit is not None and quantity(self.cpu_request) > quantity(self.cpu_limit):
+            found.append(
+                Problem("cpuRequest", self.cpu_request, f"at most cpuLimit ({self.cpu_limit})")
+            )
+        if found:
+            raise problems_error(found)
+        return self
 
 
 class IamStatement(Model):

@@ -11,7 +11,7 @@ import json
 from typing import Any, Final
 
 from components import catalog
-from components.analysis import pod_security
+from components.analysis import limit_range, pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.training_jobs import job_secrets
 from components.training_jobs.plan import (
@@ -20,7 +20,6 @@ from components.training_jobs.plan import (
     DS_CONFIG_KEY,
     DS_CONFIG_MOUNT,
     EFA_RDMA_GPU_MODELS,
-    EFA_RESOURCE,
     FLEET_BUCKET_VAR,
     FLEET_DIGEST_VAR,
     JOB_LABEL,
@@ -219,19 +218,14 @@ def container_env(plan: JobPlan) -> list[dict[str, Any]]:
 
 
 def container_resources(plan: JobPlan) -> dict[str, Any]:
-    """GPU limits = GPUs per node (requests equal); memory limit = request (not compressible);
-    no CPU limit (CFS throttling stalls data loaders and NCCL progress threads)."""
+    """The training container's resources (components/analysis/limit_range.py: what Kueue and
+    the namespace LimitRange judge)."""
     res = plan.resources
-    memory = f"{res.memory_gib}Gi"
-    requests: dict[str, str] = {
-        "cpu": f"{res.cpu:g}",
-        "memory": memory,
-        catalog.GPU_RESOURCE: str(plan.gpus_per_node),
-    }
-    limits: dict[str, str] = {"memory": memory, catalog.GPU_RESOURCE: str(plan.gpus_per_node)}
-    if res.efa_devices:
-        requests[EFA_RESOURCE] = limits[EFA_RESOURCE] = str(res.efa_devices)
-    return {"requests": requests, "limits": limits}
+    return dict(
+        limit_range.container_resources(
+            res.cpu, res.memory_gib, plan.gpus_per_node, res.efa_devices
+        )
+    )
 
 
 def volumes(plan: JobPlan) -> list[dict[str, Any]]:

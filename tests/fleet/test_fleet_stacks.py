@@ -201,6 +201,26 @@ def test_the_managers_kueue_dispatches_only_granted_kinds_and_runs_nothing(
     assert len(runtimes) == 3
 
 
+def test_the_managers_team_namespaces_carry_the_workers_limit_range(
+    fleet_prod: SynthResult, prod_use1: SynthResult, prod_usw2: SynthResult
+) -> None:
+    # Kueue applies the namespace LimitRange to the manager's copy of every Workload before it
+    # dispatches it; a default CPU limit of 100m there refused every fleet job (issue #36,
+    # reproduced by the real-engine tier: docs/real-engines.md).
+    def ranges(result: SynthResult) -> dict[str, Any]:
+        found = {
+            r.inputs["metadata"]["namespace"]: r.inputs["spec"]
+            for r in result.of_type("kubernetes:core/v1:LimitRange")
+        }
+        assert found, f"{result.stack} renders no LimitRange"
+        return found
+
+    manager = ranges(fleet_prod)
+    assert manager == ranges(prod_use1) == ranges(prod_usw2)
+    for spec in manager.values():
+        assert "cpu" not in spec["limits"][0]["default"]
+
+
 def test_the_manager_peers_with_each_worker_in_its_region(fleet_prod: SynthResult) -> None:
     providers = {r.urn: r.inputs["region"] for r in fleet_prod.of_type("pulumi:providers:aws")}
     peerings = fleet_prod.of_type("aws:ec2/vpcPeeringConnection:VpcPeeringConnection")

@@ -34,6 +34,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis import limit_range
 from components.analysis.pod_security import RESTRICTED_NAMESPACE_LABELS
 from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig, TeamConfig
@@ -92,16 +93,6 @@ def manager_quota() -> dict[str, str]:
     """A manager team namespace's quota: no pod, no GPU (the rule every team namespace's quota
     bounds), no volume claim."""
     return {"pods": "0", f"requests.{catalog.GPU_RESOURCE}": "0", "persistentvolumeclaims": "0"}
-
-
-def manager_limit_range() -> dict[str, Any]:
-    """The smallest container defaults (no container ever runs here; the rule that every team
-    namespace carries defaults still holds)."""
-    return {
-        "type": "Container",
-        "defaultRequest": {"cpu": "10m", "memory": "16Mi"},
-        "default": {"cpu": "100m", "memory": "64Mi"},
-    }
 
 
 def member_rules() -> list[dict[str, Any]]:
@@ -381,7 +372,10 @@ class FleetManager(pulumi.ComponentResource):
         k8s.core.v1.LimitRange(
             f"{prefix}-limits",
             metadata={"name": "defaults", "namespace": team.namespace},
-            spec=cast(Any, {"limits": [manager_limit_range()]}),
+            # The team's own LimitRange, as on every worker: no container runs here, but Kueue
+            # applies the namespace's LimitRange to the manager's copy of each Workload before
+            # it dispatches it (components/analysis/limit_range.py).
+            spec=cast(Any, limit_range.limit_range_spec(team.container_defaults)),
             opts=inside,
         )
         k8s.networking.v1.NetworkPolicy(

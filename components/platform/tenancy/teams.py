@@ -19,7 +19,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import pod_security, volcano
+from components.analysis import limit_range, pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import TeamConfig
 from components.platform.cluster import iam
@@ -98,17 +98,9 @@ def resource_quota_spec(team: TeamConfig) -> dict[str, Any]:
 
 
 def limit_range_spec(team: TeamConfig) -> dict[str, Any]:
-    defaults = team.container_defaults
-    return {
-        "limits": [
-            {
-                "type": "Container",
-                "defaultRequest": {"cpu": defaults.cpu_request, "memory": defaults.memory_request},
-                # No default CPU limit: CFS throttling stalls data loaders and NCCL progress.
-                "default": {"memory": defaults.memory_limit},
-            }
-        ]
-    }
+    """The team namespace's LimitRange (components/analysis/limit_range.py, which will-it-run
+    replays Kueue over)."""
+    return limit_range.limit_range_spec(team.container_defaults)
 
 
 def volcano_queue_spec(team: TeamConfig) -> dict[str, Any]:
