@@ -3,6 +3,9 @@
 GPU taint and label keys, the instance-type table (GPUs, EFA devices, vCPU, memory, prices)
 and pinned versions live here and nowhere else, so managed node groups, Karpenter NodePools,
 Kueue ResourceFlavors, tolerations and training jobs can never disagree.
+
+Why this module is long: it is that one home — the instance table, the label and taint keys,
+the names and the upstream facts several layers read — and splitting it would give a fact two.
 """
 
 from __future__ import annotations

@@ -29,3 +29,12 @@ def test_readme_documents_the_two_fresh_machine_commands() -> None:
     assert "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0" in readme
     assert ".venv/bin/python -m synth --stack dev" in readme
     assert "\n.venv/bin/python -m pytest\n" in readme
+
+
+def test_real_engines_doc_lists_every_kueue_translation() -> None:
+    from synth.engines.kueue_v1beta1 import TRANSLATIONS
+
+    text = (PROJECT_ROOT / "docs" / "real-engines.md").read_text()
+    table = text.split("<!-- BEGIN translations")[1].split("<!-- END translations -->")[0]
+    rows = [line for line in table.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert rows == [f"| {t.kind} | {t.field} | {t.becomes} | {t.source} |" for t in TRANSLATIONS]
