@@ -228,6 +228,11 @@ def test_the_manager_peers_with_each_worker_in_its_region(fleet_prod: SynthResul
     assert len(back) == sum(
         len(w.outputs["fleetWorker"]["privateRouteTableIds"]) for w in fleet_prod.workers.values()
     )
+    # The peering routes are standalone routes in tables that own none inline, here and in the
+    # workers: a refresh never folds them into a table's state (network.py docstring).
+    for result in (fleet_prod, *fleet_prod.workers.values()):
+        tables = result.of_type("aws:ec2/routeTable:RouteTable")
+        assert tables and all("routes" not in t.inputs for t in tables), result.stack
 
 
 def test_checkpoints_and_datasets_replicate_between_every_pair_of_workers(
