@@ -159,3 +159,30 @@ def test_az_count_above_the_regions_zones_is_a_clear_error(
     assert "gpu-platform:network.azCount: got 3; the region has only 2 available zones" in err
     assert "Traceback" not in err
     assert not (project / "o").exists()
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2", "fleet_prod"])
+def test_the_control_plane_gets_the_private_subnets_only(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    # EKS puts the API server's ENIs in the cluster's subnets; pulumi-eks makes those public +
+    # private when given both (cluster.py `_control_plane`). A fleet's manager routes only to
+    # the private ones.
+    result: SynthResult = request.getfixturevalue(stack)
+    subnets = {s.name: s for s in result.of_type("aws:ec2/subnet:Subnet")}
+    private = {_subnet_id(n) for n in subnets if "-private-" in n}
+    (cluster,) = result.of_type("eks:index:Cluster")
+    assert "publicSubnetIds" not in cluster.inputs and "subnetIds" not in cluster.inputs
+    assert set(cluster.inputs["privateSubnetIds"]) == private and len(private) >= 2
+    # Load balancers still find the public subnets by their tags (no cluster subnet needed).
+    public = [s.inputs for n, s in subnets.items() if "-public-" in n]
+    assert public and all(s["tags"]["kubernetes.io/role/elb"] == "1" for s in public)
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        assert set(group.inputs["subnetIds"]) <= private, group.name
+
+
+def _subnet_id(name: str) -> str:
+    """The id the mocks give subnet `name` (synth/mocks.py `_storage_state`)."""
+    from synth.mocks import _digest
+
+    return "subnet-" + _digest("aws:ec2/subnet:Subnet", name)[:17]

@@ -55,8 +55,10 @@ class ClusterArgs:
     config: ClusterConfig
     node_groups: NodeGroupsConfig
     vpc_id: pulumi.Input[str]
+    #: The control plane's subnets (its API-server ENIs) and the node groups': the private ones
+    #: only (`_control_plane` says why). Public subnets reach no component: NAT gateways and
+    #: load balancers find them by their tags (network.discovery_tags).
     private_subnet_ids: list[pulumi.Output[str]]
-    public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str]
     #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
     extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -96,7 +98,6 @@ class ClusterArgs:
             node_groups=cfg.node_groups,
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
-            public_subnet_ids=network.public_subnet_ids,
             tags=tags,
             extra_gpu_labels=extra_gpu_labels,
             placement_group_name=(
@@ -253,7 +254,31 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions
     ) -> eks.Cluster:
         """The secrets key and the EKS control plane (pulumi-eks): API authentication with
-        access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group."""
+        access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group.
+
+        The control plane gets the private subnets only. EKS places the API server's
+        cross-account ENIs in the subnets the cluster is created with ("you specify the VPC
+        subnets where Amazon EKS can place Elastic Network Interfaces ... creates up to four
+        network interfaces across these subnets", EKS user guide network_reqs.html), and
+        pulumi-eks hands it `publicSubnetIds` + `privateSubnetIds` together
+        (pulumi/pulumi-eks@v4.3.0 nodejs/eks/cluster/cluster.ts#L500-510 `clusterSubnetIds`,
+        into `vpcConfig.subnetIds` at #L705; unchanged in 4.4.0: the snapshot has no v4.4.0
+        tag, and nodejs/eks/ differs from v4.3.0 on master 7bf0c1b1 only in yarn.lock). An
+        ENI in a public subnet is unreachable from a fleet's manager, whose peering routes are
+        in the private route tables only (components/platform/fleet/links.py), and needlessly
+        next to the internet gateway. Public subnets are still the VPC's: EKS's guide says
+        "Nodes and load balancers can be launched in any subnet in your cluster's VPC,
+        including subnets not registered with Amazon EKS during cluster creation ... For
+        Kubernetes load balancing auto discovery to work, subnets must be tagged" (same page),
+        which network.discovery_tags does (`kubernetes.io/role/elb` on the public ones; pulumi-
+        eks tags no subnet itself). pulumi-eks reads `publicSubnetIds` only for the cluster
+        subnets and for node groups that name no subnets (nodejs/eks/nodes/nodegroup.ts
+        #L950-960, #L1958-1970), and every group here names its subnets. EKS requires "subnets
+        in at least two Availability Zones": `network.azCount` >= 2 and
+        `existingVpc.privateSubnetIds` >= 2. On a deployed cluster the change is an in-place
+        UpdateClusterConfig (`vpc_config.0.subnet_ids` is updatable, hashicorp/terraform-
+        provider-aws internal/service/eks/cluster.go resourceClusterUpdate; the subnets stay in
+        the AZs the cluster was created in, as EKS requires), not a replacement."""
         config, tags, addons = args.config, args.tags, args.config.resolved_addons
         secrets_key = self._secrets_key(
             name, config.name, config.kms_deletion_window_days, tags, child
@@ -273,8 +298,8 @@ class Cluster(pulumi.ComponentResource):
             name=cluster_name,
             version=config.kubernetes_version,
             vpc_id=args.vpc_id,
+            # The private subnets only (docstring): no `public_subnet_ids`, no `subnet_ids`.
             private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids or None,
             node_associate_public_ip_address=False,
             endpoint_private_access=True,
             endpoint_public_access=config.endpoint_public_access,
