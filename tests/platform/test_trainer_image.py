@@ -114,6 +114,34 @@ def test_the_signing_step_signs_that_digest_with_the_platform_key_before_any_job
         assert sign.urn in launcher.dependencies, launcher.name
 
 
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2"])
+def test_cosign_signs_in_the_signing_keys_region(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    # cosign's KMS client takes its region from the environment, never from the key ARN
+    # (trainer_image.py docstring): the sign step names the key's region itself, so a worker in
+    # us-west-2 signs there whatever region the deploy's credentials were configured for.
+    from synth.region import stack_region
+
+    result: SynthResult = request.getfixturevalue(stack)
+    region = stack_region(stack.replace("_", "-"))
+    signs = [c for c in result.of_type(COMMAND) if "SIGNING_KEY" in c.inputs["environment"]]
+    assert signs, stack
+    for sign in signs:
+        env = sign.inputs["environment"]
+        key_region = env["SIGNING_KEY"].removeprefix("awskms:///").split(":")[3]
+        assert env["AWS_REGION"] == key_region == region
+
+
+def test_kms_key_region_reads_the_arn_and_refuses_anything_else() -> None:
+    from components.platform.registry.trainer_image import kms_key_region
+
+    assert kms_key_region("arn:aws:kms:us-west-2:123456789012:key/abcd") == "us-west-2"
+    assert kms_key_region("arn:aws-cn:kms:cn-north-1:123456789012:key/abcd") == "cn-north-1"
+    with pytest.raises(ValueError, match="not a KMS key ARN"):
+        kms_key_region("alias/gpu-dev-image-signing")
+
+
 def test_job_stacks_run_the_platforms_trainer_by_its_pushed_digest(
     dev: SynthResult, research_dev: SynthResult
 ) -> None:

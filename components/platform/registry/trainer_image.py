@@ -29,6 +29,19 @@ keychain includes the ECR credential helper (sigstore/cosign@v3.0.6
 cmd/cosign/cli/options/registry.go). Then `cosign verify` checks the signature exactly as
 admission will (key, no tlog). `ref` resolves only after both, so nothing runs the image
 before it is signed.
+
+The KMS region is passed to cosign explicitly (`AWS_REGION`, the key ARN's region): cosign v3.0.6
+signs through sigstore's AWS KMS client (go.mod: github.com/sigstore/sigstore/pkg/signature/kms/
+aws v1.10.5), which parses the `awskms:///arn:aws:kms:<region>:...` reference only to validate it
+and split off endpoint, key id and alias (pkg/signature/kms/aws/client.go#L77-111 at that tag)
+and builds its client with `config.LoadDefaultConfig(ctx)` and no region option (#L135-158;
+the provider registered in #L43-47 passes no options), so the region comes from the environment
+(AWS_REGION, then AWS_DEFAULT_REGION: aws/aws-sdk-go-v2 config/env_config.go `regionEnvKeys`).
+A deploy whose credentials were configured for another region (a fleet worker in us-west-2
+deployed with us-east-1's) would ask the wrong region's KMS for the key. pulumi-command v1.2.1
+starts the command with the deploy's environment plus `environment` (provider/pkg/provider/
+local/commandOutputs.go#L81-85; a later duplicate wins in Go's os/exec), so the key's region
+overrides whatever the deploy set.
 """
 
 from __future__ import annotations
@@ -66,6 +79,14 @@ _PLATFORMS: Final = {
     "linux/amd64": docker_build.Platform.LINUX_AMD64,
     "linux/arm64": docker_build.Platform.LINUX_ARM64,
 }
+
+
+def kms_key_region(key_arn: str) -> str:
+    """The region of a KMS key ARN (`arn:<partition>:kms:<region>:<account>:key/<id>`)."""
+    parts = key_arn.split(":")
+    if len(parts) < 6 or parts[2] != "kms" or not parts[3]:
+        raise ValueError(f"not a KMS key ARN: {key_arn!r}")
+    return parts[3]
 
 
 def _ignored(path: str, patterns: list[str]) -> bool:
@@ -209,12 +230,16 @@ class TrainerImage(pulumi.ComponentResource):
         signing_key_arn: pulumi.Input[str],
     ) -> pulumi.Output[str]:
         """cosign signs the pushed digest; the reference returned resolves only after that."""
+        key_arn = pulumi.Output.from_input(signing_key_arn)
         sign = command.local.Command(
             f"{name}-sign",
             create=SIGN_SCRIPT,
             environment={
                 "IMAGE": pinned,
-                "SIGNING_KEY": pulumi.Output.concat("awskms:///", signing_key_arn),
+                "SIGNING_KEY": pulumi.Output.concat("awskms:///", key_arn),
+                # cosign's KMS client reads its region from the environment only (module
+                # docstring): the key's own region, whatever region the deploy runs in.
+                "AWS_REGION": key_arn.apply(kms_key_region),
             },
             # A new digest is a new image to sign; the same digest is never signed twice.
             triggers=[image.digest],
