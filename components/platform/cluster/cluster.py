@@ -256,29 +256,13 @@ class Cluster(pulumi.ComponentResource):
         """The secrets key and the EKS control plane (pulumi-eks): API authentication with
         access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group.
 
-        The control plane gets the private subnets only. EKS places the API server's
-        cross-account ENIs in the subnets the cluster is created with ("you specify the VPC
-        subnets where Amazon EKS can place Elastic Network Interfaces ... creates up to four
-        network interfaces across these subnets", EKS user guide network_reqs.html), and
-        pulumi-eks hands it `publicSubnetIds` + `privateSubnetIds` together
-        (pulumi/pulumi-eks@v4.3.0 nodejs/eks/cluster/cluster.ts#L500-510 `clusterSubnetIds`,
-        into `vpcConfig.subnetIds` at #L705; unchanged in 4.4.0: the snapshot has no v4.4.0
-        tag, and nodejs/eks/ differs from v4.3.0 on master 7bf0c1b1 only in yarn.lock). An
-        ENI in a public subnet is unreachable from a fleet's manager, whose peering routes are
-        in the private route tables only (components/platform/fleet/links.py), and needlessly
-        next to the internet gateway. Public subnets are still the VPC's: EKS's guide says
-        "Nodes and load balancers can be launched in any subnet in your cluster's VPC,
-        including subnets not registered with Amazon EKS during cluster creation ... For
-        Kubernetes load balancing auto discovery to work, subnets must be tagged" (same page),
-        which network.discovery_tags does (`kubernetes.io/role/elb` on the public ones; pulumi-
-        eks tags no subnet itself). pulumi-eks reads `publicSubnetIds` only for the cluster
-        subnets and for node groups that name no subnets (nodejs/eks/nodes/nodegroup.ts
-        #L950-960, #L1958-1970), and every group here names its subnets. EKS requires "subnets
-        in at least two Availability Zones": `network.azCount` >= 2 and
-        `existingVpc.privateSubnetIds` >= 2. On a deployed cluster the change is an in-place
-        UpdateClusterConfig (`vpc_config.0.subnet_ids` is updatable, hashicorp/terraform-
-        provider-aws internal/service/eks/cluster.go resourceClusterUpdate; the subnets stay in
-        the AZs the cluster was created in, as EKS requires), not a replacement."""
+        The control plane gets the private subnets only: EKS puts the API server's ENIs in the
+        cluster's subnets, and pulumi-eks would give it public + private
+        (pulumi/pulumi-eks@v4.3.0 nodejs/eks/cluster/cluster.ts#L500-510, #L705; 4.4.0: see the
+        docs), where an ENI has no route to a fleet's manager. Load balancers still find the
+        public subnets by their tags, node groups name their subnets, and on a deployed cluster
+        this is an in-place update; the sources are in docs/architecture.md "Network: the
+        control plane's subnets"."""
         config, tags, addons = args.config, args.tags, args.config.resolved_addons
         secrets_key = self._secrets_key(
             name, config.name, config.kms_deletion_window_days, tags, child
