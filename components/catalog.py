@@ -575,6 +575,13 @@ def image_repository(image: str) -> str:
     return name
 
 
+#: The system node group's gp3 root volume: IOPS and throughput (MiB/s), gp3's baseline
+#: (components/platform/cluster/cluster.py; what an image pull onto a system node is bounded by:
+#: components/analysis/readiness.py `system_pull_rate`).
+SYSTEM_DISK_IOPS: Final = 3000
+SYSTEM_DISK_THROUGHPUT_MIBPS: Final = 125
+
+
 #: ECR tags exempt from immutability (IMMUTABLE_WITH_EXCLUSION wildcard filters): cosign's
 #: signature tags `sha256-<digest>.sig`, which a second signature rewrites (sigstore/cosign
 #: issue #313), BuildKit's registry cache tag, which every build rewrites, and the build's

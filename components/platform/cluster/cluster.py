@@ -218,7 +218,11 @@ class Cluster(pulumi.ComponentResource):
                 args.node_groups.system.desired_size,
                 args.node_groups.system.max_size,
             ),
-            disk=(args.node_groups.system.disk_size_gib, 3000, 125),
+            disk=(
+                args.node_groups.system.disk_size_gib,
+                catalog.SYSTEM_DISK_IOPS,
+                catalog.SYSTEM_DISK_THROUGHPUT_MIBPS,
+            ),
             labels={
                 **catalog.system_node_labels(),
                 catalog.LABEL_NODE_POOL: "system",
