@@ -160,3 +160,14 @@ def test_no_signing_key_when_admission_trusts_another_signer() -> None:
     commands = {c.name for c in result.of_type("command:local:Command")}
     assert commands == {"trainer-image-pin"}, "nothing to sign with; the push is still pinned"
     assert result.of_type("docker-build:index:Image"), "the trainer is still built"
+
+
+def test_only_dev_destroys_its_repositories_with_their_images(
+    dev: SynthResult, prod: SynthResult
+) -> None:
+    # `pulumi destroy -s dev` must not stop at a repository that holds images; prod keeps the
+    # digests its jobs and job stacks run (security.registry.forceDelete, default off).
+    assert RegistryConfig().force_delete is False
+    dev_repos = dev.of_type(REPO)
+    assert dev_repos and all(r.inputs.get("forceDelete") is True for r in dev_repos)
+    assert all(not r.inputs.get("forceDelete") for r in prod.of_type(REPO))

@@ -279,6 +279,9 @@ class Registry(pulumi.ComponentResource):
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
                 scan_on_push=True
             ),
+            # "If `true`, will delete the repository even if it contains images" (pulumi-aws
+            # 7.51.1 aws.ecr.Repository): only where the stack says so (dev).
+            force_delete=args.config.force_delete or None,
             tags=args.tags,
             opts=child_options(self),
         )
