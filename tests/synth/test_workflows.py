@@ -181,6 +181,18 @@ def test_each_stack_gets_aws_credentials_for_its_own_region() -> None:
     }
 
 
+def test_deploy_credentials_last_as_long_as_the_job_may_run() -> None:
+    """configure-aws-credentials' session is not renewed, and a first `up` (cluster, node
+    groups, the trainer's build and push) runs past the action's one-hour default: each deploy
+    job's session lasts its whole timeout."""
+    for name, job in _jobs("deploy.yml").items():
+        (aws,) = [
+            s for s in job["steps"] if s.get("uses", "").startswith("aws-actions/configure-aws-")
+        ]
+        assert int(aws["with"]["role-duration-seconds"]) == job["timeout-minutes"] * 60, name
+    assert _jobs("deploy.yml")["dev"]["timeout-minutes"] * 60 > 3600
+
+
 def test_every_pulumi_run_records_who_deployed() -> None:
     from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
 
