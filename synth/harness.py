@@ -487,10 +487,21 @@ def _retrieve_failure(error: BaseException) -> None:
     which the caller handles: asking each for its exception is what retrieving means. A future
     that failed with something else is a second failure: it goes to the event loop's exception
     handler at once — exactly what asyncio would have printed later — and is never dropped."""
+    settings = pulumi.runtime.settings.SETTINGS
+    if settings.rpc_manager.rpcs or settings.outputs:
+        _retrieve(error)
+    # Else nothing was in flight when the run stopped (a config error raised before the first
+    # registration): no Output derived from the error exists, and the heap need not be walked.
+
+
+def _retrieve(error: BaseException) -> None:
+    """`_retrieve_failure`'s walk over the live futures."""
     loop = _ensure_event_loop()  # type: ignore[no-untyped-call]
     related = _chain(error)
     for obj in gc.get_objects():
-        if not isinstance(obj, asyncio.Future) or not obj.done() or obj.cancelled():
+        # type(), not isinstance(): the latter reads `__class__`, which some lazy module
+        # attributes (torch's deprecated aliases) answer with a warning.
+        if not issubclass(type(obj), asyncio.Future) or not obj.done() or obj.cancelled():
             continue
         # asyncio's own flag (the C and the Python Future both keep it): set from the moment a
         # future fails until its exception is asked for; never set again after that.

@@ -56,7 +56,7 @@ def test_a_different_failure_of_the_same_run_is_reported_not_dropped() -> None:
         other = RuntimeError("a second, unrelated failure")
         second = loop.create_future()
         second.set_exception(other)
-        harness._retrieve_failure(raised)
+        harness._retrieve(raised)
         # Both are retrieved now (asyncio will not log them when they are collected) ...
         assert not derived._log_traceback and not second._log_traceback  # type: ignore[attr-defined]
         # ... and only the unrelated one was reported, at once.
