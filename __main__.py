@@ -18,7 +18,7 @@ from components.platform.capacity.autoscaler import ClusterAutoscaler, ClusterAu
 from components.platform.capacity.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.capacity.karpenter import Karpenter, KarpenterArgs
 from components.platform.cluster.cluster import Cluster, ClusterArgs
-from components.platform.cluster.iam import AwsAccount
+from components.platform.cluster.iam import AwsAccount, deploying_principal_arn
 from components.platform.cluster.network import Network, NetworkArgs
 from components.platform.fleet import worker as fleet_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
@@ -179,7 +179,8 @@ if cfg.fleet is not None:
         fleet_worker.FleetWorkerArgs.of(
             cfg.fleet,
             cluster=cfg.cluster,
-            region=account.region,
+            account=account,
+            deployer_arn=deploying_principal_arn(),
             network=network.handles,
             handles=eks,
             kueue_release=scheduling.kueue,

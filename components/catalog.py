@@ -10,6 +10,7 @@ the names and the upstream facts several layers read — and splitting it would 
 
 from __future__ import annotations
 
+import fnmatch
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -611,11 +612,26 @@ def image_repository(image: str) -> str:
     return name
 
 
+#: The system node group's gp3 root volume: IOPS and throughput (MiB/s), gp3's baseline
+#: (components/platform/cluster/cluster.py; what an image pull onto a system node is bounded by:
+#: components/analysis/readiness.py `system_pull_rate`).
+SYSTEM_DISK_IOPS: Final = 3000
+SYSTEM_DISK_THROUGHPUT_MIBPS: Final = 125
+
+
 #: ECR tags exempt from immutability (IMMUTABLE_WITH_EXCLUSION wildcard filters): cosign's
 #: signature tags `sha256-<digest>.sig`, which a second signature rewrites (sigstore/cosign
-#: issue #313), and BuildKit's registry cache tag, which every build rewrites
-#: (components/platform/registry/registry.py; the policy gpu-platform-ecr-repository-hardened).
-ECR_MUTABLE_TAG_FILTERS: Final = ("sha256-*", "buildcache")
+#: issue #313), BuildKit's registry cache tag, which every build rewrites, and the build's
+#: staging tag, which every push of the trainer moves (components/platform/registry/
+#: trainer_image.py: the tag jobs run by is another, immutable one; docs/images.md). No job may
+#: resolve any of them (components/analysis/images.py, config/images.py).
+ECR_MUTABLE_TAG_FILTERS: Final = ("sha256-*", "buildcache", "build")
+
+
+def ecr_tag_moves(tag: str) -> bool:
+    """Whether `tag` is one the platform's repositories let tools move
+    (ECR_MUTABLE_TAG_FILTERS, ECR's `*` wildcard)."""
+    return any(fnmatch.fnmatchcase(tag, pattern) for pattern in ECR_MUTABLE_TAG_FILTERS)
 
 
 def in_repositories(repository: str, repositories: Iterable[str]) -> bool:

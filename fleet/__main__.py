@@ -68,7 +68,6 @@ cluster = Cluster(
         node_groups=NodeGroupsConfig(system=cfg.system_nodes),
         vpc_id=handles.vpc_id,
         private_subnet_ids=handles.private_subnet_ids,
-        public_subnet_ids=handles.public_subnet_ids,
         tags=tags,
         control_plane_log_group=logs.control_plane_log_group,
     ),

@@ -9,7 +9,9 @@ always gives the same output. Facts and pitfalls: docs/architecture.md ("Offline
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
 import json
 import os
 import runpy
@@ -462,9 +464,69 @@ def run_program(
     try:
         with _deploy_environment(deploy_env):
             program()
+    except BaseException as error:
+        _retrieve_failure(error)
+        raise
     finally:
         pulumi_resource._get_stack_trace = SDK_STACK_TRACE
     return _result(stack, monitor, root_names, exports, secrets)
+
+
+def _retrieve_failure(error: BaseException) -> None:
+    """After a failed run: the futures that failed with `error` — the exception the caller is
+    about to get — retrieved; any future that failed with another exception reported now.
+
+    A RunError raised inside an `apply` (a check that needs a deploy-time value, e.g. an ECR
+    tag that is absent: components/ecr_tags.py) fails that Output's future and the future of
+    every Output and resource input derived from it, all with the same exception object. The
+    runtime re-raises the first it awaits and stops there (pulumi 3.272.0
+    pulumi/runtime/stack.py `wait_for_rpcs`, `run_pulumi_func`): under `pulumi up` the language
+    host then exits, here the process goes on, and asyncio logs each never-awaited future as
+    "Future exception was never retrieved", with a traceback, whenever it is garbage-collected
+    (after pytest's summary line, or in the middle of another test). Those are `error` itself,
+    which the caller handles: asking each for its exception is what retrieving means. A future
+    that failed with something else is a second failure: it goes to the event loop's exception
+    handler at once — exactly what asyncio would have printed later — and is never dropped."""
+    settings = pulumi.runtime.settings.SETTINGS
+    if settings.rpc_manager.rpcs or settings.outputs:
+        _retrieve(error)
+    # Else nothing was in flight when the run stopped (a config error raised before the first
+    # registration): no Output derived from the error exists, and the heap need not be walked.
+
+
+def _retrieve(error: BaseException) -> None:
+    """`_retrieve_failure`'s walk over the live futures."""
+    loop = _ensure_event_loop()  # type: ignore[no-untyped-call]
+    related = _chain(error)
+    for obj in gc.get_objects():
+        # type(), not isinstance(): the latter reads `__class__`, which some lazy module
+        # attributes (torch's deprecated aliases) answer with a warning.
+        if not issubclass(type(obj), asyncio.Future) or not obj.done() or obj.cancelled():
+            continue
+        # asyncio's own flag (the C and the Python Future both keep it): set from the moment a
+        # future fails until its exception is asked for; never set again after that.
+        if not getattr(obj, "_log_traceback", False):
+            continue
+        exception = obj.exception()
+        if exception is None or related & _chain(exception):
+            continue
+        loop.call_exception_handler(
+            {
+                "message": "Future exception was never retrieved (beside the failure raised)",
+                "exception": exception,
+                "future": obj,
+            }
+        )
+
+
+def _chain(error: BaseException) -> set[int]:
+    """Ids of `error` and the exceptions it was raised from or while handling."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return seen
 
 
 def _result(

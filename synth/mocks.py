@@ -8,12 +8,15 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pulumi.runtime import mocks as pulumi_mocks
 
 ACCOUNT_ID = "123456789012"
+#: The role the mocked deploy runs as (an assumed-role session of it: getCallerIdentity).
+DEPLOYER_ROLE = "synth-deployer"
 
 
 class StackOutputs(Protocol):
@@ -173,12 +176,20 @@ class PlatformMocks(pulumi_mocks.Mocks):
             names = [f"{self.region}{s}" for s in "abcdef"[: _ZONES.get(self.region, 3)]]
             return {"names": names, "zoneIds": [f"az{i}" for i in range(len(names))]}, []
         if token == "aws:index/getCallerIdentity:getCallerIdentity":
+            # A deploy runs as an assumed role (the CI's OIDC session), as DEPLOYER's.
             return {
                 "accountId": ACCOUNT_ID,
-                "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/synth",
+                "arn": f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/{DEPLOYER_ROLE}/synth",
                 "userId": "SYNTH",
                 "id": ACCOUNT_ID,
             }, []
+        if token == "aws:iam/getSessionContext:getSessionContext":
+            # The role behind an assumed-role session; any other ARN passes through
+            # (pulumi-aws 7.51.1 aws.iam.get_session_context `issuer_arn`).
+            arn = str(args.args.get("arn") or "")
+            session = re.fullmatch(r"arn:(aws[a-z-]*):sts::(\d{12}):assumed-role/([^/]+)/.+", arn)
+            issuer = f"arn:{session[1]}:iam::{session[2]}:role/{session[3]}" if session else arn
+            return {"arn": arn, "issuerArn": issuer, "id": arn}, []
         if token == "aws:index/getRegion:getRegion":
             return {"region": self.region, "name": self.region, "id": self.region}, []
         if token == "aws:index/getPartition:getPartition":

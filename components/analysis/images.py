@@ -101,8 +101,23 @@ def image_source(cfg: StackConfig, job: TrainingJobConfig) -> ImageSource | None
 
 
 def image_source_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) -> list[Problem]:
-    """A job whose image no deploy can pin to a digest cannot run: `{key}.image`."""
-    if image_source(cfg, job) is not None:
+    """A job whose image no deploy can pin to a digest cannot run: `{key}.image`. Nor one that
+    resolves a tag the platform's repositories let tools move (catalog.ECR_MUTABLE_TAG_FILTERS:
+    the trainer build's staging tag, BuildKit's cache, cosign's signatures): the digest it
+    resolved to is left untagged when the tag moves, and untagged images expire
+    (components/platform/registry/registry.py `lifecycle_policy`)."""
+    source = image_source(cfg, job)
+    if source is not None:
+        if source.ecr is not None and not source.trainer and catalog.ecr_tag_moves(source.ecr.tag):
+            moving = ", ".join(catalog.ECR_MUTABLE_TAG_FILTERS)
+            return [
+                Problem(
+                    f"{key}.image",
+                    job.image,
+                    f"a tag that never moves, or an image by digest: {moving} are rewritten by "
+                    "the deploy's tools, and the digest a moved tag left behind expires",
+                )
+            ]
         return []
     return [
         Problem(

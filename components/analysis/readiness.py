@@ -110,6 +110,13 @@ def pull_rate(cfg: StackConfig, source_kind: str, source_name: str, instance_typ
     return PullRate(min(registry, disk), f"gp3 {disk} MiB/s", parallel)
 
 
+def system_pull_rate() -> PullRate:
+    """The image pull throughput on a system node: containerd's default pull onto the system
+    group's gp3 root (no SOCI, no NVMe: its launch template sets neither)."""
+    disk = catalog.SYSTEM_DISK_THROUGHPUT_MIBPS
+    return PullRate(min(PULL_MIBPS, disk), f"gp3 {disk} MiB/s", False)
+
+
 @dataclass(frozen=True)
 class ReadyPath:
     """One node source's longest path from admission to Ready pods."""

@@ -22,7 +22,7 @@ from typing import Annotated, Final, Literal
 from pydantic import Field, StringConstraints, model_validator
 
 from components.config.base import GoDuration, Model, Name, Problem, problems_error
-from components.config.cluster import ClusterConfig
+from components.config.cluster import ClusterConfig, RoleArn
 from components.config.network import NetworkConfig
 from components.config.node_groups import SystemNodeGroup
 from components.config.scheduling import SchedulingConfig
@@ -58,6 +58,11 @@ class FleetWorkerConfig(Model):
     #: its Secret). Kueue reloads a changed kubeconfig Secret without a restart
     #: (pkg/controller/admissionchecks/multikueue/multikueuecluster.go, Secret watch).
     token_keys: Annotated[list[TokenKey], Field(min_length=1, max_length=2)] = ["v1"]
+    #: Who else may read the manager's kubeconfig (its token) in Secrets Manager besides the
+    #: manager's External Secrets role and the principal running `pulumi up`: IAM role ARNs,
+    #: e.g. the CI deploy role when a person deploys, and the other way round. The secret's
+    #: policy denies GetSecretValue to everyone else (docs/fleet.md).
+    kubeconfig_readers: list[RoleArn] = []
 
     @model_validator(mode="after")
     def _check(self) -> FleetWorkerConfig:

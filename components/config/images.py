@@ -15,6 +15,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from components import catalog
 from components.config.base import Model, Problem, problems_error
 
 #: An image tag as the OCI distribution spec allows it
@@ -35,8 +36,10 @@ class TrainerImageConfig(Model):
     #: where `pulumi up` runs (docs/images.md). Off: resolve `tag` in that repository instead.
     build: bool = True
     #: With `build: false`, the tag published in the platform's `trainer` repository to run
-    #: (resolved to its digest at deploy time; the preview fails naming it when it is absent).
-    #: With `build: true` the tag is derived from the build context and none may be set.
+    #: (resolved to its digest at deploy time; the preview fails naming it when it is absent):
+    #: a pin tag a build pushed (`ctx-<context hash>-<digest>`, immutable), never one the tools
+    #: move (catalog.ECR_MUTABLE_TAG_FILTERS). With `build: true` the tags are derived from the
+    #: build context and the pushed digest, and none may be set (docs/images.md).
     tag: ImageTag | None = None
     #: The platform the image is built for: the GPU instance types are x86-64.
     platform: Literal["linux/amd64", "linux/arm64"] = "linux/amd64"
@@ -54,6 +57,19 @@ class TrainerImageConfig(Model):
                         None,
                         "the published tag to resolve in the trainer repository "
                         "(required with build: false)",
+                    )
+                ]
+            )
+        if self.tag is not None and catalog.ecr_tag_moves(self.tag):
+            moving = ", ".join(catalog.ECR_MUTABLE_TAG_FILTERS)
+            raise problems_error(
+                [
+                    Problem(
+                        "tag",
+                        self.tag,
+                        f"a tag that never moves, e.g. a pin tag ctx-<hash>-<digest> a build "
+                        f"pushed ({moving} are rewritten by the deploy's tools, and the digest "
+                        "a moved tag left behind expires)",
                     )
                 ]
             )

@@ -135,9 +135,18 @@ class RegistryConfig(Model):
 
     enabled: bool = True
     repositories: list[Name] = ["trainer", "validation"]
-    #: Untagged images expire after this many days; at most `keepReleases` tagged images stay.
+    #: Untagged images expire this many days after their push. In the platform's own
+    #: repositories nothing else expires: every image a job was handed keeps an immutable tag
+    #: (docs/images.md), so a count rule could only delete images jobs may still run.
     untagged_expire_days: Annotated[int, Field(ge=1, le=365)] = 7
-    keep_releases: Annotated[int, Field(ge=1, le=1000)] = 50
+    #: Pull-through cache repositories keep the newest this many images (an expired one is
+    #: pulled from upstream again on its next use).
+    cache_keep_images: Annotated[int, Field(ge=1, le=1000)] = 50
+    #: `pulumi destroy` deletes the platform's repositories with the images in them (ECR
+    #: `force_delete`); without it a repository that holds an image stops the destroy. Off by
+    #: default: a prod repository holds the digests running jobs and job stacks pin. Dev turns it
+    #: on, so `pulumi destroy -s dev` goes through (docs/security.md).
+    force_delete: bool = False
     #: Amazon Inspector enhanced scanning is one registry-wide setting per account and region:
     #: only one stack per account may own it (off by default; prod turns it on).
     manage_registry_scanning: bool = False

@@ -119,6 +119,54 @@ def test_the_worker_kubeconfig_is_one_kueue_accepts_and_never_a_stack_output(
     )
 
 
+@pytest.mark.parametrize("worker", ["prod_use1", "prod_usw2"])
+def test_only_the_managers_sync_role_and_the_deployer_read_a_workers_kubeconfig(
+    worker: str, fleet_prod: SynthResult, request: pytest.FixtureRequest
+) -> None:
+    from synth.mocks import ACCOUNT_ID, DEPLOYER_ROLE
+
+    result: SynthResult = request.getfixturevalue(worker)
+    (secret,) = result.of_type("aws:secretsmanager/secret:Secret")
+    (policy,) = result.of_type("aws:secretsmanager/secretPolicy:SecretPolicy")
+    (version,) = result.of_type("aws:secretsmanager/secretVersion:SecretVersion")
+    assert policy.inputs["secretArn"].endswith(f":{secret.name}")
+    assert policy.inputs["blockPublicPolicy"] is True
+    (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert statement["Effect"] == "Deny" and statement["Principal"] == "*"
+    assert statement["Action"] == "secretsmanager:GetSecretValue"
+    readers = statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+    # The manager's ESO role, by the name the manager gives it (the worker never reads the
+    # manager: the name comes from the fleet), and the role running this `up`, not its session.
+    (eso,) = [
+        r
+        for r in fleet_prod.of_type("aws:iam/role:Role")
+        if r.inputs.get("name") == builders.eso_role_name("prod")
+    ]
+    assert sorted(readers) == sorted(
+        [
+            f"arn:aws:iam::{ACCOUNT_ID}:role/{eso.inputs['name']}",
+            f"arn:aws:iam::{ACCOUNT_ID}:role/{DEPLOYER_ROLE}",
+        ]
+    )
+    # The ESO role is the one its Pod Identity association binds to ESO's service account.
+    (association,) = fleet_prod.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+    assert association.inputs["serviceAccount"] == "external-secrets"
+    # A version is written (and read back) only once the policy lets the deployer read it.
+    assert policy.urn in version.dependencies
+
+
+def test_more_kubeconfig_readers_are_named_in_the_workers_config() -> None:
+    from synth.harness import run_program
+    from tests.conftest import stack_values
+
+    reader = "arn:aws:iam::123456789012:role/platform-breakglass"
+    fleet = {**stack_values("prod-use1")["gpu-platform:fleet"], "kubeconfigReaders": [reader]}
+    result = run_program("prod-use1", overrides={"gpu-platform:fleet": fleet})
+    (policy,) = result.of_type("aws:secretsmanager/secretPolicy:SecretPolicy")
+    (statement,) = json.loads(policy.inputs["policy"])["Statement"]
+    assert reader in statement["Condition"]["ArnNotEquals"]["aws:PrincipalArn"]
+
+
 def test_a_workers_flavors_carry_its_region_and_each_team_gets_its_regions_data(
     prod_usw2: SynthResult,
 ) -> None:
@@ -248,6 +296,11 @@ def test_the_manager_peers_with_each_worker_in_its_region(fleet_prod: SynthResul
     assert len(back) == sum(
         len(w.outputs["fleetWorker"]["privateRouteTableIds"]) for w in fleet_prod.workers.values()
     )
+    # The peering routes are standalone routes in tables that own none inline, here and in the
+    # workers: a refresh never folds them into a table's state (network.py docstring).
+    for result in (fleet_prod, *fleet_prod.workers.values()):
+        tables = result.of_type("aws:ec2/routeTable:RouteTable")
+        assert tables and all("routes" not in t.inputs for t in tables), result.stack
 
 
 def test_checkpoints_and_datasets_replicate_between_every_pair_of_workers(
@@ -268,3 +321,15 @@ def test_checkpoints_and_datasets_replicate_between_every_pair_of_workers(
         assert rule["destination"]["encryptionConfiguration"]["replicaKmsKeyId"].startswith(
             "arn:aws:kms:"
         )
+
+
+def test_the_eso_role_name_fits_iam_for_the_longest_fleet_name() -> None:
+    assert len(builders.eso_role_name("a" * 40)) <= 64  # IAM role names: 64 characters
+
+
+def test_a_kubeconfig_reader_must_be_a_role_arn(expect_config_error: Any) -> None:
+    from tests.conftest import stack_values
+
+    config = stack_values("prod-use1")
+    config["gpu-platform:fleet"] = {**config["gpu-platform:fleet"], "kubeconfigReaders": ["*"]}
+    expect_config_error(config, "gpu-platform:fleet.kubeconfigReaders[0]", "arn:aws")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from components.analysis import pod_security
+from components.analysis.readiness import READY_MARGIN_S, system_pull_rate
 from components.config.load import namespace_values, parse
 from components.platform.storage import fsx_team_dirs as sb
 from synth.harness import SynthResult
@@ -47,13 +49,13 @@ IMAGE = "docker.io/library/busybox:1.37.0@sha256:" + "a" * 64
 
 
 def test_the_job_is_root_with_chown_only_and_nothing_else() -> None:
-    job = sb.team_dirs_job(["nlp", "cv"], IMAGE)
+    job = sb.team_dirs_job(["nlp", "cv"], IMAGE, 600)
     assert job["metadata"]["namespace"] == sb.FSX_ADMIN_NAMESPACE
     assert job["metadata"]["name"] == "fsx-team-dirs"
     # Awaited (no skipAwait; the bound is the resource's customTimeouts, checked below under
     # mocks), past the Job's own deadline; it never retries forever.
     assert "pulumi.com/skipAwait" not in job["metadata"]["annotations"]
-    assert job["spec"]["activeDeadlineSeconds"] < int(sb.TEAM_DIR_JOB_TIMEOUT[:-1]) * 60
+    assert job["spec"]["activeDeadlineSeconds"] == 600
     assert job["spec"]["backoffLimit"] == 3
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -138,7 +140,17 @@ def test_prod_creates_every_team_dir_before_the_team_volumes(prod: SynthResult) 
     # (The engine expands a component dependency into the component's resources.)
     assert any("gpu-platform:teams:Team$" in d and "LocalQueue" in d for d in job.dependencies)
     assert job.delete_before_replace and job.replace_on_changes == ("spec.template",)
-    assert dict(job.custom_timeouts)["create"] == sb.TEAM_DIR_JOB_TIMEOUT
+    # Sized from the trainer's pull onto a system node (several GiB), every attempt: not the
+    # few minutes a tiny image needs.
+    deadline = job.inputs["spec"]["activeDeadlineSeconds"]
+    image_gib = parse(namespace_values(_raw(stack_values("prod")))).training.image_size_gib
+    assert deadline == sb.team_dirs_deadline_s(image_gib, system_pull_rate().mibps)
+    pull_s = image_gib * 1024 / system_pull_rate().mibps
+    attempts = job.inputs["spec"]["backoffLimit"] + 1
+    assert deadline >= attempts * (pull_s + READY_MARGIN_S) > 300
+    timeouts = dict(job.custom_timeouts)
+    assert timeouts["create"] == timeouts["update"] == sb.team_dirs_timeout(deadline)
+    assert int(timeouts["create"][:-1]) * 60 > deadline
     # The trainer image: the digest the deploy pushed (and signed), not a public image pinned
     # from a digest nobody here resolved.
     image = job.inputs["spec"]["template"]["spec"]["containers"][0]["image"]
@@ -193,3 +205,13 @@ def test_team_dirs_job_runs_an_image_given_by_digest_instead() -> None:
 
 def _raw(config: dict[str, Any]) -> dict[str, str]:
     return {k: v if isinstance(v, str) else json.dumps(v) for k, v in config.items()}
+
+
+def test_a_larger_trainer_gets_a_longer_deadline() -> None:
+    small = sb.team_dirs_deadline_s(1, system_pull_rate().mibps)
+    large = sb.team_dirs_deadline_s(30, system_pull_rate().mibps)
+    # Every attempt may pull on another system node: the difference is 4 pulls of 29 GiB.
+    attempts = sb.TEAM_DIR_JOB_BACKOFF_LIMIT + 1
+    rate = system_pull_rate().mibps
+    assert large - small == attempts * (math.ceil(30 * 1024 / rate) - math.ceil(1024 / rate))
+    assert system_pull_rate().mibps <= 125  # the system group's gp3 baseline bounds the pull

@@ -51,17 +51,49 @@ def test_prod_spans_three_azs_with_a_nat_gateway_each(prod: SynthResult) -> None
     assert len(private) == len(public) == 3
     assert len({s["availabilityZone"] for s in private}) == 3
     assert len(prod.of_type("aws:ec2/natGateway:NatGateway")) == 3
-    routes = [
-        r.inputs for r in prod.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name
-    ]
-    assert len({r["routes"][0]["natGatewayId"] for r in routes}) == 3
+    defaults = _default_routes(prod, "private")
+    assert len(defaults) == 3 and len({r.inputs["natGatewayId"] for r in defaults}) == 3
 
 
 def test_dev_uses_two_azs_and_a_single_nat_gateway(dev: SynthResult) -> None:
     assert len(_subnets(dev, "private")) == 2
     assert len(dev.of_type("aws:ec2/natGateway:NatGateway")) == 1
-    routes = [r.inputs for r in dev.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name]
-    assert len(routes) == 2 and len({r["routes"][0]["natGatewayId"] for r in routes}) == 1
+    defaults = _default_routes(dev, "private")
+    assert len(defaults) == 2 and len({r.inputs["natGatewayId"] for r in defaults}) == 1
+
+
+def _default_routes(result: SynthResult, kind: str) -> list[Any]:
+    return [
+        r
+        for r in result.of_type("aws:ec2/route:Route")
+        if f"-{kind}-default" in r.name and r.inputs["destinationCidrBlock"] == "0.0.0.0/0"
+    ]
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2"])
+def test_no_route_table_declares_inline_routes(stack: str, request: pytest.FixtureRequest) -> None:
+    # A fleet's manager adds standalone routes to these tables: an inline `routes` list would
+    # make `pulumi refresh` + `up` delete them (network.py docstring).
+    result: SynthResult = request.getfixturevalue(stack)
+    tables = result.of_type("aws:ec2/routeTable:RouteTable")
+    assert tables and all("routes" not in t.inputs for t in tables)
+
+
+def test_every_table_routes_by_standalone_routes_and_subnets_switch_after_them(
+    prod: SynthResult,
+) -> None:
+    tables = {t.urn: t for t in prod.of_type("aws:ec2/routeTable:RouteTable")}
+    public = _default_routes(prod, "public")
+    private = _default_routes(prod, "private")
+    assert len(public) == 1 and public[0].inputs["gatewayId"]
+    # One default route per table, into that table (the mocks' ids are the tables' names).
+    routed = {r.inputs["routeTableId"] for r in [*public, *private]}
+    assert len(routed) == len(tables) == 4
+    # Each association waits for its table's default route: on a stack that is upgraded the
+    # subnet moves to its new table only once that table routes (network.py docstring).
+    for association in prod.of_type("aws:ec2/routeTableAssociation:RouteTableAssociation"):
+        route_urns = {r.urn for r in [*public, *private]}
+        assert route_urns & set(association.dependencies), association.name
 
 
 def test_private_subnets_carry_discovery_tags_and_no_public_ips(prod: SynthResult) -> None:
@@ -127,3 +159,30 @@ def test_az_count_above_the_regions_zones_is_a_clear_error(
     assert "gpu-platform:network.azCount: got 3; the region has only 2 available zones" in err
     assert "Traceback" not in err
     assert not (project / "o").exists()
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2", "fleet_prod"])
+def test_the_control_plane_gets_the_private_subnets_only(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    # EKS puts the API server's ENIs in the cluster's subnets; pulumi-eks makes those public +
+    # private when given both (cluster.py `_control_plane`). A fleet's manager routes only to
+    # the private ones.
+    result: SynthResult = request.getfixturevalue(stack)
+    subnets = {s.name: s for s in result.of_type("aws:ec2/subnet:Subnet")}
+    private = {_subnet_id(n) for n in subnets if "-private-" in n}
+    (cluster,) = result.of_type("eks:index:Cluster")
+    assert "publicSubnetIds" not in cluster.inputs and "subnetIds" not in cluster.inputs
+    assert set(cluster.inputs["privateSubnetIds"]) == private and len(private) >= 2
+    # Load balancers still find the public subnets by their tags (no cluster subnet needed).
+    public = [s.inputs for n, s in subnets.items() if "-public-" in n]
+    assert public and all(s["tags"]["kubernetes.io/role/elb"] == "1" for s in public)
+    for group in result.of_type("eks:index:ManagedNodeGroup"):
+        assert set(group.inputs["subnetIds"]) <= private, group.name
+
+
+def _subnet_id(name: str) -> str:
+    """The id the mocks give subnet `name` (synth/mocks.py `_storage_state`)."""
+    from synth.mocks import _digest
+
+    return "subnet-" + _digest("aws:ec2/subnet:Subnet", name)[:17]

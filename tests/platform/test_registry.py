@@ -36,6 +36,7 @@ def test_platform_repositories_are_immutable_encrypted_and_scanned(prod: SynthRe
         assert repo.inputs["imageTagMutabilityExclusionFilters"] == [
             {"filter": "sha256-*", "filterType": "WILDCARD"},
             {"filter": "buildcache", "filterType": "WILDCARD"},
+            {"filter": "build", "filterType": "WILDCARD"},
         ]
         (encryption,) = repo.inputs["encryptionConfigurations"]
         assert encryption["encryptionType"] == "KMS" and encryption["kmsKey"].startswith("arn:")
@@ -43,19 +44,43 @@ def test_platform_repositories_are_immutable_encrypted_and_scanned(prod: SynthRe
     assert len(prod.of_type(LIFECYCLE)) == len(repos)
 
 
-def test_lifecycle_expires_untagged_first_and_keeps_the_newest_releases() -> None:
-    rules = registry.lifecycle_policy(RegistryConfig(untagged_expire_days=3, keep_releases=9))[
-        "rules"
-    ]
+def test_own_repositories_expire_untagged_images_only() -> None:
+    # Every image a job was handed keeps an immutable tag (the trainer's pin tag): a rule over
+    # tagged or `any` images could expire a digest a job stack still runs (registry.py).
+    (rule,) = registry.lifecycle_policy(RegistryConfig(untagged_expire_days=3))["rules"]
+    assert rule["selection"] == {
+        "tagStatus": "untagged",
+        "countType": "sinceImagePushed",
+        "countUnit": "days",
+        "countNumber": 3,
+    }
+    assert rule["action"] == {"type": "expire"}
+
+
+def test_pull_through_caches_also_keep_only_the_newest_images() -> None:
+    rules = registry.cache_lifecycle_policy(
+        RegistryConfig(untagged_expire_days=3, cache_keep_images=9)
+    )["rules"]
     assert [r["rulePriority"] for r in rules] == [1, 2]
     assert rules[0]["selection"]["tagStatus"] == "untagged"
-    assert rules[0]["selection"]["countNumber"] == 3
     # ECR requires the `any` rule to have the highest priority number.
     assert rules[-1]["selection"] == {
         "tagStatus": "any",
         "countType": "imageCountMoreThan",
         "countNumber": 9,
     }
+
+
+def test_the_synthesized_policies_are_those(prod: SynthResult) -> None:
+    import json
+
+    config = RegistryConfig()
+    policies = [json.loads(p.inputs["policy"]) for p in prod.of_type(LIFECYCLE)]
+    assert policies and all(p == registry.lifecycle_policy(config) for p in policies)
+    for template in prod.of_type(TEMPLATE):
+        assert json.loads(template.inputs["lifecyclePolicy"]) == registry.cache_lifecycle_policy(
+            config
+        )
 
 
 def test_pull_through_caches_for_the_public_registries(prod: SynthResult) -> None:
@@ -132,5 +157,17 @@ def test_no_signing_key_when_admission_trusts_another_signer() -> None:
         },
     )
     assert not [k for k in result.of_type("aws:kms/key:Key") if "signing" in k.name]
-    assert not result.of_type("command:local:Command"), "nothing to sign with"
+    commands = {c.name for c in result.of_type("command:local:Command")}
+    assert commands == {"trainer-image-pin"}, "nothing to sign with; the push is still pinned"
     assert result.of_type("docker-build:index:Image"), "the trainer is still built"
+
+
+def test_only_dev_destroys_its_repositories_with_their_images(
+    dev: SynthResult, prod: SynthResult
+) -> None:
+    # `pulumi destroy -s dev` must not stop at a repository that holds images; prod keeps the
+    # digests its jobs and job stacks run (security.registry.forceDelete, default off).
+    assert RegistryConfig().force_delete is False
+    dev_repos = dev.of_type(REPO)
+    assert dev_repos and all(r.inputs.get("forceDelete") is True for r in dev_repos)
+    assert all(not r.inputs.get("forceDelete") for r in prod.of_type(REPO))

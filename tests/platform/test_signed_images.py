@@ -169,7 +169,7 @@ def _both(
 
 def _signing_step(result: SynthResult) -> tuple[str, str, str]:
     """(repository, digest, KMS key ARN) the deploy's signing command signs, as rendered."""
-    (sign,) = result.of_type(COMMAND)
+    (sign,) = [c for c in result.of_type(COMMAND) if c.name.endswith("-sign")]
     env = sign.inputs["environment"]
     repository, digest = env["IMAGE"].split("@")
     return repository, digest, env["SIGNING_KEY"].removeprefix("awskms:///")
@@ -197,7 +197,7 @@ def test_the_signing_step_signs_what_the_jobs_run_with_the_key_admission_trusts(
     assert attestor["cosign"]["key"]["data"] == public_pem(mock_kms_key(key_arn))
     # The step signs without a transparency-log entry, so the attestor must ignore the tlog;
     # and in the `.sig` layout Kyverno verifies when no bundle is attached.
-    (sign,) = prod_jobs.of_type(COMMAND)
+    (sign,) = [c for c in prod_jobs.of_type(COMMAND) if c.name.endswith("-sign")]
     assert "--tlog-upload=false" in sign.inputs["create"]
     assert "--new-bundle-format=false" in sign.inputs["create"]
     assert attestor["cosign"]["ctlog"] == {"insecureIgnoreTlog": True}

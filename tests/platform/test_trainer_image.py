@@ -13,10 +13,14 @@ from typing import Any
 import pulumi
 import pytest
 
+from components import catalog
 from components.platform.registry.trainer_image import (
     CONTEXT_TAG_PREFIX,
+    PIN_SCRIPT,
+    STAGING_TAG,
     context_files,
     context_tag,
+    pin_tag,
 )
 from synth import output
 from synth.harness import PROJECT_ROOT, SynthResult, run_program
@@ -53,9 +57,12 @@ def test_the_build_pushes_images_trainer_to_the_platforms_repository(dev: SynthR
     (image,) = dev.of_type(IMAGE)
     inputs = image.inputs
     repository = f"{ECR}/gpu-dev/trainer"
-    tag = context_tag(PROJECT_ROOT / "images" / "trainer")
     assert inputs["push"] is True
-    assert inputs["tags"] == [f"{repository}:{tag}"]
+    # The staging tag, which the repository lets move: a second push never fails on it.
+    assert inputs["tags"] == [f"{repository}:{STAGING_TAG}"]
+    assert catalog.ecr_tag_moves(STAGING_TAG)
+    # A replacement must not delete a digest job stacks still run (the provider's Delete does).
+    assert image.retain_on_delete
     assert inputs["context"] == {"location": "images/trainer"}
     assert inputs["dockerfile"] == {"location": "images/trainer/Dockerfile"}
     assert inputs["platforms"] == ["linux/amd64"]
@@ -88,8 +95,8 @@ def test_every_job_and_runtime_runs_the_digest_the_push_returned(dev: SynthResul
 def test_the_signing_step_signs_that_digest_with_the_platform_key_before_any_job(
     dev: SynthResult,
 ) -> None:
-    (sign,) = dev.of_type(COMMAND)
     (image,) = dev.of_type(IMAGE)
+    sign = dev.named(f"{image.name}-sign")
     (key,) = [k for k in dev.of_type("aws:kms/key:Key") if k.name == "registry-signing-key"]
     env = sign.inputs["environment"]
     # The platform's signing key, by the ARN the mocked KMS gave it (synth/mocks.py).
@@ -112,6 +119,88 @@ def test_the_signing_step_signs_that_digest_with_the_platform_key_before_any_job
     assert launchers
     for launcher in launchers:
         assert sign.urn in launcher.dependencies, launcher.name
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2"])
+def test_cosign_signs_in_the_signing_keys_region(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    # cosign's KMS client takes its region from the environment, never from the key ARN
+    # (trainer_image.py docstring): the sign step names the key's region itself, so a worker in
+    # us-west-2 signs there whatever region the deploy's credentials were configured for.
+    from synth.region import stack_region
+
+    result: SynthResult = request.getfixturevalue(stack)
+    region = stack_region(stack.replace("_", "-"))
+    signs = [c for c in result.of_type(COMMAND) if "SIGNING_KEY" in c.inputs["environment"]]
+    assert signs, stack
+    for sign in signs:
+        env = sign.inputs["environment"]
+        key_region = env["SIGNING_KEY"].removeprefix("awskms:///").split(":")[3]
+        assert env["AWS_REGION"] == key_region == region
+
+
+def test_kms_key_region_reads_the_arn_and_refuses_anything_else() -> None:
+    from components.platform.registry.trainer_image import kms_key_region
+
+    assert kms_key_region("arn:aws:kms:us-west-2:123456789012:key/abcd") == "us-west-2"
+    assert kms_key_region("arn:aws-cn:kms:cn-north-1:123456789012:key/abcd") == "cn-north-1"
+    with pytest.raises(ValueError, match="not a KMS key ARN"):
+        kms_key_region("alias/gpu-dev-image-signing")
+
+
+def test_the_signed_digest_gets_its_immutable_pin_tag_before_any_job_runs_it(
+    dev: SynthResult,
+) -> None:
+    (image,) = dev.of_type(IMAGE)
+    sign, pin = (dev.named(f"{image.name}-{step}") for step in ("sign", "pin"))
+    env = pin.inputs["environment"]
+    digest = sign.inputs["environment"]["IMAGE"].split("@")[1]
+    tag = pin_tag(context_tag(PROJECT_ROOT / "images" / "trainer"), digest)
+    assert env == {
+        "IMAGE": f"{ECR}/gpu-dev/trainer@{digest}",
+        "PIN": f"{ECR}/gpu-dev/trainer:{tag}",
+    }
+    assert pin.inputs["create"] == PIN_SCRIPT and "cosign copy" in PIN_SCRIPT
+    assert "--force" not in PIN_SCRIPT and " -f " not in PIN_SCRIPT  # never overwrite a tag
+    # Immutable (no mutability exclusion matches it), after the signature, once per digest.
+    assert not catalog.ecr_tag_moves(tag)
+    assert sign.urn in pin.dependencies and pin.inputs["triggers"] == [digest]
+    # Jobs are handed the digest only once it is pinned: nothing they run can expire.
+    launchers = [
+        r
+        for r in dev.resources
+        if r.type
+        in ("kubernetes:batch/v1:Job", "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob")
+        and (r.inputs.get("metadata") or {}).get("namespace", "").startswith("team-")
+    ]
+    assert launchers and all(pin.urn in r.dependencies for r in launchers)
+
+
+def test_pin_tags_name_their_digest() -> None:
+    digest = "sha256:" + "ab" * 32
+    assert pin_tag("ctx-0123456789abcdef", digest) == "ctx-0123456789abcdef-abababababababab"
+    with pytest.raises(ValueError, match="not a sha256 digest"):
+        pin_tag("ctx-0123456789abcdef", "md5:00")
+
+
+@pytest.mark.parametrize("tag", ["build", "buildcache", "sha256-" + "0" * 64 + ".sig"])
+def test_a_published_tag_the_tools_move_is_refused(tag: str, expect_config_error: Any) -> None:
+    from tests.conftest import stack_values
+
+    config = {
+        **stack_values("dev"),
+        "gpu-platform:images": {"trainer": {"build": False, "tag": tag}},
+    }
+    expect_config_error(config, "gpu-platform:images.trainer.tag", "a tag that never moves")
+
+
+def test_a_dev_job_resolving_a_tag_the_tools_move_is_refused(expect_config_error: Any) -> None:
+    from tests.conftest import stack_values
+
+    jobs = _dev_jobs_with_image(f"{ECR}/gpu-dev/teams/research/llm:build")
+    config = {**stack_values("dev"), "gpu-platform:trainingJobs": jobs}
+    expect_config_error(config, "gpu-platform:trainingJobs[0].image", "a tag that never moves")
 
 
 def test_job_stacks_run_the_platforms_trainer_by_its_pushed_digest(

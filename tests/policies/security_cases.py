@@ -248,7 +248,7 @@ host_path_pod = restricted_pod(volumes=[{"name": "h", "hostPath": {"path": "/dev
 added_cap = copy.deepcopy(restricted_pod())
 added_cap["containers"][0]["securityContext"]["capabilities"]["add"] = ["IPC_LOCK"]
 
-_TEAM_DIR_POD = fsx_team_dirs.team_dirs_job(["a"], GOOD_IMAGE)["spec"]["template"]["spec"]
+_TEAM_DIR_POD = fsx_team_dirs.team_dirs_job(["a"], GOOD_IMAGE, 600)["spec"]["template"]["spec"]
 
 SECURITY_CASES: list[Case] = [
     (RESTRICTED, "the platform's restricted pod", [job(restricted_pod())], {}, False),

@@ -131,6 +131,68 @@ def test_the_deploy_jobs_can_build_and_sign_the_trainer() -> None:
             assert re.fullmatch(r"[0-9a-f]{40}", uses[found[0]].split("@")[1].split()[0])
 
 
+def _stacks_of(job: dict[str, Any]) -> list[tuple[str, str]]:
+    """(project, stack) of each platform or fleet stack a job runs `pulumi` on: its
+    `stack-name`'s last parts, a matrix expression expanded over the job's matrix."""
+    found = []
+    for _, name in _commands(job):
+        matrix = job.get("strategy", {}).get("matrix", {})
+        rows = matrix.get("include") or [{"stack": s} for s in matrix.get("stack", [])] or [{}]
+        for row in rows:
+            expanded = name
+            for key, value in row.items():
+                expanded = expanded.replace("${{ matrix." + key + " }}", str(value))
+            if "${{ matrix.project == 'fleet'" in expanded:
+                project = "fleet" if row.get("project") == "fleet" else "platform"
+            else:
+                project = "fleet" if "/gpu-platform-fleet/" in expanded else "platform"
+            found.append((project, expanded.rsplit("/", 1)[-1]))
+    return found
+
+
+def test_each_stack_gets_aws_credentials_for_its_own_region() -> None:
+    """prod-usw2 deploys with us-west-2 credentials: the region comes from the stack file
+    (synth.region), never a literal shared by every stack (cosign's KMS client reads it from
+    the environment: trainer_image.py)."""
+    from synth.region import ROOTS, stack_region
+
+    checked = set()
+    for workflow in ("deploy.yml", "preview.yml"):
+        for name, job in _jobs(workflow).items():
+            steps = job["steps"]
+            (aws,) = [
+                s for s in steps if s.get("uses", "").startswith("aws-actions/configure-aws-")
+            ]
+            assert aws["with"]["aws-region"] == "${{ steps.region.outputs.region }}", name
+            (region,) = [s for s in steps if s.get("id") == "region"]
+            assert steps.index(region) < steps.index(aws)
+            script = region["run"]
+            for project, stack in _stacks_of(job):
+                # The step reads this job's stack, by name or through the matrix variables.
+                assert f"--stack {stack}" in script or '--stack "$STACK"' in script, name
+                assert project == "platform" or "--project" in script, name
+                checked.add((project, stack, stack_region(stack, ROOTS[project])))
+    assert ("platform", "prod-usw2", "us-west-2") in checked
+    assert {(p, s) for p, s, _ in checked} >= {
+        ("platform", "dev"),
+        ("platform", "prod"),
+        ("platform", "prod-use1"),
+        ("fleet", "prod"),
+    }
+
+
+def test_deploy_credentials_last_as_long_as_the_job_may_run() -> None:
+    """configure-aws-credentials' session is not renewed, and a first `up` (cluster, node
+    groups, the trainer's build and push) runs past the action's one-hour default: each deploy
+    job's session lasts its whole timeout."""
+    for name, job in _jobs("deploy.yml").items():
+        (aws,) = [
+            s for s in job["steps"] if s.get("uses", "").startswith("aws-actions/configure-aws-")
+        ]
+        assert int(aws["with"]["role-duration-seconds"]) == job["timeout-minutes"] * 60, name
+    assert _jobs("deploy.yml")["dev"]["timeout-minutes"] * 60 > 3600
+
+
 def test_every_pulumi_run_records_who_deployed() -> None:
     from components.training_jobs.plan import DEPLOY_RUN_ENV, DEPLOYED_BY_ENV
 

@@ -55,8 +55,10 @@ class ClusterArgs:
     config: ClusterConfig
     node_groups: NodeGroupsConfig
     vpc_id: pulumi.Input[str]
+    #: The control plane's subnets (its API-server ENIs) and the node groups': the private ones
+    #: only (`_control_plane` says why). Public subnets reach no component: NAT gateways and
+    #: load balancers find them by their tags (network.discovery_tags).
     private_subnet_ids: list[pulumi.Output[str]]
-    public_subnet_ids: list[pulumi.Output[str]]
     tags: dict[str, str]
     #: Extra node labels per GPU node group name (e.g. the GPU Operator's device-plugin config).
     extra_gpu_labels: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -96,7 +98,6 @@ class ClusterArgs:
             node_groups=cfg.node_groups,
             vpc_id=network.vpc_id,
             private_subnet_ids=network.private_subnet_ids,
-            public_subnet_ids=network.public_subnet_ids,
             tags=tags,
             extra_gpu_labels=extra_gpu_labels,
             placement_group_name=(
@@ -217,7 +218,11 @@ class Cluster(pulumi.ComponentResource):
                 args.node_groups.system.desired_size,
                 args.node_groups.system.max_size,
             ),
-            disk=(args.node_groups.system.disk_size_gib, 3000, 125),
+            disk=(
+                args.node_groups.system.disk_size_gib,
+                catalog.SYSTEM_DISK_IOPS,
+                catalog.SYSTEM_DISK_THROUGHPUT_MIBPS,
+            ),
             labels={
                 **catalog.system_node_labels(),
                 catalog.LABEL_NODE_POOL: "system",
@@ -253,7 +258,15 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, child: pulumi.ResourceOptions
     ) -> eks.Cluster:
         """The secrets key and the EKS control plane (pulumi-eks): API authentication with
-        access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group."""
+        access entries, OIDC provider, pinned VPC CNI and kube-proxy, no default node group.
+
+        The control plane gets the private subnets only: EKS puts the API server's ENIs in the
+        cluster's subnets, and pulumi-eks would give it public + private
+        (pulumi/pulumi-eks@v4.3.0 nodejs/eks/cluster/cluster.ts#L500-510, #L705; 4.4.0: see the
+        docs), where an ENI has no route to a fleet's manager. Load balancers still find the
+        public subnets by their tags, node groups name their subnets, and on a deployed cluster
+        this is an in-place update; the sources are in docs/architecture.md "Network: the
+        control plane's subnets"."""
         config, tags, addons = args.config, args.tags, args.config.resolved_addons
         secrets_key = self._secrets_key(
             name, config.name, config.kms_deletion_window_days, tags, child
@@ -273,8 +286,8 @@ class Cluster(pulumi.ComponentResource):
             name=cluster_name,
             version=config.kubernetes_version,
             vpc_id=args.vpc_id,
+            # The private subnets only (docstring): no `public_subnet_ids`, no `subnet_ids`.
             private_subnet_ids=args.private_subnet_ids,
-            public_subnet_ids=args.public_subnet_ids or None,
             node_associate_public_ip_address=False,
             endpoint_private_access=True,
             endpoint_public_access=config.endpoint_public_access,

@@ -34,6 +34,15 @@ class AwsAccount:
         )
 
 
+def deploying_principal_arn() -> pulumi.Output[str]:
+    """The IAM principal this `pulumi up` runs as: the role behind the current STS session
+    (`aws.iam.get_session_context` of the caller's ARN: "IAM source role ARN if `arn`
+    corresponds to an STS assumed role. Otherwise, `issuer_arn` is equal to `arn`", pulumi-aws
+    7.51.1, whose docstring shows this exact pairing to "Find the Runner's Source Role")."""
+    caller = aws.get_caller_identity_output()
+    return aws.iam.get_session_context_output(arn=caller.arn).issuer_arn
+
+
 POD_IDENTITY_PRINCIPAL: Final = "pods.eks.amazonaws.com"
 
 
@@ -70,13 +79,16 @@ def pod_identity_role(
     service_account: str,
     tags: dict[str, str],
     opts: pulumi.ResourceOptions,
+    role_name: str | None = None,
     **role_args: Any,
 ) -> aws.iam.Role:
     """The IAM role one service account of one cluster assumes through EKS Pod Identity: the
     trust of `pod_identity_trust_policy` (all three pins), plus whatever else the role takes
-    (`description`, `managed_policy_arns`). The one builder of such roles."""
+    (`description`, `managed_policy_arns`). The one builder of such roles. `role_name`: the
+    role's IAM name, when others must know it in advance (else Pulumi names it)."""
     return aws.iam.Role(
         name,
+        name=role_name,
         assume_role_policy=json.dumps(
             pod_identity_trust_policy(
                 account_id,

@@ -2,6 +2,24 @@
 
 Or, with `network.existingVpc`, an existing VPC whose private subnets get the discovery tags
 EKS load balancers and Karpenter look for.
+
+Routes: every route in a table this stack creates is a standalone `aws.ec2.Route`, none is
+declared inline (`aws.ec2.RouteTable(routes=...)`). A fleet's manager adds its own standalone
+routes (the VPC peering) to a worker's private tables, and pulumi-aws 7.51.1 warns: "you cannot
+use a `ec2.RouteTable` inline `route` blocks in conjunction with any `ec2.Route` resources. Doing
+so will cause a conflict of rule settings and will overwrite rules" (`aws.ec2.RouteTable`
+docstring, pulumi_aws/ec2/route_table.py): with inline routes, `pulumi refresh` (or `up
+--refresh`) reads the peering routes into the table's state and the next `up` deletes them.
+Omitting `routes` means "ignoring any existing routes" (same docstring), so the tables own no
+route at all and every route is its own resource.
+
+The tables have other names than before (`-public-table`, `-private-table-<zone>`): a table that
+once declared inline routes still holds them in AWS (omitting `routes` ignores them), and a
+standalone route to the same destination would fail with RouteAlreadyExists. The first `up` of
+an existing stack therefore creates new tables and their routes, moves each subnet's
+association to its new table (ReplaceRouteTableAssociation: one atomic switch, after the new
+table's default route exists) and the S3 endpoint to the new tables, then deletes the old ones
+(docs/architecture.md "Upgrading a deployed stack").
 """
 
 from __future__ import annotations
@@ -159,16 +177,30 @@ class Network(pulumi.ComponentResource):
         igw = aws.ec2.InternetGateway(
             f"{name}-igw", vpc_id=vpc.id, tags={**tags, "Name": args.cluster_name}, opts=vpc_child
         )
+        # No inline routes (module docstring): the default route is a resource of its own.
         public_rt = aws.ec2.RouteTable(
-            f"{name}-public-rt",
+            f"{name}-public-table",
             vpc_id=vpc.id,
-            routes=[{"cidr_block": "0.0.0.0/0", "gateway_id": igw.id}],
             tags={**tags, "Name": f"{args.cluster_name}-public"},
+            opts=vpc_child,
+        )
+        public_default = aws.ec2.Route(
+            f"{name}-public-default",
+            route_table_id=public_rt.id,
+            destination_cidr_block="0.0.0.0/0",
+            gateway_id=igw.id,
             opts=vpc_child,
         )
         plans = plan_subnets(config.vpc_cidr, config.az_count)
         public_subnets, private_subnets, nat_gateways = self._subnets(
-            name, args, vpc, zones=zones, plans=plans, public_rt=public_rt, igw=igw
+            name,
+            args,
+            vpc,
+            zones=zones,
+            plans=plans,
+            public_rt=public_rt,
+            igw=igw,
+            public_default=public_default,
         )
         zone_names = [zones[plan.az_index] for plan in plans]
         private_route_tables = self._private_routes(
@@ -196,6 +228,7 @@ class Network(pulumi.ComponentResource):
         plans: list[SubnetPlan],
         public_rt: aws.ec2.RouteTable,
         igw: aws.ec2.InternetGateway,
+        public_default: aws.ec2.Route,
     ) -> tuple[list[aws.ec2.Subnet], list[aws.ec2.Subnet], list[aws.ec2.NatGateway]]:
         """A public and a private subnet per zone (discovery-tagged), and the NAT gateways: one
         per zone, or one in the first zone (`natGateways: single`)."""
@@ -205,7 +238,13 @@ class Network(pulumi.ComponentResource):
         for plan in plans:
             zone = zones[plan.az_index]
             public = self._public_subnet(
-                name, args, vpc, zone=zone, cidr=plan.public_cidr, public_rt=public_rt
+                name,
+                args,
+                vpc,
+                zone=zone,
+                cidr=plan.public_cidr,
+                public_rt=public_rt,
+                public_default=public_default,
             )
             public_subnets.append(public)
             private_subnets.append(self._private_subnet(name, args, vpc, zone, plan.private_cidr))
@@ -224,8 +263,11 @@ class Network(pulumi.ComponentResource):
         zone: str,
         cidr: str,
         public_rt: aws.ec2.RouteTable,
+        public_default: aws.ec2.Route,
     ) -> aws.ec2.Subnet:
-        """A zone's public subnet (load balancers, NAT), routed to the internet gateway."""
+        """A zone's public subnet (load balancers, NAT), routed to the internet gateway. Its
+        association waits for the table's default route: on an existing stack the association
+        moves from the old table to this one (module docstring) only once the new table routes."""
         vpc_child = child_options(vpc)
         public = aws.ec2.Subnet(
             f"{name}-public-{zone}",
@@ -244,7 +286,7 @@ class Network(pulumi.ComponentResource):
             f"{name}-public-{zone}",
             subnet_id=public.id,
             route_table_id=public_rt.id,
-            opts=vpc_child,
+            opts=child_options(vpc, depends_on=[public_default]),
         )
         return public
 
@@ -298,25 +340,33 @@ class Network(pulumi.ComponentResource):
         private_subnets: list[aws.ec2.Subnet],
         nat_gateways: list[aws.ec2.NatGateway],
     ) -> list[aws.ec2.RouteTable]:
-        """A route table per private subnet, default route through its zone's NAT gateway
-        (per-AZ NAT keeps each AZ's egress independent; `single` routes all via AZ 0)."""
+        """A route table per private subnet, its default route (a standalone route: module
+        docstring) through its zone's NAT gateway (per-AZ NAT keeps each AZ's egress
+        independent; `single` routes all via AZ 0). A fleet's manager adds the peering routes to
+        these tables from its own stack."""
         config, tags = args.config, args.tags
         vpc_child = child_options(vpc)
         route_tables = []
         for index, (zone, subnet) in enumerate(zip(zones, private_subnets, strict=True)):
             nat = nat_gateways[index if config.nat_gateways == "perAz" else 0]
             route_table = aws.ec2.RouteTable(
-                f"{name}-private-{zone}",
+                f"{name}-private-table-{zone}",
                 vpc_id=vpc.id,
-                routes=[{"cidr_block": "0.0.0.0/0", "nat_gateway_id": nat.id}],
                 tags={**tags, "Name": f"{args.cluster_name}-private-{zone}"},
+                opts=vpc_child,
+            )
+            default = aws.ec2.Route(
+                f"{name}-private-default-{zone}",
+                route_table_id=route_table.id,
+                destination_cidr_block="0.0.0.0/0",
+                nat_gateway_id=nat.id,
                 opts=vpc_child,
             )
             aws.ec2.RouteTableAssociation(
                 f"{name}-private-{zone}",
                 subnet_id=subnet.id,
                 route_table_id=route_table.id,
-                opts=vpc_child,
+                opts=child_options(vpc, depends_on=[default]),
             )
             route_tables.append(route_table)
         return route_tables

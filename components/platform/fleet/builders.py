@@ -194,6 +194,46 @@ def kubeconfig_read_policy(worker_secrets: Mapping[str, tuple[str, str]]) -> dic
     }
 
 
+def eso_role_name(fleet: str) -> str:
+    """The IAM role fleet `fleet`'s manager runs its External Secrets Operator as (EKS Pod
+    Identity): named from the fleet alone, because a worker, which never reads its manager
+    (docs/fleet.md), names it in its kubeconfig secret's resource policy. 63 characters at most
+    (a fleet name has 40; IAM allows 64)."""
+    return f"gpu-platform-fleet-{fleet}-eso"
+
+
+def eso_role_arn(partition: str, account_id: str, fleet: str) -> str:
+    """That role's ARN (path `/`): the manager and its workers share the account."""
+    return f"arn:{partition}:iam::{account_id}:role/{eso_role_name(fleet)}"
+
+
+def kubeconfig_secret_policy(readers: Sequence[str]) -> dict[str, Any]:
+    """The resource policy of a worker's kubeconfig secret: nobody reads the secret's value but
+    `readers` (the manager's ESO role, the deploying principal, `fleet.kubeconfigReaders`).
+
+    A Deny with `ArnNotEquals` on `aws:PrincipalArn`: an explicit deny overrides any allow, so
+    an identity policy that grants secretsmanager:GetSecretValue broadly (ReadOnly-style
+    policies, an admin role) does not reach this token (Secrets Manager user guide,
+    "resource-based policies": adding an explicit deny to a secret); "For IAM roles, the
+    request context returns the ARN of the role, not the ARN of the user that assumed the
+    role", and ARN operators are the ones to compare it with (IAM user guide, global condition
+    keys, aws:PrincipalArn). Only GetSecretValue is denied: the deploying principal still
+    writes versions and the policy itself, and DescribeSecret shows no value."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Sid": "OnlyTheManagersSyncAndTheDeployerReadTheToken",
+                "Effect": "Deny",
+                "Principal": "*",
+                "Action": "secretsmanager:GetSecretValue",
+                "Resource": "*",
+                "Condition": {"ArnNotEquals": {"aws:PrincipalArn": sorted(set(readers))}},
+            }
+        ],
+    }
+
+
 def store_name(region: str) -> str:
     return f"fleet-workers-{region}"
 

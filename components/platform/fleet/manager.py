@@ -268,6 +268,9 @@ class FleetManager(pulumi.ComponentResource):
             service_account=ESO_SERVICE_ACCOUNT,
             tags=args.tags,
             opts=child_options(self),
+            # Named from the fleet: each worker's kubeconfig secret lets only this role (and
+            # its deployer) read the token (builders.kubeconfig_secret_policy).
+            role_name=builders.eso_role_name(args.fleet),
         )
         aws.iam.RolePolicy(
             f"{name}-eso-read",

@@ -16,7 +16,10 @@ with, and what the manager reads of it.
   manager mirrors resolves to local data wherever it lands.
 - The manager's kubeconfig (endpoint, CA, token) as an AWS Secrets Manager secret in this
   region, which the manager's External Secrets Operator syncs into Kueue's namespace: never a
-  stack output, never a Secret manifest with values.
+  stack output, never a Secret manifest with values. Its resource policy denies reading the
+  value to every principal but the manager's ESO role (named from the fleet:
+  builders.eso_role_name, the name the manager gives it), the principal running this `up` and
+  `fleet.kubeconfigReaders` (builders.kubeconfig_secret_policy).
 - `facts`: the worker's network, endpoint and secret ARN for the manager, exported as
   `fleetWorker`.
 """
@@ -24,6 +27,7 @@ with, and what the manager reads of it.
 from __future__ import annotations
 
 import base64
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -36,6 +40,7 @@ from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.fleet import FleetWorkerConfig
 from components.platform.cluster.handles import ClusterHandles, NetworkHandles
+from components.platform.cluster.iam import AwsAccount
 from components.platform.fleet import builders
 from components.resource_options import child_options
 
@@ -52,6 +57,12 @@ class FleetWorkerArgs:
     config: FleetWorkerConfig
     cluster_name: str
     region: str
+    #: The account and partition the fleet lives in (the manager's ESO role is in it too).
+    account_id: str
+    partition: str
+    #: The principal running `pulumi up` (iam.deploying_principal_arn): it writes the
+    #: kubeconfig secret's versions and reads them back, so the secret's policy lets it read.
+    deployer_arn: pulumi.Input[str]
     kubernetes_version: str
     #: The cluster's kubeconfig (pulumi-eks `kubeconfigJson`, secret): server and CA.
     kubeconfig: pulumi.Output[str]
@@ -81,7 +92,8 @@ class FleetWorkerArgs:
         config: FleetWorkerConfig,
         *,
         cluster: ClusterConfig,
-        region: str,
+        account: AwsAccount,
+        deployer_arn: pulumi.Input[str],
         network: NetworkHandles,
         handles: ClusterHandles,
         kueue_release: pulumi.Resource,
@@ -104,7 +116,10 @@ class FleetWorkerArgs:
         return cls(
             config=config,
             cluster_name=cluster.name,
-            region=region,
+            region=account.region,
+            account_id=account.account_id,
+            partition=account.partition,
+            deployer_arn=deployer_arn,
             kubernetes_version=cluster.kubernetes_version,
             kubeconfig=handles.kubeconfig,
             k8s_provider=handles.k8s_provider,
@@ -228,11 +243,28 @@ class FleetWorker(pulumi.ComponentResource):
             tags=args.tags,
             opts=child_options(self),
         )
+        readers = [
+            builders.eso_role_arn(args.partition, args.account_id, fleet),
+            *args.config.kubeconfig_readers,
+        ]
+        policy = aws.secretsmanager.SecretPolicy(
+            f"{name}-kubeconfig",
+            secret_arn=secret.arn,
+            policy=pulumi.Output.from_input(args.deployer_arn).apply(
+                lambda deployer: json.dumps(
+                    builders.kubeconfig_secret_policy([*readers, deployer]), sort_keys=True
+                )
+            ),
+            block_public_policy=True,
+            opts=child_options(self),
+        )
+        # After the policy: writing a version reads it back (GetSecretValue), which the policy
+        # must already allow the principal running this `up` to do.
         aws.secretsmanager.SecretVersion(
             f"{name}-kubeconfig",
             secret_id=secret.id,
             secret_string=self.kubeconfig,
-            opts=child_options(self),
+            opts=child_options(self, depends_on=[policy]),
         )
         return secret.arn
 

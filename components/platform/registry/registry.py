@@ -2,13 +2,15 @@
 and pull-through cache rules for the public registries jobs use.
 
 Repositories' tags are immutable (a tag cannot be moved under a running job; digests are what
-the admission policy requires anyway) except two kinds that tools rewrite by design: cosign's
+the admission policy requires anyway) except three that tools rewrite by design: cosign's
 signature tags `sha256-<digest>.sig` (a second signature appends to the tag: sigstore/cosign
-issue #313, "Cosign support for registries with immutable tags") and BuildKit's registry cache
-tag `buildcache` (rewritten by every build) — ECR's IMMUTABLE_WITH_EXCLUSION with wildcard
-filters (pulumi-aws 7.51.1 `aws.ecr.Repository.image_tag_mutability_exclusion_filters`). They are
-KMS-encrypted with the registry's own key, scanned on push, and expire untagged images and old
-releases.
+issue #313, "Cosign support for registries with immutable tags"), BuildKit's registry cache
+tag `buildcache` (rewritten by every build) and the trainer build's staging tag `build` (moved
+by every push; the tag jobs run by is the immutable pin tag: trainer_image.py) — ECR's
+IMMUTABLE_WITH_EXCLUSION with wildcard filters (pulumi-aws 7.51.1
+`aws.ecr.Repository.image_tag_mutability_exclusion_filters`: "filters to specify which image
+tags can override the default tag mutability setting"). They are KMS-encrypted with the
+registry's own key, scanned on push, and expire untagged images only (`lifecycle_policy`).
 
 The platform's signing key (when admission trusts it, `signatures.platformKey`): an asymmetric
 KMS key (ECC_NIST_P256, SIGN_VERIFY) that cosign signs with through `awskms:///<key ARN>`
@@ -73,29 +75,46 @@ def cache_prefix(cluster: str, prefix: str) -> str:
     return f"{cluster}-{prefix}"
 
 
+def _untagged_rule(config: RegistryConfig) -> dict[str, Any]:
+    return {
+        "rulePriority": 1,
+        "description": "expire untagged images",
+        "selection": {
+            "tagStatus": "untagged",
+            "countType": "sinceImagePushed",
+            "countUnit": "days",
+            "countNumber": config.untagged_expire_days,
+        },
+        "action": {"type": "expire"},
+    }
+
+
 def lifecycle_policy(config: RegistryConfig) -> dict[str, Any]:
-    """Untagged images expire first; then all but the newest `keepReleases` images. ECR
-    evaluates rules by priority and a `tagStatus: any` rule must have the highest number."""
+    """The platform's own repositories: untagged images expire, nothing else. "If you specify
+    `untagged`" a rule selects images without tags, while "`any` ... all images have the rule
+    evaluated against them" (ECR user guide, lifecycle_policy_parameters: tagStatus). Every
+    image a job was handed keeps an immutable tag (the trainer's pin tag, a team's CI tag; a
+    job resolves no tag that moves: components/analysis/images.py), so none of them can expire;
+    a count rule over `any` or `tagged` images would delete old images a job stack may still
+    run by digest. What does expire: a staging push moved away from before it was pinned, a
+    cache or signature manifest a later build or signature replaced."""
+    return {"rules": [_untagged_rule(config)]}
+
+
+def cache_lifecycle_policy(config: RegistryConfig) -> dict[str, Any]:
+    """Pull-through cache repositories: untagged images expire, then all but the newest
+    `cacheKeepImages` (ECR evaluates rules by priority and a `tagStatus: any` rule must have
+    the highest number). An expired cached image is pulled from upstream again when used."""
     return {
         "rules": [
-            {
-                "rulePriority": 1,
-                "description": "expire untagged images",
-                "selection": {
-                    "tagStatus": "untagged",
-                    "countType": "sinceImagePushed",
-                    "countUnit": "days",
-                    "countNumber": config.untagged_expire_days,
-                },
-                "action": {"type": "expire"},
-            },
+            _untagged_rule(config),
             {
                 "rulePriority": 2,
-                "description": f"keep the newest {config.keep_releases} images",
+                "description": f"keep the newest {config.cache_keep_images} cached images",
                 "selection": {
                     "tagStatus": "any",
                     "countType": "imageCountMoreThan",
-                    "countNumber": config.keep_releases,
+                    "countNumber": config.cache_keep_images,
                 },
                 "action": {"type": "expire"},
             },
@@ -187,9 +206,8 @@ class Registry(pulumi.ComponentResource):
             tags=args.tags,
             opts=child,
         )
-        lifecycle = json.dumps(lifecycle_policy(config))
-        self._repositories(name, args, key, lifecycle)
-        self._pull_through_caches(name, args, key, lifecycle)
+        self._repositories(name, args, key, json.dumps(lifecycle_policy(config)))
+        self._pull_through_caches(name, args, key, json.dumps(cache_lifecycle_policy(config)))
         self._node_pull_through_access(name, args)
         if config.manage_registry_scanning:
             self._registry_scanning(name)
@@ -261,6 +279,9 @@ class Registry(pulumi.ComponentResource):
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
                 scan_on_push=True
             ),
+            # "If `true`, will delete the repository even if it contains images" (pulumi-aws
+            # 7.51.1 aws.ecr.Repository): only where the stack says so (dev).
+            force_delete=args.config.force_delete or None,
             tags=args.tags,
             opts=child_options(self),
         )

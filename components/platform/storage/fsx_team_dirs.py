@@ -9,10 +9,12 @@ One Job for all teams, not one per team: a resource per team costs every synth a
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from components import catalog
 from components.analysis import pod_security
+from components.analysis.readiness import READY_MARGIN_S, minutes
 from components.platform.storage.storage_builders import (
     FSX_STORAGE_CLASS,
     FSX_TEAMS_DIR,
@@ -26,10 +28,28 @@ FSX_ADMIN_NAMESPACE: Final = "gpu-platform-storage"
 FSX_ROOT_CLAIM: Final = "fsx-root"
 TEAM_DIR_MODE: Final = "0770"
 TEAM_DIRS_JOB: Final = "fsx-team-dirs"
-#: What the directory Job may take (mkdir + chown on one inode); `up` waits for it.
-TEAM_DIR_JOB_DEADLINE_S: Final = 300
-#: customTimeouts of the Job's create/update await: past the Job's own deadline.
-TEAM_DIR_JOB_TIMEOUT: Final = "6m"
+#: Retries of the directory Job's pod (`backoffLimit`): a Lustre mount that fails once.
+TEAM_DIR_JOB_BACKOFF_LIMIT: Final = 3
+#: PLANNING: the script's own run (mkdir + chown + stat on one inode per team).
+TEAM_DIR_SCRIPT_S: Final = 30
+#: How much longer than the Job's deadline `up` waits for it (the await's customTimeouts): the
+#: Job fails by its own deadline, reported with its reason, before the await gives up.
+TEAM_DIR_AWAIT_MARGIN_S: Final = 60
+
+
+def team_dirs_deadline_s(image_gib: float, pull_mibps: int) -> int:
+    """The directory Job's `activeDeadlineSeconds`, sized from its image: every attempt
+    (`backoffLimit` + 1) may land on another system node and pull the image there
+    (`image_gib` at `pull_mibps`: the trainer, several GiB, onto a system node's gp3 root), then
+    bind, mount Lustre and start (readiness.READY_MARGIN_S) and run the script."""
+    pull_s = math.ceil(image_gib * 1024 / pull_mibps)
+    attempts = TEAM_DIR_JOB_BACKOFF_LIMIT + 1
+    return attempts * (pull_s + READY_MARGIN_S + TEAM_DIR_SCRIPT_S)
+
+
+def team_dirs_timeout(deadline_s: int) -> str:
+    """customTimeouts of the Job's create/update await: past the Job's own deadline."""
+    return minutes(deadline_s + TEAM_DIR_AWAIT_MARGIN_S)
 
 
 def fsx_admin_objects(lustre: LustreVolume, capacity: str) -> list[dict[str, Any]]:
@@ -140,7 +160,7 @@ def team_dirs_script(teams: list[str], owner: int = pod_security.RUN_AS_USER) ->
     return "\n".join(lines) + "\n"
 
 
-def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
+def team_dirs_job(teams: list[str], image: Any, deadline_s: int) -> dict[str, Any]:
     """The one-shot Job that creates `/teams/<team>` on Lustre for the trainer's UID, for every
     team.
 
@@ -151,7 +171,8 @@ def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
     On system nodes: no GPU is needed, and the FSx node plugin runs on every node. `image` is
     the trainer's by default (StackConfig.fsx_team_dirs_image, else the digest the deploy pushed,
     an Output): an image the platform already builds and signs, with sh, mkdir, chown and stat;
-    `command` replaces its entrypoint.
+    `command` replaces its entrypoint. That image is the trainer's several GiB, pulled onto a
+    system node: `deadline_s` is `team_dirs_deadline_s` of its size (storage.StorageArgs.of).
     """
     labels = {"app.kubernetes.io/name": TEAM_DIRS_JOB, "app.kubernetes.io/managed-by": "pulumi"}
     return {
@@ -162,14 +183,14 @@ def team_dirs_job(teams: list[str], image: Any) -> dict[str, Any]:
             "namespace": FSX_ADMIN_NAMESPACE,
             "labels": labels,
             # Awaited (pulumi-kubernetes waits for Complete, fails on Failed; the bound is the
-            # Job's customTimeouts, TEAM_DIR_JOB_TIMEOUT): team PVs are created only once their
+            # Job's customTimeouts, team_dirs_timeout): team PVs are created only once their
             # directories exist, and a file system the nodes cannot reach fails `up` here instead
             # of leaving training pods in ContainerCreating. checkov reads skips here.
             "annotations": pod_security.checkov_skips(TEAM_DIR_CHECKOV_SKIPS),
         },
         "spec": {
-            "backoffLimit": 3,
-            "activeDeadlineSeconds": TEAM_DIR_JOB_DEADLINE_S,
+            "backoffLimit": TEAM_DIR_JOB_BACKOFF_LIMIT,
+            "activeDeadlineSeconds": deadline_s,
             "template": {
                 "metadata": {"labels": labels},
                 "spec": {

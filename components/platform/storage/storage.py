@@ -22,10 +22,12 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import catalog
+from components.analysis.readiness import system_pull_rate
 from components.config import StorageConfig
 from components.platform.cluster import iam
 from components.platform.cluster.handles import ClusterHandles, NetworkHandles
 from components.platform.cluster.iam import AwsAccount
+from components.platform.storage.fsx_team_dirs import team_dirs_deadline_s
 from components.platform.storage.storage_builders import (
     BUCKET_ROLES,
     CSI_NAMESPACE,
@@ -94,6 +96,8 @@ class StorageArgs:
     teams: tuple[str, ...] = ()
     #: The FSx team-directory Job's image (fsx_team_dirs_image, or the trainer's pushed digest).
     team_dirs_image: pulumi.Input[str] = ""
+    #: Its `activeDeadlineSeconds` (fsx_team_dirs.team_dirs_deadline_s of that image's size).
+    team_dirs_deadline_s: int = 0
 
     @classmethod
     def of(
@@ -122,6 +126,11 @@ class StorageArgs:
             tags=tags,
             teams=tuple(team.name for team in cfg.teams),
             team_dirs_image=cfg.fsx_team_dirs_image or trainer_image or "",
+            # The trainer's size (`training.imageSizeGib`) pulled onto a system node; an image
+            # given by `storage.fsxTeamDirsImage` is sized the same (no size of its own is known).
+            team_dirs_deadline_s=team_dirs_deadline_s(
+                cfg.training.image_size_gib, system_pull_rate().mibps
+            ),
         )
 
 
@@ -643,6 +652,7 @@ class Storage(pulumi.ComponentResource):
                 self._name,
                 teams=list(self._args.teams),
                 image=self._args.team_dirs_image,
+                deadline_s=self._args.team_dirs_deadline_s,
                 opts=pulumi.ResourceOptions.merge(
                     child, pulumi.ResourceOptions(depends_on=self._fsx_admin)
                 ),

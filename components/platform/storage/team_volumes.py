@@ -13,9 +13,9 @@ import pulumi_kubernetes as k8s
 
 from components.platform.storage.fsx_team_dirs import (
     FSX_ADMIN_NAMESPACE,
-    TEAM_DIR_JOB_TIMEOUT,
     fsx_admin_objects,
     team_dirs_job,
+    team_dirs_timeout,
 )
 from components.platform.storage.storage_builders import (
     LustreVolume,
@@ -142,12 +142,18 @@ def create_fsx_admin(
 
 
 def create_team_dirs_job(
-    name: str, *, teams: list[str], image: pulumi.Input[str], opts: pulumi.ResourceOptions
+    name: str,
+    *,
+    teams: list[str],
+    image: pulumi.Input[str],
+    deadline_s: int,
+    opts: pulumi.ResourceOptions,
 ) -> k8s.batch.v1.Job:
     """The Job that creates every team's directory on the Lustre root
     (`fsx_team_dirs.team_dirs_job`); `opts` carry its platform namespace and claim, and the
     Kueue webhook it must pass (the caller's depends_on)."""
-    job = team_dirs_job(teams, image)
+    job = team_dirs_job(teams, image, deadline_s)
+    timeout = team_dirs_timeout(deadline_s)
     return k8s.batch.v1.Job(
         f"{name}-{job['metadata']['name']}",
         metadata=job["metadata"],
@@ -159,9 +165,7 @@ def create_team_dirs_job(
                 # new Job (it re-runs, harmlessly: the script is idempotent).
                 replace_on_changes=["spec.template"],
                 delete_before_replace=True,
-                custom_timeouts=pulumi.CustomTimeouts(
-                    create=TEAM_DIR_JOB_TIMEOUT, update=TEAM_DIR_JOB_TIMEOUT
-                ),
+                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
             ),
         ),
     )
