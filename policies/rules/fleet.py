@@ -14,8 +14,11 @@ What each check stands for, upstream (kubernetes-sigs/kueue@v0.19.2):
 - the manager's Kueue frameworks are what it dispatches: each gets an adapter whose watch every
   worker must allow before the worker counts as connected (multikueuecluster.go), and a kind with
   no worker grant (catalog.MULTIKUEUE_JOB_RULES) never connects;
-- a worker's manager identity must hold, for every dispatched kind, the job and its status, and
-  Kueue's workloads and queues (test/util/multikueue.go MultiKueueRulesForManager).
+- a worker's manager identity must read Workloads and every dispatched kind cluster-wide (the
+  remote client's watches and garbage collection have no namespace: multikueuecluster.go
+  establishWatch, runGC) and write them (the mirrored Workload, its status, the job) in every
+  fleet team's namespace — and nowhere else: a cluster-wide create on Jobs lets the manager run
+  any pod in any namespace of the worker.
 """
 
 from __future__ import annotations
@@ -53,16 +56,18 @@ CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBindi
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
 KUEUE_NAMESPACE = "kueue-system"
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
-#: What every manager identity needs on a worker besides the job kinds (builders.KUEUE_RULES).
-KUEUE_NEEDS = (
-    (
-        "kueue.x-k8s.io",
-        "workloads",
-        ("create", "delete", "get", "list", "watch", "update", "patch"),
-    ),
+ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
+ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+#: What the manager identity must read cluster-wide and write in each fleet team's namespace,
+#: besides the dispatched job kinds (catalog.MULTIKUEUE_JOB_RULES): MultiKueue's own needs at
+#: v0.19.2 (module docstring), stated here independently of the worker's builder.
+READ_VERBS = ("get", "list", "watch")
+WRITE_VERBS = ("create", "update", "patch", "delete")
+KUEUE_READS = (("kueue.x-k8s.io", "workloads"),)
+KUEUE_WRITES = (
+    ("kueue.x-k8s.io", "workloads", WRITE_VERBS),
     ("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update")),
-    ("kueue.x-k8s.io", "clusterqueues", ("get", "list", "watch")),
-    ("kueue.x-k8s.io", "localqueues", ("get", "list", "watch")),
 )
 
 
@@ -228,6 +233,67 @@ def _queues(
                 )
 
 
+Grant = set[tuple[str, str, str]]
+
+
+def _rules_of(resources: Sequence[PolicyResource], kind: str, name: str, namespace: str) -> Grant:
+    granted: Grant = set()
+    for role in resources:
+        same = (
+            role.resource_type == CLUSTER_ROLE
+            if kind == "ClusterRole"
+            else role.resource_type == ROLE
+            and dig(role.props, "metadata", "namespace") == namespace
+        )
+        if same and _name(role) == name:
+            for rule in as_list(dig(role.props, "rules")):
+                for group in as_list(dig(rule, "apiGroups")):
+                    for resource in as_list(dig(rule, "resources")):
+                        for verb in as_list(dig(rule, "verbs")):
+                            granted.add((str(group), str(resource), str(verb)))
+    return granted
+
+
+def _bound(binding: PolicyResource, account: str) -> bool:
+    return any(
+        dig(s, "kind") == "ServiceAccount"
+        and dig(s, "name") == account
+        and dig(s, "namespace") == KUEUE_NAMESPACE
+        for s in as_list(dig(binding.props, "subjects"))
+    )
+
+
+def _grants(resources: Sequence[PolicyResource], account: str) -> tuple[Grant, dict[str, Grant]]:
+    """What `account` holds cluster-wide, and per namespace (RoleBindings)."""
+    cluster: Grant = set()
+    namespaced: dict[str, Grant] = {}
+    for binding in resources:
+        if binding.resource_type not in (CLUSTER_ROLE_BINDING, ROLE_BINDING):
+            continue
+        if not _bound(binding, account):
+            continue
+        ref = dig(binding.props, "roleRef") or {}
+        namespace = str(dig(binding.props, "metadata", "namespace") or "")
+        rules = _rules_of(resources, str(ref.get("kind")), str(ref.get("name")), namespace)
+        if binding.resource_type == CLUSTER_ROLE_BINDING:
+            cluster |= rules
+        else:
+            namespaced.setdefault(namespace, set()).update(rules)
+    return cluster, namespaced
+
+
+def _worker_needs() -> tuple[
+    list[tuple[str, str, tuple[str, ...]]], list[tuple[str, str, tuple[str, ...]]]
+]:
+    reads: list[tuple[str, str, tuple[str, ...]]] = [(g, r, READ_VERBS) for g, r in KUEUE_READS]
+    writes = list(KUEUE_WRITES)
+    for framework in catalog.MULTIKUEUE_FRAMEWORKS:
+        for group, resource in catalog.MULTIKUEUE_JOB_RULES[framework]:
+            reads += [(group, resource, READ_VERBS), (group, f"{resource}/status", ("get",))]
+            writes.append((group, resource, WRITE_VERBS))
+    return reads, writes
+
+
 def _check_worker(
     resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, str | None]]:
@@ -238,40 +304,47 @@ def _check_worker(
         and dig(r.props, "metadata", "namespace") == KUEUE_NAMESPACE
         and _name(r).startswith("multikueue-")
     ]
+    # The fleet teams' namespaces: each gets the worker's data ConfigMap (worker.py).
+    teams = sorted(
+        str(dig(r.props, "metadata", "namespace"))
+        for r in resources
+        if r.resource_type == CONFIG_MAP and _name(r) == catalog.FLEET_DATA_CONFIGMAP
+    )
+    reads, writes = _worker_needs()
     for account in accounts:
-        bound = [
-            str(dig(b.props, "roleRef", "name"))
-            for b in resources
-            if b.resource_type == CLUSTER_ROLE_BINDING
-            and any(
-                dig(s, "kind") == "ServiceAccount"
-                and dig(s, "name") == _name(account)
-                and dig(s, "namespace") == KUEUE_NAMESPACE
-                for s in as_list(dig(b.props, "subjects"))
-            )
-        ]
-        granted: set[tuple[str, str, str]] = set()
-        for role in resources:
-            if role.resource_type == CLUSTER_ROLE and _name(role) in bound:
-                for rule in as_list(dig(role.props, "rules")):
-                    for group in as_list(dig(rule, "apiGroups")):
-                        for resource in as_list(dig(rule, "resources")):
-                            for verb in as_list(dig(rule, "verbs")):
-                                granted.add((str(group), str(resource), str(verb)))
-        needs = list(KUEUE_NEEDS)
-        for framework in catalog.MULTIKUEUE_FRAMEWORKS:
-            for group, resource in catalog.MULTIKUEUE_JOB_RULES[framework]:
-                needs.append((group, resource, catalog.MULTIKUEUE_JOB_VERBS))
-                needs.append((group, f"{resource}/status", ("get",)))
-        for group, resource, verbs in needs:
-            missing = [v for v in verbs if (group, resource, v) not in granted]
+        cluster, namespaced = _grants(resources, _name(account))
+        for group, resource, verbs in reads:
+            missing = [v for v in verbs if (group, resource, v) not in cluster]
             if missing:
                 yield (
                     f"the manager identity {_name(account)!r} may not {', '.join(missing)} "
-                    f"{group}/{resource}: the worker never connects (every adapter's watch is "
-                    "needed)",
+                    f"{group}/{resource} cluster-wide: MultiKueue's watches have no namespace, "
+                    "so the worker never connects",
                     account.urn,
                 )
+        wide = sorted(
+            f"{v} {g}/{r}"
+            for g, r, v in cluster
+            if v in WRITE_VERBS and r in {w[1] for w in writes}
+        )
+        if wide:
+            yield (
+                f"the manager identity {_name(account)!r} may {', '.join(wide)} cluster-wide: it "
+                "could run any pod in any namespace of the worker; bind writes per fleet team "
+                "namespace",
+                account.urn,
+            )
+        for namespace in teams:
+            held = namespaced.get(namespace, set())
+            for group, resource, verbs in writes:
+                missing = [v for v in verbs if (group, resource, v) not in held]
+                if missing:
+                    yield (
+                        f"the manager identity {_name(account)!r} may not {', '.join(missing)} "
+                        f"{group}/{resource} in fleet team namespace {namespace!r}: a job "
+                        "dispatched there is never created (only a log line on the manager)",
+                        account.urn,
+                    )
 
 
 POLICIES = [
@@ -287,8 +360,8 @@ POLICIES = [
     ),
     stack_rule(
         name="gpu-platform-fleet-worker-grant",
-        description="A fleet worker grants its manager's identity exactly what MultiKueue needs "
-        "for every dispatched job kind.",
+        description="A fleet worker grants its manager's identity what MultiKueue needs for every "
+        "dispatched job kind: reads cluster-wide, writes only in the fleet teams' namespaces.",
         check=_check_worker,
         severity=HIGH,
         enforcement=MANDATORY,

@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 
 from synth.engines import assets, tier
 from synth.engines.fleet import FleetRun
@@ -63,6 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m synth.engines", description=__doc__)
     parser.add_argument("--group", action="append", help="dev, prod, fleet/prod (default: all)")
     parser.add_argument("--json", help="write every run's record here")
+    parser.add_argument("--logs", help="copy every control plane's process logs under this folder")
     args = parser.parse_args(argv)
     try:
         found = assets.find()
@@ -79,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_USAGE
         groups = [g for g in groups if g.name in args.group]
-    kit = Toolkit.load(found)
+    kit = Toolkit.load(found, log_root=Path(args.logs) if args.logs else None)
     began = time.monotonic()
     runs = []
     for group in groups:

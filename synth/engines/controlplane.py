@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -86,11 +87,13 @@ class ControlPlane:
     #: Also start the controller-manager and the scheduler (False: an API server alone).
     controllers: bool = True
     workdir: Path | None = None
+    #: Where the processes' logs are copied when the control plane stops (None: nowhere).
+    log_dir: Path | None = None
     processes: list[Process] = field(default_factory=list)
     started_s: float = 0.0
 
     def __post_init__(self) -> None:
-        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        self._tmp: Path | None = None
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -113,8 +116,9 @@ class ControlPlane:
     def start(self) -> None:
         began = time.monotonic()
         if self.workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix=f"e2e-{self.name}-")
-            self.workdir = Path(self._tmp.name)
+            # mkdtemp, not TemporaryDirectory: its finalizer would delete a kept folder at exit.
+            self._tmp = Path(tempfile.mkdtemp(prefix=f"e2e-{self.name}-"))
+            self.workdir = self._tmp
         self.dir = self.workdir
         self.pki = pki.Authority(self.dir / "pki")
         serving = self.pki.issue("apiserver", "kube-apiserver", server=True)
@@ -273,8 +277,13 @@ class ControlPlane:
                     os.killpg(process.popen.pid, signal.SIGKILL)
                 process.popen.wait()
         self.processes.clear()
+        if self.log_dir is not None:
+            # What the processes said, kept past the run (the data directory goes).
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+            for log in sorted((self.workdir or Path(".")).glob("*.log")):
+                shutil.copy(log, self.log_dir / log.name)
         if self._tmp is not None and not os.environ.get("GPU_PLATFORM_E2E_KEEP"):
-            self._tmp.cleanup()
+            shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
     # --- identities ---------------------------------------------------------------------------

@@ -27,7 +27,6 @@ from typing import Any, Final
 from components.analysis.fleet import FleetJob, Region
 from components.platform.fleet import builders
 from synth.engines.client import Client, wait_for
-from synth.engines.controlplane import ControlPlane
 from synth.engines.driver import workload_of
 from synth.engines.run import Cluster, ClusterRun, Toolkit, accept_v1beta2, boot
 from synth.engines.workloads import (
@@ -43,8 +42,9 @@ from synth.harness import SynthResult
 from synth.output import manifests
 
 MULTIKUEUE_GATES: Final = {"MultiKueueBatchJobWithManagedBy": True}
-CONNECT_TIMEOUT_S: Final = 60.0
-FLEET_JOB_TIMEOUT_S: Final = 90.0
+CONNECT_TIMEOUT_S: Final = 120.0
+#: Generous: seconds on an idle machine, but a loaded CI machine slows every control plane.
+FLEET_JOB_TIMEOUT_S: Final = 180.0
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _boot_workers(
 ) -> tuple[dict[str, Cluster], dict[str, ClusterRun]]:
     """Every worker's control plane, booted side by side (each mostly waits on its processes),
     and its v1beta2 acceptance beside it."""
-    planes = {m.name: ControlPlane(kit.assets, m.name) for m in members}
+    planes = {m.name: kit.plane(m.name) for m in members}
     for plane in planes.values():
         stack.callback(plane.stop)
     runs = {
@@ -175,7 +175,7 @@ def run_fleet(
     manager_run = ClusterRun(name=out.name, stacks=[r.stack for r in results])
     objects = [o for r in results for o in manifests(r)]
     with contextlib.ExitStack() as stack, ThreadPoolExecutor(max_workers=4) as pool:
-        manager_plane = stack.enter_context(ControlPlane(kit.assets, "manager"))
+        manager_plane = stack.enter_context(kit.plane("manager"))
         manager_acceptance = pool.submit(accept_v1beta2, kit, objects, "manager")
         workers, runs = _boot_workers(kit, members, stack, pool)
         out.clusters.update(runs)

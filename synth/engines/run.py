@@ -86,7 +86,7 @@ def accept_v1beta2(
     rejected: list[Rejection] = []
     from synth.engines.deploy import ObjectRef
 
-    with ControlPlane(kit.assets, f"{name}-v1beta2", controllers=False) as cp:
+    with kit.plane(f"{name}-v1beta2", controllers=False) as cp:
         install_crds(cp.admin, kit.crds.chart("kueue"))
         for namespace in sorted({o["metadata"].get("namespace", "") for o in kueue_objects} - {""}):
             cp.admin.create(
@@ -174,10 +174,17 @@ class Toolkit:
     assets: Assets
     crds: CrdLibrary
     shapes: Mapping[str, nodes.InstanceShape]
+    #: Where each control plane's process logs are copied when it stops (None: nowhere).
+    log_root: Path | None = None
 
     @classmethod
-    def load(cls, assets: Assets) -> Toolkit:
-        return cls(assets, CrdLibrary(), nodes.load_shapes())
+    def load(cls, assets: Assets, log_root: Path | None = None) -> Toolkit:
+        return cls(assets, CrdLibrary(), nodes.load_shapes(), log_root)
+
+    def plane(self, name: str, *, controllers: bool = True) -> ControlPlane:
+        """A control plane of this run (not started)."""
+        logs = self.log_root / name if self.log_root is not None else None
+        return ControlPlane(self.assets, name, controllers=controllers, log_dir=logs)
 
 
 @dataclass
@@ -239,7 +246,7 @@ def run_cluster(
     results = [platform, *job_stacks]
     out = ClusterRun(name=name, stacks=[r.stack for r in results])
     objects = [o for r in results for o in manifests(r)]
-    with ThreadPoolExecutor(max_workers=1) as pool, ControlPlane(kit.assets, name) as cp:
+    with ThreadPoolExecutor(max_workers=1) as pool, kit.plane(name) as cp:
         # The v1beta2 check needs its own API server: it runs while this one deploys.
         acceptance = pool.submit(accept_v1beta2, kit, objects, name)
         cluster = boot(cp, kit, results, region=region, out=out)

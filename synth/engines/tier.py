@@ -9,7 +9,7 @@ A stack file is read exactly as synth reads it; nothing is synthesized until a r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final, Literal
 
@@ -73,7 +73,10 @@ def plan(root: Path = PROJECT_ROOT) -> list[Group]:
 
 
 def run_group(kit: Toolkit, group: Group) -> ClusterRun | FleetRun:
-    """Synthesize a group's stacks (as synth does) and run them on the real engines."""
+    """Synthesize a group's stacks (as synth does) and run them on the real engines; the
+    control planes' logs go under `kit.log_root/<group>/` when it is set."""
+    if kit.log_root is not None:
+        kit = replace(kit, log_root=kit.log_root / group.name.replace("/", "-"))
     if group.kind == "fleet":
         manager = synth_fleet(group.stack)
         job_stacks = [run_job_stack(s, platform=manager) for s in group.job_stacks]

@@ -22,8 +22,9 @@ from synth.engines.driver import Driver, force_delete_pods, pods_of, workload_of
 
 QUEUE_LABEL: Final = "kueue.x-k8s.io/queue-name"
 #: How long one workload may take from submission to bound pods (Kueue, the Job controller,
-#: the stand-ins and the scheduler each take about a second here).
-WORKLOAD_TIMEOUT_S: Final = 60.0
+#: the stand-ins and the scheduler each take about a second on an idle machine; a loaded CI
+#: machine slows every control plane).
+WORKLOAD_TIMEOUT_S: Final = 120.0
 #: Kinds held back from the deploy walk and submitted one at a time.
 WORKLOADS: Final = frozenset(
     {

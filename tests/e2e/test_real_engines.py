@@ -9,6 +9,7 @@ group's record is written to build/e2e/<group>.json (what the closing figures co
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -30,7 +31,7 @@ RECORDS = PROJECT_ROOT / "build" / "e2e"
 @pytest.fixture(scope="module")
 def kit() -> Toolkit:
     try:
-        return Toolkit.load(assets.find())
+        return Toolkit.load(assets.find(), log_root=RECORDS / "logs")
     except assets.MissingAssetsError as missing:
         pytest.skip(f"real engines not available: {missing}")
 
@@ -50,7 +51,10 @@ def run_of(kit: Toolkit) -> Callable[[str], ClusterRun | FleetRun]:
 
 
 def _record(run: ClusterRun | FleetRun) -> None:
+    """The run's record and summary; its processes' logs stay only when it disagreed."""
     RECORDS.mkdir(parents=True, exist_ok=True)
+    if not run.problems:
+        shutil.rmtree(RECORDS / "logs" / run.name.replace("/", "-"), ignore_errors=True)
     path = RECORDS / f"{run.name.replace('/', '-')}.json"
     path.write_text(json.dumps(asdict(run), indent=1, default=str))
     Path(path.with_suffix(".txt")).write_text("\n".join(summary(run)) + "\n")

@@ -46,7 +46,7 @@ def kueue_refuses(kubeconfig: dict[str, Any]) -> list[str]:
 
 
 @pytest.mark.parametrize("stack", ["prod_use1", "prod_usw2"])
-def test_a_worker_grants_its_manager_exactly_multikueues_rules(
+def test_a_worker_grants_its_manager_reads_cluster_wide_and_writes_only_in_team_namespaces(
     stack: str, request: pytest.FixtureRequest
 ) -> None:
     result: SynthResult = request.getfixturevalue(stack)
@@ -56,31 +56,44 @@ def test_a_worker_grants_its_manager_exactly_multikueues_rules(
         if a.inputs["metadata"]["namespace"] == "kueue-system"
     ]
     assert account.inputs["metadata"] == {"name": "multikueue-prod", "namespace": "kueue-system"}
-    (role,) = [
-        r
+    roles = {
+        r.inputs["metadata"]["name"]: r.inputs["rules"]
         for r in result.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRole")
-        if r.inputs["metadata"]["name"] == "gpu-platform-multikueue-prod"
+    }
+    frameworks = catalog.MULTIKUEUE_FRAMEWORKS
+    assert roles["gpu-platform-multikueue-prod-read"] == builders.manager_read_rules(frameworks)
+    assert roles["gpu-platform-multikueue-prod-write"] == builders.manager_write_rules(frameworks)
+    wide = [
+        b.inputs["roleRef"]["name"]
+        for b in result.of_type("kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding")
+        if b.inputs["subjects"][0]["name"] == "multikueue-prod"
     ]
-    assert role.inputs["rules"] == builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)
-    granted = {
+    assert wide == ["gpu-platform-multikueue-prod-read"]
+    namespaced = {
+        b.inputs["metadata"]["namespace"]: b.inputs["roleRef"]["name"]
+        for b in result.of_type("kubernetes:rbac.authorization.k8s.io/v1:RoleBinding")
+        if b.inputs["subjects"][0]["name"] == "multikueue-prod"
+    }
+    assert namespaced == {
+        "team-pretrain": "gpu-platform-multikueue-prod-write",
+        "team-research": "gpu-platform-multikueue-prod-write",
+    }
+    reads = {
         (g, r, v)
-        for rule in role.inputs["rules"]
+        for rule in roles["gpu-platform-multikueue-prod-read"]
         for g in rule["apiGroups"]
         for r in rule["resources"]
         for v in rule["verbs"]
     }
-    # Nothing beyond Kueue's objects and the dispatched kinds: no pods, secrets or nodes.
-    assert {r for _, r, _ in granted} == {
+    # Read only, and nothing beyond Kueue's Workloads and the dispatched kinds.
+    assert {v for _, _, v in reads} == {"get", "list", "watch"}
+    assert {r for _, r, _ in reads} == {
         "workloads",
-        "workloads/status",
-        "clusterqueues",
-        "localqueues",
         "jobs",
         "jobs/status",
         "trainjobs",
         "trainjobs/status",
     }
-    assert ("trainer.kubeflow.org", "trainjobs", "watch") in granted
     (token,) = [
         s
         for s in result.of_type("kubernetes:core/v1:Secret")

@@ -101,9 +101,19 @@ PROVISIONING = r(
 )
 
 
-def worker(rules: list[dict[str, Any]] | None = None) -> list[Res]:
-    """A worker's grant to its manager (components/platform/fleet/worker.py's shape)."""
+def worker(
+    read: list[dict[str, Any]] | None = None,
+    write: list[dict[str, Any]] | None = None,
+    *,
+    write_in: tuple[str, ...] = ("team-research",),
+    teams: tuple[str, ...] = ("team-research",),
+) -> list[Res]:
+    """A worker's grant to its manager (components/platform/fleet/worker.py's shape): reads
+    bound cluster-wide, writes bound in `write_in`; `teams` get the fleet data ConfigMap."""
     name = builders.manager_identity("prod")
+    frameworks = catalog.MULTIKUEUE_FRAMEWORKS
+    subject = [{"kind": "ServiceAccount", "name": name, "namespace": builders.KUEUE_NAMESPACE}]
+    read_name, write_name = (builders.manager_role_name(name, a) for a in ("read", "write"))
     return [
         r(
             "kubernetes:core/v1:ServiceAccount",
@@ -112,32 +122,61 @@ def worker(rules: list[dict[str, Any]] | None = None) -> list[Res]:
         ),
         r(
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
-            "role",
+            "read",
             {
-                "metadata": {"name": f"gpu-platform-{name}"},
-                "rules": builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)
-                if rules is None
-                else rules,
+                "metadata": {"name": read_name},
+                "rules": builders.manager_read_rules(frameworks) if read is None else read,
             },
         ),
         r(
             "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding",
-            "binding",
+            "read-binding",
             {
-                "metadata": {"name": f"gpu-platform-{name}"},
-                "roleRef": {"kind": "ClusterRole", "name": f"gpu-platform-{name}"},
-                "subjects": [
-                    {"kind": "ServiceAccount", "name": name, "namespace": builders.KUEUE_NAMESPACE}
-                ],
+                "metadata": {"name": read_name},
+                "roleRef": builders.cluster_role_ref(read_name),
+                "subjects": subject,
             },
+        ),
+        r(
+            "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole",
+            "write",
+            {
+                "metadata": {"name": write_name},
+                "rules": builders.manager_write_rules(frameworks) if write is None else write,
+            },
+        ),
+        *(
+            r(
+                "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding",
+                f"write-{namespace}",
+                {
+                    "metadata": {"name": write_name, "namespace": namespace},
+                    "roleRef": builders.cluster_role_ref(write_name),
+                    "subjects": subject,
+                },
+            )
+            for namespace in write_in
+        ),
+        *(
+            r(
+                "kubernetes:core/v1:ConfigMap",
+                f"data-{namespace}",
+                {"metadata": {"name": catalog.FLEET_DATA_CONFIGMAP, "namespace": namespace}},
+            )
+            for namespace in teams
         ),
     ]
 
 
 NO_TRAINJOBS = [
     rule
-    for rule in builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)
+    for rule in builders.manager_read_rules(catalog.MULTIKUEUE_FRAMEWORKS)
     if "trainer.kubeflow.org" not in rule["apiGroups"]
+]
+#: The grant before issue #36: every verb cluster-wide (the reads and the writes in one role).
+EVERYTHING_CLUSTER_WIDE = [
+    *builders.manager_read_rules(catalog.MULTIKUEUE_FRAMEWORKS),
+    *builders.manager_write_rules(catalog.MULTIKUEUE_FRAMEWORKS),
 ]
 
 TEAM_NS = r(
@@ -208,8 +247,22 @@ FLEET_CASES: list[Case] = [
     ("gpu-platform-fleet-worker-grant", "the worker's grant", worker(), {}, False),
     (
         "gpu-platform-fleet-worker-grant",
-        "a grant without TrainJobs",
+        "a grant that cannot watch TrainJobs",
         worker(NO_TRAINJOBS),
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-fleet-worker-grant",
+        "job and workload writes granted cluster-wide",
+        worker(EVERYTHING_CLUSTER_WIDE),
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-fleet-worker-grant",
+        "a fleet team namespace the manager may not write in",
+        worker(teams=("team-research", "team-pretrain")),
         {},
         True,
     ),

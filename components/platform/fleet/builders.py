@@ -35,14 +35,24 @@ KUEUE_NAMESPACE: Final = "kueue-system"
 KUBECONFIG_KEY: Final = "kubeconfig"
 #: The AdmissionCheck every manager ClusterQueue carries.
 ADMISSION_CHECK: Final = "multikueue"
-#: The Kueue rules every manager identity needs on a worker, whatever it dispatches: the
-#: mirrored Workloads and their status, and the queues it reads (test/util/multikueue.go
-#: `MultiKueueRulesForManager` at v0.19.2).
-KUEUE_RULES: Final = (
-    ("kueue.x-k8s.io", "workloads", catalog.MULTIKUEUE_JOB_VERBS),
+#: What the manager's identity reads on a worker, cluster-wide: MultiKueue's remote client
+#: watches Workloads and every dispatched job kind with no namespace, by its origin label
+#: (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
+#: multikueuecluster.go establishWatch ~L401-426, one watch per adapter; the cluster is not
+#: connected until every watch stands) and lists Workloads cluster-wide to collect garbage
+#: (runGC ~L692); the same at v0.13.1. ClusterQueues and LocalQueues are read only under the
+#: alpha gate MultiKueueManagerQuotaAutomation (~L239), off here: not granted.
+READ_VERBS: Final = ("get", "list", "watch")
+#: What it writes, only in the namespaces fleet teams run in (a RoleBinding per team
+#: namespace): the mirrored Workload (create, finalizer update, delete; workload.go), its
+#: status (deactivation and preemption gates), and the job it creates on the admitting worker
+#: (create, elastic patch, delete; the job adapters). Everything MultiKueue writes is
+#: namespaced, so nothing of a job kind is writable anywhere else.
+WRITE_VERBS: Final = ("create", "update", "patch", "delete")
+KUEUE_READ_RULES: Final = (("kueue.x-k8s.io", "workloads"),)
+KUEUE_WRITE_RULES: Final = (
+    ("kueue.x-k8s.io", "workloads", WRITE_VERBS),
     ("kueue.x-k8s.io", "workloads/status", ("get", "patch", "update")),
-    ("kueue.x-k8s.io", "clusterqueues", ("get", "list", "watch")),
-    ("kueue.x-k8s.io", "localqueues", ("get", "list", "watch")),
 )
 
 
@@ -56,31 +66,43 @@ def kubeconfig_secret_name(fleet: str, cluster: str) -> str:
     return f"gpu-platform/fleet/{fleet}/{cluster}/multikueue-kubeconfig"
 
 
+def manager_role_name(identity: str, access: str) -> str:
+    """The ClusterRole (and binding) of the manager identity's `read` or `write` rules."""
+    return f"gpu-platform-{identity}-{access}"
+
+
+def cluster_role_ref(name: str) -> dict[str, str]:
+    return {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name}
+
+
 def token_secret_name(fleet: str, key: str) -> str:
     """The worker's token Secret of rotation key `key`."""
     return f"{manager_identity(fleet)}-token-{key}"
 
 
-def manager_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
-    """The ClusterRole rules of the manager's identity on a worker: Kueue's objects, then each
-    dispatched framework's job kind and its status (catalog.MULTIKUEUE_JOB_RULES) — exactly
-    what Kueue's adapters watch and write, nothing on pods, secrets or nodes."""
-    rules = [
-        {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
-        for group, resource, verbs in KUEUE_RULES
-    ]
+def _rule(group: str, resource: str, verbs: Sequence[str]) -> dict[str, Any]:
+    return {"apiGroups": [group], "resources": [resource], "verbs": list(verbs)}
+
+
+def manager_read_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
+    """The manager identity's cluster-wide rules on a worker: read (get, list, watch) the
+    Workloads and each dispatched framework's job kind (catalog.MULTIKUEUE_JOB_RULES), which
+    MultiKueue watches cluster-wide; nothing on pods, secrets or nodes."""
+    rules = [_rule(group, resource, READ_VERBS) for group, resource in KUEUE_READ_RULES]
     for framework in frameworks:
         for group, resource in catalog.MULTIKUEUE_JOB_RULES[framework]:
-            rules.append(
-                {
-                    "apiGroups": [group],
-                    "resources": [resource],
-                    "verbs": list(catalog.MULTIKUEUE_JOB_VERBS),
-                }
-            )
-            rules.append(
-                {"apiGroups": [group], "resources": [f"{resource}/status"], "verbs": ["get"]}
-            )
+            rules.append(_rule(group, resource, READ_VERBS))
+            rules.append(_rule(group, f"{resource}/status", ("get",)))
+    return rules
+
+
+def manager_write_rules(frameworks: Sequence[str]) -> list[dict[str, Any]]:
+    """The manager identity's rules bound in each fleet team's namespace only: write the
+    mirrored Workloads, their status and each dispatched job kind."""
+    rules = [_rule(group, resource, verbs) for group, resource, verbs in KUEUE_WRITE_RULES]
+    for framework in frameworks:
+        for group, resource in catalog.MULTIKUEUE_JOB_RULES[framework]:
+            rules.append(_rule(group, resource, WRITE_VERBS))
     return rules
 
 

@@ -5,7 +5,7 @@ summed quota, and one MultiKueueCluster per worker.
 What runs here, and why, at the pinned Kueue v0.19.2 (kubernetes-sigs/kueue) and Trainer
 v2.3.0 (kubeflow/trainer):
 - Kueue's `integrations.frameworks` are the dispatched kinds only (catalog.MULTIKUEUE_FRAMEWORKS):
-  each gets a MultiKueue adapter whose watch every worker must allow (builders.manager_rules),
+  each gets a MultiKueue adapter whose watch every worker must allow (builders.manager_read_rules),
   and a job of any other kind would have no adapter ("No multikueue adapter found").
 - Kueue's webhook sets `managedBy: kueue.x-k8s.io/multikueue` on a job whose LocalQueue's
   ClusterQueue carries the MultiKueue check (pkg/controller/jobframework/defaults.go

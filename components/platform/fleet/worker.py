@@ -1,8 +1,10 @@
 """A platform stack as a fleet worker (docs/fleet.md): the identity its fleet's manager connects
 with, and what the manager reads of it.
 
-- The manager's ServiceAccount in Kueue's namespace, a ClusterRole with exactly the rules
-  Kueue's MultiKueue adapters use for the dispatched job kinds (builders.manager_rules), and a
+- The manager's ServiceAccount in Kueue's namespace: a ClusterRole to read (get, list, watch)
+  Workloads and the dispatched job kinds cluster-wide, as MultiKueue's watches need
+  (builders.manager_read_rules), and one to write them bound only in the fleet teams'
+  namespaces (builders.manager_write_rules, a RoleBinding each), and a
   long-lived token per rotation key: a `kubernetes.io/service-account-token` Secret, which the
   API server fills and revokes with the Secret (Kubernetes "Manually create a long-lived API
   token for a ServiceAccount"). pulumi-kubernetes waits until the token is in the Secret's data
@@ -151,7 +153,7 @@ class FleetWorker(pulumi.ComponentResource):
         fleet = args.config.name
         identity = builders.manager_identity(fleet)
         k8s_opts = child_options(self, provider=args.k8s_provider, depends_on=[args.kueue_release])
-        account = self._grant(name, identity, k8s_opts)
+        account = self._grant(name, identity, args, k8s_opts)
         tokens = [
             self._token(name, fleet, key, account, k8s_opts) for key in args.config.token_keys
         ]
@@ -168,44 +170,55 @@ class FleetWorker(pulumi.ComponentResource):
         self.register_outputs({"serviceAccount": identity})
 
     def _grant(
-        self, name: str, identity: str, k8s_opts: pulumi.ResourceOptions
+        self, name: str, identity: str, args: FleetWorkerArgs, k8s_opts: pulumi.ResourceOptions
     ) -> k8s.core.v1.ServiceAccount:
-        """The manager's ServiceAccount and its ClusterRole (builders.manager_rules), bound."""
+        """The manager's ServiceAccount: reading cluster-wide (builders.manager_read_rules, a
+        ClusterRoleBinding), writing only in the fleet teams' namespaces
+        (builders.manager_write_rules, a RoleBinding in each): it can create a job nowhere
+        else, so no pod of it runs outside a fleet team's namespace and quota."""
         account = k8s.core.v1.ServiceAccount(
             f"{name}-sa",
             metadata={"name": identity, "namespace": builders.KUEUE_NAMESPACE},
             automount_service_account_token=False,
             opts=k8s_opts,
         )
-        role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role",
-            metadata={"name": f"gpu-platform-{identity}"},
-            rules=cast(Any, builders.manager_rules(catalog.MULTIKUEUE_FRAMEWORKS)),
+        subject = [
+            {"kind": "ServiceAccount", "name": identity, "namespace": builders.KUEUE_NAMESPACE}
+        ]
+        frameworks = catalog.MULTIKUEUE_FRAMEWORKS
+        read = builders.manager_role_name(identity, "read")
+        read_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-read",
+            metadata={"name": read},
+            rules=cast(Any, builders.manager_read_rules(frameworks)),
             opts=k8s_opts,
         )
         k8s.rbac.v1.ClusterRoleBinding(
-            f"{name}-binding",
-            metadata={"name": f"gpu-platform-{identity}"},
-            role_ref=cast(
-                Any,
-                {
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": f"gpu-platform-{identity}",
-                },
+            f"{name}-read-binding",
+            metadata={"name": read},
+            role_ref=cast(Any, builders.cluster_role_ref(read)),
+            subjects=cast(Any, subject),
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[read_role])
             ),
-            subjects=cast(
-                Any,
-                [
-                    {
-                        "kind": "ServiceAccount",
-                        "name": identity,
-                        "namespace": builders.KUEUE_NAMESPACE,
-                    }
-                ],
-            ),
-            opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[role])),
         )
+        write = builders.manager_role_name(identity, "write")
+        write_role = k8s.rbac.v1.ClusterRole(
+            f"{name}-write",
+            metadata={"name": write},
+            rules=cast(Any, builders.manager_write_rules(frameworks)),
+            opts=k8s_opts,
+        )
+        for team, (namespace, component) in sorted(args.teams.items()):
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-write-{team}",
+                metadata={"name": write, "namespace": namespace},
+                role_ref=cast(Any, builders.cluster_role_ref(write)),
+                subjects=cast(Any, subject),
+                opts=pulumi.ResourceOptions.merge(
+                    k8s_opts, pulumi.ResourceOptions(depends_on=[write_role, component])
+                ),
+            )
         return account
 
     def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
