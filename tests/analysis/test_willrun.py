@@ -583,7 +583,6 @@ def test_nccl_verdict_says_one_zone_over_efa() -> None:
     assert dev.zone == "any zone (no EFA)"
 
 
-
 @pytest.mark.parametrize(
     ("platform", "job_stack"), [("dev", None), ("dev", "research-dev"), ("prod", "pretrain-prod")]
 )
