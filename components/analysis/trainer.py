@@ -7,7 +7,7 @@ those types: on admission (pkg/controller/jobs/trainjob/trainjob_controller.go L
 (trainjob_multikueue_adapter.go L44-80, `Create` from the decoded spec). A field the v2.2.1
 types lack is silently gone after either — `terminationGracePeriodSeconds` in a runtime patch
 (a v2.3.0 addition) left the pods Kubernetes' 30 s and killed the trainer's preemption
-checkpoint. Two rules follow, each a will-it-run `Problem` naming the job's key:
+checkpoint. Three rules follow, each a will-it-run `Problem` naming the job's key:
 
 - `patch_problems`: every field a TrainJob's runtime patch sets is one Trainer v2.2.1's
   `RuntimePatch` types have (kubeflow/trainer@v2.2.1 pkg/apis/trainer/v1alpha1/trainjob_types.go
@@ -15,20 +15,27 @@ checkpoint. Two rules follow, each a will-it-run `Problem` naming the job's key:
 - `runtime_problems`: the ClusterTrainingRuntime a TrainJob names (its priority's, with its
   pods' grace period: TrainingJobConfig.trainer_runtime) is one the platform renders — Kueue
   cannot build the job's pod sets without it ("runtime '<name>' not found",
-  trainjob_controller.go L155-158), and the grace lives there, where Kueue never writes.
+  trainjob_controller.go L155-158), and the grace lives there, where Kueue never writes;
+- `toleration_problems`: Kueue's admission patch puts the flavor's tolerations in place of the
+  TrainJob's own (nodes.flavor_tolerations cites the lines), so on every flavor the job may be
+  admitted to, those must tolerate every taint of each node source the job's own tolerations
+  let it land on — else its pods stay pending where will-it-run placed them.
 
 Pure: facts and plain manifests in, problems out. The components run `patch_problems` on every
 TrainJob they render before registering anything (components/training_jobs/training.py);
-`runtime_problems` is part of each TrainJob's verdict (willrun.py) and of a job stack's check
-against the runtimes its platform exports (contract/platform_facts.py).
+`runtime_problems` (also a job stack's check against the runtimes its platform exports,
+contract/platform_facts.py) and `toleration_problems` are part of each TrainJob's verdict
+(willrun.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 from components import catalog
+from components.analysis.facts import Flavor, JobFacts
+from components.analysis.nodes import NodeSource, flavor_sources, flavor_tolerations, tolerates
 from components.config import Problem, TrainingJobConfig, job_grace_seconds
 
 #: A leaf of RUNTIME_PATCH: any value is kept (a Go field of a type Kueue decodes whole).
@@ -125,3 +132,54 @@ def runtime_problems(key: str, job: TrainingJobConfig, runtimes: Collection[str]
             "launcher native)",
         )
     ]
+
+
+def toleration_problems(
+    jf: JobFacts,
+    landing: Sequence[NodeSource],
+    sources: Sequence[NodeSource],
+    provisioners: Mapping[Flavor, catalog.Provisioner],
+    *,
+    tolerations_of: Callable[[Sequence[NodeSource]], Sequence[dict[str, str]]] = flavor_tolerations,
+) -> list[Problem]:
+    """A Kueue TrainJob's pods carry the tolerations of the flavor Kueue admits them on, not
+    their own (module docstring). For each flavor the job may be admitted to, every node source
+    its own tolerations let it land on (`landing`: its fit's candidates) among the flavor's
+    nodes (of `sources`) must be
+    tolerated by the flavor's tolerations (`tolerations_of`: what the ResourceFlavor renders,
+    nodes.flavor_tolerations; tests substitute it). A flavor with no tolerations leaves the
+    pods their own (Kueue's patch then carries none)."""
+    job = jf.job
+    if job.launcher != "kubeflow" or job.scheduler != "kueue":
+        return []
+    names = {s.name for s in landing}
+    problems = []
+    for entry in jf.team.quota:
+        if entry.flavor not in jf.flavors:
+            continue
+        flavor = (entry.gpu_class, entry.capacity_type)
+        if flavor not in provisioners:
+            continue
+        members = flavor_sources(sources, *flavor, provisioners[flavor])
+        given = tuple(tolerations_of(members))
+        if not given:
+            continue
+        for source in members:
+            if source.name not in names:
+                continue
+            lost = [t for t in source.taints if not tolerates(t, given)]
+            if lost:
+                problems.append(
+                    Problem(
+                        f"{jf.key}.launcher",
+                        job.launcher,
+                        f"pods that keep tolerating node source {source.name} ({source.key}) "
+                        f"on flavor {entry.flavor}: Kueue v0.19.2 replaces a TrainJob's "
+                        "tolerations with the flavor's ("
+                        + ", ".join(f"{t['key']}:{t['effect']}" for t in given)
+                        + "), which do not tolerate its taint "
+                        + ", ".join(f"{t['key']}={t.get('value', '')}:{t['effect']}" for t in lost)
+                        + " (use launcher native, whose pods get the flavor's tolerations added)",
+                    )
+                )
+    return problems

@@ -641,8 +641,16 @@ def training_verdict(
         else fit_sources(list(sources if sources is not None else facts.sources), where, requests)
     )
     placed, placement_problems = _placement(jf, where=where, fit=fit)
-    # The runtime a TrainJob names, where its pods' grace period lives (trainer.py).
-    trainjob_problems = trainer.runtime_problems(jf.key, job, runtimes)
+    # A TrainJob's runtime and its pods' tolerations as Kueue leaves them (trainer.py).
+    trainjob_problems = [
+        *trainer.runtime_problems(jf.key, job, runtimes),
+        *trainer.toleration_problems(
+            jf,
+            fit.candidates,
+            sources if sources is not None else facts.sources,
+            facts.provisioners,
+        ),
+    ]
     gang, scale_problems = _scale_and_gang(jf, placed.fitting)
     zone, zone_problems = _zone(facts, jf, where=where, placed=placed)
     claim, storage_problems = _storage(facts, jf, claim_mode)
