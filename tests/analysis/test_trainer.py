@@ -263,6 +263,25 @@ def test_the_managers_runtimes_are_every_workers(fleet_prod: SynthResult) -> Non
     )
 
 
+def test_policy_reads_a_trainjobs_grace_from_its_runtime_never_its_patch(dev: SynthResult) -> None:
+    """The pods' grace period is the runtime's (Kueue v0.19.2 drops a patch's): a spot TrainJob
+    on a runtime whose grace the policy cannot know is refused, whatever its patch says."""
+    from policies.rules import compute as platform
+    from policies.rules.common import Resource
+
+    config = {"minGracePeriodSeconds": 120}
+    job = copy.deepcopy(_by_name(dev, TRAIN_JOB)["ddp-trainjob"])
+    assert job["spec"]["runtimeRef"]["name"] == "gpu-platform-torch-research-g120"
+    assert list(platform._check_spot_jobs(Resource(TRAIN_JOB, "t", "urn:t", job), config)) == []
+    job["spec"]["runtimeRef"]["name"] = "someone-elses-runtime"
+    patch = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    patch["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "terminationGracePeriodSeconds"
+    ] = 300
+    found = list(platform._check_spot_jobs(Resource(TRAIN_JOB, "t", "urn:t", job), config))
+    assert any("terminationGracePeriodSeconds None < 120" in m for m in found), found
+
+
 # --- the runtime must exist -------------------------------------------------------------------
 
 
