@@ -4,13 +4,16 @@ GPU taint and label keys, the instance-type table (GPUs, EFA devices, vCPU, memo
 and pinned versions live here and nowhere else, so managed node groups, Karpenter NodePools,
 Kueue ResourceFlavors, tolerations and training jobs can never disagree.
 
-Why this module is long: it is that one home — the instance table, the label and taint keys,
-the names and the upstream facts several layers read — and splitting it would give a fact two.
+Why this module is long: it is that one home, read by every layer and by the policy pack (which
+imports nothing else of the program): the instance table and the upstream names and field sets
+(Kueue, Trainer, MultiKueue) each need their citation beside them, and splitting them by topic
+would give a reader two places to look for one fact.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final, Literal
@@ -505,6 +508,30 @@ TRAINER_V221_POD_SPEC_PATCH_FIELDS: Final = frozenset(
         "schedulingGates",
     }
 )
+#: The fields of a container in such a patch (`ContainerPatch`, kubeflow/trainer@v2.2.1
+#: pkg/apis/trainer/v1alpha1/trainjob_types.go L452-481): anything else is dropped the same way.
+TRAINER_V221_CONTAINER_PATCH_FIELDS: Final = frozenset(
+    {"name", "env", "volumeMounts", "securityContext"}
+)
+#: The platform's ClusterTrainingRuntimes are named `gpu-platform-torch-<priority>-g<grace s>`:
+#: one per job priority (its pod PriorityClass) and pod grace period, which Trainer v2 takes from
+#: the runtime's pod template (config/training.py POD_GRACE_SECONDS, docs/training-jobs.md).
+TRAINER_RUNTIME_PREFIX: Final = "gpu-platform-torch"
+_TRAINER_RUNTIME_NAME: Final = re.compile(rf"^{TRAINER_RUNTIME_PREFIX}-[a-z]+-g(?P<grace>[0-9]+)$")
+
+
+def trainer_runtime_name(priority: str, grace_s: int) -> str:
+    """The ClusterTrainingRuntime of a job priority whose pods get `grace_s` seconds."""
+    return f"{TRAINER_RUNTIME_PREFIX}-{priority}-g{grace_s}"
+
+
+def trainer_runtime_grace(name: str) -> int | None:
+    """The pod grace period a platform runtime's name states (None: not a platform runtime);
+    the policy pack reads a TrainJob's grace this way, the runtime living in another stack."""
+    match = _TRAINER_RUNTIME_NAME.match(name)
+    return int(match["grace"]) if match else None
+
+
 #: The job kinds a fleet's manager dispatches (its Kueue's frameworks): the platform's Kueue
 #: launchers. Volcano Jobs have no MultiKueue adapter and no `managedBy` field
 #: (kubernetes-sigs/kueue@v0.19.2 pkg/controller/jobs: no vcjob integration; volcano-sh/apis

@@ -32,8 +32,7 @@ from components.platform.fleet.manager import FleetManager, FleetManagerArgs
 from components.platform.fleet.reading import read_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
 from components.platform.tenancy.team_deploy import deploy_identity
-from components.training_jobs.manifests import cluster_training_runtime
-from components.training_jobs.plan import POD_PRIORITY_CLASS
+from components.training_jobs.manifests import cluster_training_runtimes
 
 cfg = load_fleet()
 # The workers as deployed (plain values) and the whole fleet checked before anything else.
@@ -98,8 +97,9 @@ links = FleetLinks(
         tags=tags,
     ),
 )
-# The runtimes every worker has, here for Trainer's webhook and Kueue's pod sets; the image is a
-# worker's trainer (no pod runs here).
+# The runtimes every worker has (one function renders both: same names, grace periods and pod
+# templates), here for Trainer's webhook and Kueue's pod sets; the image is a worker's trainer
+# (no pod runs here).
 runtime_image = next(w.trainer_image for w in fleet.workers if w.trainer_image)
 manager = FleetManager(
     "fleet",
@@ -118,7 +118,7 @@ manager = FleetManager(
         cluster_name=cluster.name,
         physical_cluster_name=cfg.cluster.name,
         tags=tags,
-        runtimes=[cluster_training_runtime(p, runtime_image) for p in POD_PRIORITY_CLASS],
+        runtimes=cluster_training_runtimes(runtime_image),
         k8s_provider=cluster.handles.k8s_provider,
         system_nodes=cluster.handles.system_node_group,
         links=links.peerings,

@@ -45,6 +45,7 @@ from components.config import (
     TeamConfig,
     TrainingJobConfig,
     parse,
+    trainer_runtime_names,
 )
 from components.config.errors import problem_lines
 from components.config.fleet import FleetManagerConfig, WorkerRef
@@ -209,6 +210,18 @@ def _worker(
                 ref,
                 f"a worker whose Kueue manages {', '.join(missing)} (the job kinds the manager "
                 "dispatches: their CRDs, controllers and Kueue integrations)",
+            )
+        )
+    runtimes = sorted(set(trainer_runtime_names()) ^ set(platform.get("trainingRuntimes") or ()))
+    if runtimes:
+        found.append(
+            _stack_problem(
+                index,
+                ref,
+                "a worker with the manager's ClusterTrainingRuntimes (MultiKueue copies no "
+                "runtime, and a TrainJob's pods come from the worker's: "
+                "kubernetes-sigs/kueue@v0.19.2 site/content/en/docs/tasks/run/multikueue/"
+                f"trainjob.md L39-50); these differ: {', '.join(runtimes)}",
             )
         )
     if found:

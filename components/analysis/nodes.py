@@ -31,7 +31,7 @@ Facts behind the figures:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final, Literal
 
@@ -261,3 +261,50 @@ def tolerates(taint: dict[str, str], tolerations: tuple[dict[str, str], ...]) ->
         ):
             return True
     return False
+
+
+def flavor_sources(
+    sources: Sequence[NodeSource],
+    gpu_class: str,
+    capacity_type: catalog.CapacityType,
+    provisioner: catalog.Provisioner,
+) -> tuple[NodeSource, ...]:
+    """The sources whose nodes a Kueue ResourceFlavor selects: those carrying its node labels
+    (catalog.gpu_flavor_labels; Kueue puts them on the admitted pods as a node selector)."""
+    selector = catalog.gpu_flavor_labels(
+        gpu_class=gpu_class, capacity_type=capacity_type, provisioner=provisioner
+    )
+    return tuple(s for s in sources if all(s.labels.get(k) == v for k, v in selector.items()))
+
+
+def platform_taints() -> tuple[dict[str, str], ...]:
+    """The taints the platform itself puts on GPU nodes: the GPU taint (every GPU node) and the
+    spot taint (spot managed groups, `managed_gpu_taints`)."""
+    return (catalog.gpu_taint(), catalog.spot_taint())
+
+
+def flavor_tolerations(members: Sequence[NodeSource]) -> tuple[dict[str, str], ...]:
+    """A ResourceFlavor's tolerations: one per platform taint any of its nodes (`members`,
+    `flavor_sources`) carries, so that whatever Kueue does with them, the pods it admits there
+    tolerate what the platform put on those nodes. Kueue v0.19.2 collects them at admission
+    (kubernetes-sigs/kueue@v0.19.2 pkg/podset/podset.go L78-90 FromAssignment) and adds them
+    to a batch Job's pod template (pkg/controller/jobs/job/job_controller.go L391, podset.go
+    L181-212, a union at L133-140) but puts them *in place of* a TrainJob's: its admission
+    patch sets the pod tolerations to the flavor's (pkg/controller/jobs/trainjob/
+    trainjob_controller.go L253-281), applied after the job's own patch (trainjob_webhook.go
+    L91-102 appends it), and Trainer v2.3.0 strategic-merges the patches (kubeflow/
+    trainer@v2.3.0 pkg/runtime/core/trainingruntime.go L258-281), where `PodSpec.tolerations`
+    has no patch strategy (kubernetes/api@v0.36.2 core/v1/types.go L4293-4296) and so is
+    replaced (kubernetes/apimachinery@v0.36.2 pkg/util/strategicpatch/patch.go L1477-1490).
+
+    A group's own taints (`nodeGroups.gpu[].taints`) are left out on purpose: they keep
+    training pods off the group (docs/node-groups.md), and a flavor tolerating one would hand
+    that toleration to every pod Kueue admits on the flavor. Training pods tolerate none of
+    them, so no pod of the flavor lands on such a group either way; will-it-run checks that a
+    TrainJob's pods keep every source they would land on (components/analysis/trainer.py)."""
+    carried = {(t["key"], t["effect"]) for member in members for t in member.taints}
+    return tuple(
+        catalog.toleration_of(taint)
+        for taint in platform_taints()
+        if (taint["key"], taint["effect"]) in carried
+    )

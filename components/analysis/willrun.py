@@ -25,12 +25,12 @@ and gang, zone, storage, memory, readiness) and the validation workloads' verdic
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Final, Literal
 
 from components import catalog
-from components.analysis import limit_range, nccl, readiness, storage, volcano
+from components.analysis import limit_range, nccl, readiness, storage, trainer, volcano
 from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource
@@ -38,7 +38,14 @@ from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement
 from components.analysis.readiness import ReadyPath
-from components.config import GpuNodeGroup, KarpenterPool, Problem, StackConfig, TeamConfig
+from components.config import (
+    GpuNodeGroup,
+    KarpenterPool,
+    Problem,
+    StackConfig,
+    TeamConfig,
+    trainer_runtime_names,
+)
 
 
 @dataclass(frozen=True)
@@ -597,6 +604,9 @@ def _memory(jf: JobFacts) -> tuple[Memory | None, list[Problem]]:
 
 
 KIND = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}
+#: The ClusterTrainingRuntimes a platform renders (components/training_jobs/manifests.py
+#: cluster_training_runtimes): a TrainJob must name one of them.
+PLATFORM_RUNTIMES: Final = frozenset(trainer_runtime_names())
 
 
 def training_verdict(
@@ -609,6 +619,7 @@ def training_verdict(
     covered: Sequence[str] = catalog.KUEUE_COVERED_RESOURCES,
     excluded: Sequence[str] = catalog.KUEUE_EXCLUDED_RESOURCE_PREFIXES,
     claim_mode: str = storage.CHECKPOINT_ACCESS_MODE,
+    runtimes: Collection[str] = PLATFORM_RUNTIMES,
 ) -> Verdict:
     """One job's verdict. `over_quota`: the quota rule found the job over its team's quota
     (quota.py reports that). The keyword arguments after it default to what the stack builds;
@@ -630,6 +641,16 @@ def training_verdict(
         else fit_sources(list(sources if sources is not None else facts.sources), where, requests)
     )
     placed, placement_problems = _placement(jf, where=where, fit=fit)
+    # A TrainJob's runtime and its pods' tolerations as Kueue leaves them (trainer.py).
+    trainjob_problems = [
+        *trainer.runtime_problems(jf.key, job, runtimes),
+        *trainer.toleration_problems(
+            jf,
+            fit.candidates,
+            sources if sources is not None else facts.sources,
+            facts.provisioners,
+        ),
+    ]
     gang, scale_problems = _scale_and_gang(jf, placed.fitting)
     zone, zone_problems = _zone(facts, jf, where=where, placed=placed)
     claim, storage_problems = _storage(facts, jf, claim_mode)
@@ -655,6 +676,7 @@ def training_verdict(
             *_namespace_limits(jf, requests),
             *limit_range_problems(jf, jf.team),
             *placement_problems,
+            *trainjob_problems,
             *scale_problems,
             *zone_problems,
             *storage_problems,

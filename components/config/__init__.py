@@ -112,6 +112,9 @@ from components.config.teams import (
     VolcanoQueue,
 )
 from components.config.training import (
+    JOB_PRIORITIES,
+    MAX_SAVE_SECONDS,
+    POD_GRACE_SECONDS,
     SPOT_NOTICE_SECONDS,
     DeepSpeedSettings,
     EnvName,
@@ -125,6 +128,7 @@ from components.config.training import (
     TrainingJobConfig,
     gpus_of_class,
     job_grace_seconds,
+    trainer_runtime_names,
 )
 from components.config.validation import (
     NcclTestConfig,
@@ -139,8 +143,11 @@ __all__ = [
     "FSX_MIN_CAPACITY_GIB",
     "FSX_THROUGHPUT_TIERS",
     "GPU_CLASS_PATTERN",
+    "JOB_PRIORITIES",
     "LOG_TYPES",
+    "MAX_SAVE_SECONDS",
     "NAMESPACE",
+    "POD_GRACE_SECONDS",
     "RESERVED_NAMESPACES",
     "SPOT_NOTICE_SECONDS",
     "SUPPORTED_KUBERNETES_VERSIONS",
@@ -217,4 +224,5 @@ __all__ = [
     "problem_lines",
     "problems_error",
     "split_path",
+    "trainer_runtime_names",
 ]

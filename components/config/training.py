@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Final, Literal
+from typing import Annotated, Final, Literal, get_args
 
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
@@ -29,6 +29,11 @@ AwsRegion = Annotated[str, StringConstraints(pattern=r"^[a-z]{2}(-gov)?-[a-z]+-[
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=128)]
 #: Seconds between the spot interruption notice and the instance's reclaim (EC2 user guide).
 SPOT_NOTICE_SECONDS: Final = 120
+#: The longest synchronous checkpoint save a job may declare (`checkpoint.saveSeconds`).
+MAX_SAVE_SECONDS: Final = 3600
+#: A job's priority: its Kueue WorkloadPriorityClass, pod PriorityClass and runtime.
+JobPriority = Literal["production", "research", "dev"]
+JOB_PRIORITIES: Final[tuple[JobPriority, ...]] = get_args(JobPriority)
 
 
 class TrainingConfig(Model):
@@ -114,7 +119,7 @@ class JobCheckpoint(Model):
     s3_prefix: S3Prefix | None = None
     #: Time one synchronous save takes (measured: trainer_checkpoint_save_duration_seconds);
     #: the SIGTERM path must finish one within the grace period.
-    save_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    save_seconds: Annotated[float, Field(gt=0, le=MAX_SAVE_SECONDS)] = 30.0
     #: Time a periodic save blocks the loop (async saves: far below saveSeconds); Young/Daly's
     #: delta. Defaults to saveSeconds.
     blocking_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
@@ -181,7 +186,7 @@ class TrainingJobConfig(Model):
     #: Volcano Job.
     launcher: Literal["native", "kubeflow", "volcano"] = "native"
     scheduler: Literal["kueue", "volcano"] = "kueue"
-    priority: Literal["production", "research", "dev"] = "research"
+    priority: JobPriority = "research"
     #: The job's own image: by digest (`repo[:tag]@sha256:...`), or, where
     #: `training.requireImageDigest` is false, a tag in an ECR registry
     #: (`<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>`) that the deploy resolves to its
@@ -307,19 +312,27 @@ class TrainingJobConfig(Model):
             )
         if self.capacity != "on-demand":
             grace = job_grace_seconds(self.checkpoint)
-            if grace.termination > SPOT_NOTICE_SECONDS:
+            if grace.needed > SPOT_NOTICE_SECONDS:
                 problems.append(
                     Problem(
                         "checkpoint.saveSeconds",
                         self.checkpoint.save_seconds,
                         f"a save that fits the {SPOT_NOTICE_SECONDS} s spot interruption notice "
-                        f"(needs a {grace.termination} s grace period); save faster or use "
+                        f"(needs a {grace.needed} s grace period); save faster or use "
                         "on-demand",
                     )
                 )
         if problems:
             raise problems_error(problems)
         return self
+
+    @property
+    def trainer_runtime(self) -> str:
+        """The ClusterTrainingRuntime a TrainJob of this job names: its priority's, with its
+        pods' grace period (GraceSeconds.termination) in the runtime's pod template."""
+        return catalog.trainer_runtime_name(
+            self.priority, job_grace_seconds(self.checkpoint).termination
+        )
 
     @property
     def capacity_types(self) -> tuple[catalog.CapacityType, ...]:
@@ -342,20 +355,61 @@ class TrainingJobConfig(Model):
         return self.nodes * self.node_gpus
 
 
+def _grace_chain(save_seconds: float) -> tuple[int, int, int]:
+    """Worker --grace-s (one step to reach a boundary plus the synchronous save, with a margin),
+    torchrun --shutdown-timeout, and what the shutdown needs of the pod (torchrun's timeout and a
+    margin; at least the spot notice: that time is there anyway, and a slow save gets all of
+    it)."""
+    worker = math.ceil(save_seconds) + 20
+    shutdown_timeout = worker + 10
+    return worker, shutdown_timeout, max(shutdown_timeout + 10, SPOT_NOTICE_SECONDS)
+
+
+def _pod_grace_seconds() -> tuple[int, ...]:
+    """The spot notice, doubled until the last holds the longest save's shutdown: every job's
+    grace is then at most twice what it needs (a longer grace costs nothing on a clean exit: the
+    pod ends when its trainer does; only a hung shutdown waits it out)."""
+    longest = _grace_chain(MAX_SAVE_SECONDS)[2]
+    out = [SPOT_NOTICE_SECONDS]
+    while out[-1] < longest:
+        out.append(out[-1] * 2)
+    return tuple(out)
+
+
+#: The pod grace periods a job can get (GraceSeconds.termination): 120, 240, ... 3840 s. Each
+#: priority has one ClusterTrainingRuntime per value (docs/training-jobs.md, "Grace periods").
+POD_GRACE_SECONDS: Final = _pod_grace_seconds()
+
+
 class GraceSeconds:
     """The nested shutdown budget: worker --grace-s < torchrun --shutdown-timeout < pod
     terminationGracePeriodSeconds, all above the checkpoint's save time."""
 
     def __init__(self, save_seconds: float) -> None:
-        #: One step to reach a boundary plus the synchronous save, with a margin.
-        self.worker = math.ceil(save_seconds) + 20
-        self.shutdown_timeout = self.worker + 10
-        # At least the spot notice: that time is there anyway, and a slow save gets all of it.
-        self.termination = max(self.shutdown_timeout + 10, SPOT_NOTICE_SECONDS)
+        self.worker, self.shutdown_timeout, needed = _grace_chain(save_seconds)
+        #: What the shutdown needs of the pod (at least the spot notice).
+        self.needed = needed
+        #: The pods' terminationGracePeriodSeconds, every launcher's: the smallest of
+        #: POD_GRACE_SECONDS that holds `needed`. A TrainJob's pods take theirs from the
+        #: ClusterTrainingRuntime it names (Kueue v0.19.2 drops it from a runtime patch:
+        #: components/analysis/trainer.py), and the platform renders runtimes for those values
+        #: only (`trainer_runtime_names`); beyond the last, `needed` itself (no runtime has it,
+        #: and will-it-run refuses such a TrainJob).
+        self.termination = next((g for g in POD_GRACE_SECONDS if g >= needed), needed)
 
 
 def job_grace_seconds(checkpoint: JobCheckpoint) -> GraceSeconds:
     return GraceSeconds(checkpoint.save_seconds)
+
+
+def trainer_runtime_names() -> tuple[str, ...]:
+    """Every ClusterTrainingRuntime a platform (and a fleet's manager) renders: one per job
+    priority and pod grace period, in that order."""
+    return tuple(
+        catalog.trainer_runtime_name(priority, grace)
+        for priority in JOB_PRIORITIES
+        for grace in POD_GRACE_SECONDS
+    )
 
 
 def gpus_of_class(gpu_class: str) -> int | None:

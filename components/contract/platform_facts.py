@@ -29,13 +29,22 @@ from pydantic import BaseModel
 
 from components import analysis, catalog
 from components.analysis import Judgement, StackFacts
-from components.config import ConfigError, Problem, StackConfig, TeamConfig, parse
+from components.analysis.trainer import runtime_problems
+from components.config import (
+    ConfigError,
+    Problem,
+    StackConfig,
+    TeamConfig,
+    parse,
+    trainer_runtime_names,
+)
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 
 #: The revision of the contract's own keys (bump it when `platform_facts` changes shape);
-#: 2 added `trainerImage` and the teams' `imageRepository`.
-CONTRACT_REVISION: Final = 2
+#: 2 added `trainerImage` and the teams' `imageRepository`; 3 `trainingRuntimes` (TrainJobs
+#: name a runtime per priority and grace period, no longer one per priority).
+CONTRACT_REVISION: Final = 3
 
 
 def contract_version(model: type[BaseModel] = StackConfig) -> str:
@@ -164,6 +173,9 @@ def platform_facts(
         "gpuClasses": _flavors(facts),
         "training": cfg.training.model_dump(mode="json", by_alias=True),
         "trainerImage": trainer_image if trainer_image is not None else cfg.training.default_image,
+        # The ClusterTrainingRuntimes it renders (cluster-scoped: a job stack's TrainJob can
+        # only name one of these, components/analysis/trainer.py runtime_problems).
+        "trainingRuntimes": list(trainer_runtime_names()),
         "platformJobs": {ns: sorted(names) for ns, names in sorted(platform_jobs.items())},
         "platformConfig": cfg.model_dump(mode="json", by_alias=True, exclude={"training_jobs"}),
     }
@@ -237,6 +249,9 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> J
         ) from None
     cfg = platform.model_copy(update={"training_jobs": list(jobs.training_jobs)})
     found = job_stack_image_problems(cfg, facts.get("trainerImage"))
+    runtimes = [str(r) for r in facts.get("trainingRuntimes") or ()]
+    for index, job in enumerate(jobs.training_jobs):
+        found += runtime_problems(f"trainingJobs[{index}]", job, runtimes)
     taken = set(facts.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:

@@ -26,7 +26,8 @@ import pulumi_kubernetes as k8s
 from components.analysis.facts import StackFacts, job_facts
 from components.analysis.fleet import FleetFacts, FleetJudgement
 from components.config import ConfigError
-from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig
+from components.config.errors import problem_lines
+from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
 from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
@@ -37,7 +38,11 @@ from components.training_jobs.plan import (
     fleet_runtime_image,
     plan_job,
 )
-from components.training_jobs.training import TrainingJob, TrainingJobArgs
+from components.training_jobs.training import (
+    TrainingJob,
+    TrainingJobArgs,
+    trainjob_patch_problems,
+)
 
 
 @dataclass(frozen=True)
@@ -153,6 +158,7 @@ class TeamJobs(pulumi.ComponentResource):
             for plan in args.plans
             for problem in namespace_problems(job_manifests(plan), args.namespace)
         ]
+        outside += jobs_lines(problem_lines(trainjob_patch_problems(args.plans)))
         if outside:
             raise ConfigError(outside)
         super().__init__("gpu-platform:training:TeamJobs", name, None, opts)

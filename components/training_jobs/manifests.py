@@ -13,6 +13,7 @@ from typing import Any, Final
 from components import catalog
 from components.analysis import limit_range, pod_security
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
+from components.config import JOB_PRIORITIES, POD_GRACE_SECONDS
 from components.training_jobs import job_secrets
 from components.training_jobs.plan import (
     CHECKPOINT_MOUNT,
@@ -38,7 +39,6 @@ from components.training_jobs.plan import (
     VOLCANO_TASK,
     JobPlan,
     ds_config,
-    runtime_name,
 )
 
 #: pulumi-kubernetes' annotation that turns off the create/update await of an object.
@@ -504,14 +504,28 @@ def volcano_job(plan: JobPlan) -> dict[str, Any]:
     }
 
 
-def cluster_training_runtime(priority: str, default_image: Any) -> dict[str, Any]:
+def cluster_training_runtime(priority: str, grace_s: int, default_image: Any) -> dict[str, Any]:
     """The platform's torch runtime for Trainer v2: one JobSet replicated job `node`, restart
-    semantics as the native launcher (podFailurePolicy), whole-gang restarts by JobSet."""
+    semantics as the native launcher (podFailurePolicy), whole-gang restarts by JobSet; its pods
+    get the priority's PriorityClass and `grace_s` seconds to shut down.
+
+    The grace period lives here, not in the TrainJob's runtime patch: Kueue v0.19.2 reads and
+    writes TrainJobs through Trainer v2.2.1's types (kubernetes-sigs/kueue@v0.19.2 go.mod L14),
+    whose `PodSpecPatch` has no `terminationGracePeriodSeconds` (kubeflow/trainer@v2.2.1
+    pkg/apis/trainer/v1alpha1/trainjob_types.go L384-450), and writes the whole TrainJob back on
+    admission (pkg/controller/jobs/trainjob/trainjob_controller.go L243-290, `c.Update`) and
+    when MultiKueue copies it to a worker (trainjob_multikueue_adapter.go L64-80): a grace in
+    the patch is dropped and the pods get Kubernetes' 30 s. Kueue never writes a runtime, only
+    reads it (getRuntimeSpec, trainjob_controller.go L199-215), and Trainer v2.3.0 merges the
+    patches onto the runtime's JobSet template (pkg/runtime/core/trainingruntime.go L251-290),
+    so a field the patches leave alone reaches the JobSet and its pods as the runtime has it.
+    Identical on a fleet's manager and every worker (docs/fleet.md): the same inputs, one
+    function."""
     return {
         "apiVersion": TRAINER_API,
         "kind": "ClusterTrainingRuntime",
         "metadata": {
-            "name": runtime_name(priority),
+            "name": catalog.trainer_runtime_name(priority, grace_s),
             "labels": {"trainer.kubeflow.org/framework": "torch"},
             "annotations": pod_security.runtime_template_skips(),
         },
@@ -537,6 +551,7 @@ def cluster_training_runtime(priority: str, default_image: Any) -> dict[str, Any
                                         "spec": {
                                             "restartPolicy": "Never",
                                             "priorityClassName": POD_PRIORITY_CLASS[priority],
+                                            "terminationGracePeriodSeconds": grace_s,
                                             # TrainJob pods inherit these: patches set none.
                                             **pod_security.restricted_pod_fields(),
                                             "containers": [
@@ -558,21 +573,32 @@ def cluster_training_runtime(priority: str, default_image: Any) -> dict[str, Any
     }
 
 
+def cluster_training_runtimes(default_image: Any) -> list[dict[str, Any]]:
+    """Every runtime a cluster that takes TrainJobs has: one per job priority and pod grace
+    period (config.POD_GRACE_SECONDS), so that a job stack's TrainJob, whatever its save time,
+    names one that exists (it cannot create cluster-scoped objects itself), and a fleet's
+    manager and workers hold the same set whatever jobs exist. The names are
+    config.trainer_runtime_names(), in that order."""
+    return [
+        cluster_training_runtime(priority, grace, default_image)
+        for priority in JOB_PRIORITIES
+        for grace in POD_GRACE_SECONDS
+    ]
+
+
+#: The pod-spec fields of a TrainJob's runtime patch: each is in Trainer v2.2.1's
+#: `PodSpecPatch` (catalog.TRAINER_V221_POD_SPEC_PATCH_FIELDS), the type Kueue v0.19.2 writes
+#: the TrainJob back with; the grace period is the runtime's (cluster_training_runtime).
+PATCHED_POD_FIELDS: Final = ("serviceAccountName", "tolerations", "affinity", "volumes")
+
+
 def train_job(plan: JobPlan) -> dict[str, Any]:
-    """Kubeflow launcher: a TrainJob on the priority's runtime; per-job pod settings go in a
-    runtime patch (the fields Trainer v2 lets a TrainJob patch)."""
+    """Kubeflow launcher: a TrainJob on the runtime of its priority and grace period
+    (TrainingJobConfig.trainer_runtime); per-job pod settings go in a runtime patch, only fields
+    that survive Kueue's copy of it (PATCHED_POD_FIELDS)."""
     pod = pod_spec(plan)
     container = trainer_container(plan)
-    patched_pod = {
-        key: pod[key]
-        for key in (
-            "serviceAccountName",
-            "terminationGracePeriodSeconds",
-            "tolerations",
-            "affinity",
-            "volumes",
-        )
-    }
+    patched_pod = {key: pod[key] for key in PATCHED_POD_FIELDS}
     patched_pod["containers"] = [
         {"name": TRAINER_CONTAINER, "volumeMounts": container["volumeMounts"]}
     ]
@@ -580,7 +606,7 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
         "runtimeRef": {
             "apiGroup": "trainer.kubeflow.org",
             "kind": "ClusterTrainingRuntime",
-            "name": runtime_name(plan.job.priority),
+            "name": plan.job.trainer_runtime,
         },
         "suspend": True,
         "trainer": {

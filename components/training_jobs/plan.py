@@ -58,11 +58,6 @@ POD_PRIORITY_CLASS: Final[dict[str, str]] = {
 EFA_RDMA_GPU_MODELS: Final = catalog.EFA_RDMA_GPU_MODELS
 
 
-def runtime_name(priority: str) -> str:
-    """ClusterTrainingRuntime of a priority (pod PriorityClass is per runtime in Trainer v2)."""
-    return f"gpu-platform-torch-{priority}"
-
-
 @dataclass(frozen=True)
 class JobImage:
     """The image a job's pods run. `reference` (`repo@sha256:...`) and `digest` are Pulumi

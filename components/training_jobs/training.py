@@ -30,13 +30,17 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components import catalog
+from components.analysis import trainer
+from components.config import ConfigError, Problem
+from components.config.errors import problem_lines
 from components.resource_options import child_options
 from components.training_jobs.manifests import (
-    cluster_training_runtime,
+    cluster_training_runtimes,
     job_manifests,
     rendezvous_endpoint,
 )
-from components.training_jobs.plan import POD_PRIORITY_CLASS, JobPlan
+from components.training_jobs.plan import JobPlan
 
 if TYPE_CHECKING:
     from components.platform.cluster.handles import ClusterHandles
@@ -56,6 +60,18 @@ REPLACE_ON_CHANGES: Final[dict[str, list[str]]] = {
     "TrainJob": ["spec.trainer", "spec.runtimeRef", "spec.runtimePatches"],
     "VolcanoJob": ["spec.tasks", "spec.minAvailable", "spec.queue", "spec.plugins"],
 }
+
+
+def trainjob_patch_problems(plans: Sequence[JobPlan]) -> list[Problem]:
+    """What Kueue v0.19.2 would drop of the runtime patches of the TrainJobs `plans` render
+    (components/analysis/trainer.py patch_problems): checked before anything is registered."""
+    return [
+        problem
+        for plan in plans
+        for manifest in job_manifests(plan)
+        if manifest["kind"] == "TrainJob"
+        for problem in trainer.patch_problems(plan.facts.key, manifest)
+    ]
 
 
 def launcher_replacement(manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -188,32 +204,38 @@ class TrainingJobs(pulumi.ComponentResource):
     def __init__(
         self, name: str, args: TrainingJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
+        dropped = trainjob_patch_problems(args.plans)
+        if dropped:
+            raise ConfigError(problem_lines(dropped))
         super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
-        runtimes: list[pulumi.Resource] = []
-        # Always: team job stacks (jobs/) run TrainJobs on these runtimes without owning them
-        # (they are cluster-scoped; a job stack creates objects in its team's namespace only).
-        for priority in POD_PRIORITY_CLASS:
-            manifest = cluster_training_runtime(priority, args.runtime_image)
-            runtimes.append(
-                k8s.apiextensions.CustomResource(
-                    f"{name}-runtime-{priority}",
-                    api_version=manifest["apiVersion"],
-                    kind=manifest["kind"],
-                    metadata=manifest["metadata"],
-                    spec=manifest["spec"],
-                    opts=child_options(
-                        self,
-                        provider=args.k8s_provider,
-                        depends_on=[args.trainer_release],
-                    ),
-                )
+        runtimes: dict[str, pulumi.Resource] = {}
+        # Always, all of them: team job stacks (jobs/) run TrainJobs on these runtimes without
+        # owning them (they are cluster-scoped; a job stack creates objects in its team's
+        # namespace only), and a job's save time picks its grace period's runtime.
+        for manifest in cluster_training_runtimes(args.runtime_image):
+            runtime = manifest["metadata"]["name"]
+            runtimes[runtime] = k8s.apiextensions.CustomResource(
+                f"{name}-runtime-{runtime.removeprefix(catalog.TRAINER_RUNTIME_PREFIX + '-')}",
+                api_version=manifest["apiVersion"],
+                kind=manifest["kind"],
+                metadata=manifest["metadata"],
+                spec=manifest["spec"],
+                opts=child_options(
+                    self,
+                    provider=args.k8s_provider,
+                    depends_on=[args.trainer_release],
+                ),
             )
         self.jobs = {}
         for plan in args.plans:
             job = plan.job
             scheduler = {
                 "native": [args.kueue_release],
-                "kubeflow": [args.kueue_release, args.trainer_release, *runtimes],
+                "kubeflow": [
+                    args.kueue_release,
+                    args.trainer_release,
+                    runtimes[job.trainer_runtime],
+                ],
                 "volcano": [args.volcano_release],
             }[job.launcher]
             if args.autoscaler is not None and "node-group" in plan.facts.provisioners:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
+from components import catalog
 from policies.rules.common import (
     ADVISORY,
     CRITICAL,
@@ -143,8 +144,14 @@ def pod_templates(resource: Resource) -> list[PodTemplate]:
 def _train_job_templates(props: Mapping[str, Any], namespace: str) -> list[PodTemplate]:
     """A TrainJob's trainer pods: each runtime patch of a replicated job, with the trainer
     container (`node`) completed from `spec.trainer` (image, command, args, env, resources) the
-    way Trainer v2 does; without patches, a template of the trainer container alone."""
+    way Trainer v2 does; without patches, a template of the trainer container alone. The pods'
+    grace period is the runtime's, not a patch's (Kueue v0.19.2 drops it from a patch:
+    components/training_jobs/manifests.py cluster_training_runtime): the runtime is another
+    stack's (the platform's) where a job stack declares the TrainJob, so it is read from the
+    platform runtime's name, which states it (catalog.trainer_runtime_grace)."""
     trainer = dig(props, "spec", "trainer") or {}
+    runtime = dig(props, "spec", "runtimeRef", "name")
+    grace = catalog.trainer_runtime_grace(runtime) if isinstance(runtime, str) else None
     container: dict[str, Any] = {"name": TRAINER_CONTAINER}
     for key, target in (
         ("image", "image"),
@@ -163,6 +170,11 @@ def _train_job_templates(props: Mapping[str, Any], namespace: str) -> list[PodTe
         if not is_map(spec):
             continue
         pod = dict(spec.get("spec") or {})
+        # A patch's own grace never reaches the pods (dropped by Kueue's copy); the runtime's
+        # does.
+        pod.pop("terminationGracePeriodSeconds", None)
+        if grace is not None:
+            pod["terminationGracePeriodSeconds"] = grace
         patched = [c for c in as_list(pod.get("containers")) if is_map(c)]
         merged = [{**container, **c} if dig(c, "name") == TRAINER_CONTAINER else c for c in patched]
         if not any(dig(c, "name") == TRAINER_CONTAINER for c in merged):

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from components import catalog
+from components.config import trainer_runtime_names
 from components.platform.fleet import builders
 from synth.harness import Registration, SynthResult
 
@@ -259,7 +260,7 @@ def test_the_managers_kueue_dispatches_only_granted_kinds_and_runs_nothing(
     for quota in fleet_prod.of_type("kubernetes:core/v1:ResourceQuota"):
         assert quota.inputs["spec"]["hard"]["pods"] == "0"
     runtimes = [r for r in fleet_prod.resources if r.type.endswith(":ClusterTrainingRuntime")]
-    assert len(runtimes) == 3
+    assert [r.inputs["metadata"]["name"] for r in runtimes] == sorted(trainer_runtime_names())
 
 
 def test_the_managers_team_namespaces_carry_the_workers_limit_range(

@@ -106,6 +106,11 @@ def _set(
             ),
             "no other worker uses (worker use1 has it",
         ),
+        # #36 finding 5: a TrainJob's pods take their grace period from the worker's runtime.
+        (
+            _set(1, ("jobPlatform", "trainingRuntimes"), ["gpu-platform-torch-research"]),
+            "a worker with the manager's ClusterTrainingRuntimes",
+        ),
     ],
     ids=[
         "no-worker-outputs",
@@ -115,6 +120,7 @@ def _set(
         "cidr-manager",
         "cidr-worker",
         "bucket",
+        "other-runtimes",
     ],
 )
 def test_each_miswiring_is_refused_naming_the_worker(

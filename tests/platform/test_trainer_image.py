@@ -14,6 +14,7 @@ import pulumi
 import pytest
 
 from components import catalog
+from components.config import trainer_runtime_names
 from components.platform.registry.trainer_image import (
     CONTEXT_TAG_PREFIX,
     PIN_SCRIPT,
@@ -87,7 +88,8 @@ def test_every_job_and_runtime_runs_the_digest_the_push_returned(dev: SynthResul
     pinned = f"{ECR}/gpu-dev/trainer@{digest}"
     images = _pod_images(dev)
     assert images and set(images.values()) == {pinned}, images
-    assert len([k for k in images if k.startswith("ClusterTrainingRuntime/")]) == 3
+    runtimes = {k for k in images if k.startswith("ClusterTrainingRuntime/")}
+    assert runtimes == {f"ClusterTrainingRuntime/{name}/node" for name in trainer_runtime_names()}
     assert dev.outputs["trainerImage"] == pinned
     assert dev.outputs["jobPlatform"]["trainerImage"] == pinned
 

@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import catalog
-from components.analysis import volcano
+from components.analysis import nodes, volcano
 from components.analysis.facts import StackFacts
 from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig
@@ -147,6 +147,8 @@ class Flavor:
     #: The AWS region of a fleet worker's flavors (None outside a fleet): a node label every
     #: node carries, so a fleet job pinned to other regions gets no flavor here.
     region: str | None = None
+    #: Its pods' tolerations: the platform taints its nodes carry (nodes.flavor_tolerations).
+    tolerations: tuple[dict[str, str], ...] = ()
 
     @property
     def name(self) -> str:
@@ -166,6 +168,14 @@ def flavors(facts: StackFacts, region: str | None = None) -> list[Flavor]:
             provisioner=facts.provisioners[(gpu_class, capacity_type)],
             provisioning_check=(gpu_class, capacity_type) in facts.provisioning_checked,
             region=region,
+            tolerations=nodes.flavor_tolerations(
+                nodes.flavor_sources(
+                    facts.sources,
+                    gpu_class,
+                    capacity_type,
+                    facts.provisioners[(gpu_class, capacity_type)],
+                )
+            ),
         )
         for (gpu_class, capacity_type), gpus in sorted(
             facts.capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
@@ -174,12 +184,14 @@ def flavors(facts: StackFacts, region: str | None = None) -> list[Flavor]:
 
 
 def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
-    """Node labels and tolerations of the flavor: the catalog's, like every GPU pool's. Kueue
-    adds both to the pods it admits on the flavor; a spot node group's nodes also carry the
-    spot taint (components/analysis/nodes.py), which its flavor's pods then tolerate."""
-    tolerations = [catalog.gpu_toleration()]
-    if flavor.provisioner == "node-group" and flavor.capacity_type == "spot":
-        tolerations.append(catalog.spot_toleration())
+    """Node labels and tolerations of the flavor. Kueue puts both on the pods it admits on the
+    flavor, but not the same way for every kind: a batch Job's pods get the flavor's
+    tolerations *added* to their own, a TrainJob's get them *instead of* their own (Kueue's
+    admission patch comes last and Trainer strategic-merges a list without a patch strategy:
+    nodes.flavor_tolerations cites the lines). So the tolerations are exactly the platform
+    taints the flavor's nodes carry — the GPU taint, and the spot taint where spot managed
+    groups are its nodes — derived from those nodes (`Flavor.tolerations`), and will-it-run
+    refuses a TrainJob that would lose a node it tolerates (components/analysis/trainer.py)."""
     labels = catalog.gpu_flavor_labels(
         gpu_class=flavor.gpu_class,
         capacity_type=flavor.capacity_type,
@@ -187,7 +199,7 @@ def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
     )
     if flavor.region is not None:
         labels[catalog.REGION_LABEL] = flavor.region
-    return {"nodeLabels": labels, "tolerations": tolerations}
+    return {"nodeLabels": labels, "tolerations": [dict(t) for t in flavor.tolerations]}
 
 
 #: The AdmissionCheck of node-group flavors and its ProvisioningRequestConfig.
