@@ -48,6 +48,12 @@ def fleet_will_it_run(result: SynthResult) -> str:
         for region in cannot:
             why = "; ".join(f"`{p.key}`: {p.allowed}" for p in region.problems)
             lines.append(f"- not on {region.label}: {why}")
+        if fj.auto_pinned:
+            lines.append(
+                f"- pinned to {', '.join(fj.auto_pinned)} (a required node affinity on the "
+                "region): only the workers there can run it, and MultiKueue would dispatch it "
+                "to every worker"
+            )
         pinned = fj.job
         lines.append(
             f"- pod, pinned to what every capable worker offers: {pinned.cpu:g} CPU, "

@@ -378,6 +378,9 @@ class FleetJob:
     job: TrainingJobConfig
     problems: tuple[Problem, ...] = ()
     regions: tuple[Region, ...] = ()
+    #: The regions the analysis pinned a job to that named none, because only the workers there
+    #: can run it (region_pin); empty when the job named its regions or runs everywhere.
+    auto_pinned: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
@@ -529,7 +532,12 @@ def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> Fl
         return FleetJob(index, job, tuple(problems))
     first = [judge_on(worker, index, job) for worker in fleet.workers]
     capable = [r.job for r in first if r.runnable and r.job is not None]
+    pin, pin_problems = region_pin(job, index, first)
+    if pin_problems:
+        return FleetJob(index, job, tuple(pin_problems), tuple(first))
     final = pinned(job, capable)
+    if pin:
+        final = final.model_copy(update={"regions": list(pin)})
     regions = tuple(judge_on(worker, index, final) for worker in fleet.workers)
     # Kueue judges the manager's copy of the Workload against the manager's namespace first:
     # a refusal there is never dispatched (limit_range.py).
@@ -547,8 +555,48 @@ def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> Fl
             )
             for p in on_manager
         )
-        return FleetJob(index, final, rekeyed, regions)
-    return FleetJob(index, final, (), regions)
+        return FleetJob(index, final, rekeyed, regions, pin)
+    return FleetJob(index, final, (), regions, pin)
+
+
+def region_pin(
+    job: TrainingJobConfig, index: int, judged: Sequence[Region]
+) -> tuple[tuple[str, ...], list[Problem]]:
+    """The regions a job that names none must be pinned to, and why it cannot be.
+
+    MultiKueue creates the job's Workload on every connected worker and the first to admit it
+    runs it (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
+    workload.go: AllAtOnce nominates every worker). A worker that cannot run the job may still
+    admit it — Kueue leaves EFA out of quota, never sees an admission policy or a registry
+    — and then it never runs there. So a job only some workers can run is pinned to their
+    regions (a required node affinity on topology.kubernetes.io/region, which every worker's
+    flavors carry: Kueue on another region's worker finds no flavor), or refused when a region
+    pin cannot tell the workers apart (a worker that cannot run it shares a region with one
+    that can)."""
+    if job.regions is not None:
+        return (), []
+    able = sorted({r.region for r in judged if r.runnable})
+    unable = [r for r in judged if not r.runnable]
+    if not able or not unable:
+        return (), []
+    sharing = [r for r in unable if r.region in able]
+    return (
+        (
+            (),
+            [
+                Problem(
+                    f"trainingJobs[{index}].regions",
+                    None,
+                    f"a fleet whose workers in {r.region} can all run it: worker {r.label} cannot "
+                    f"({'; '.join(p.allowed for p in r.problems)}), and a region pin cannot keep "
+                    "MultiKueue from dispatching it there",
+                )
+                for r in sharing
+            ],
+        )
+        if sharing
+        else (tuple(able), [])
+    )
 
 
 def _team_namespace(fleet: FleetFacts, regions: Sequence[Region]) -> str:

@@ -347,6 +347,36 @@ def _check_worker(
                     )
 
 
+RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
+
+
+def _check_worker_flavors(
+    resources: Sequence[PolicyResource], _config: Config
+) -> Iterator[tuple[str, str | None]]:
+    """A fleet worker's flavors each select its region: a job pinned to another region then finds
+    no flavor on this worker and is never admitted here (kubernetes-sigs/kueue@v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go checkFlavorForPodSets)."""
+    worker = any(
+        r.resource_type == SERVICE_ACCOUNT
+        and dig(r.props, "metadata", "namespace") == KUEUE_NAMESPACE
+        and _name(r).startswith("multikueue-")
+        for r in resources
+    )
+    if not worker:
+        return
+    for flavor in resources:
+        if flavor.resource_type != RESOURCE_FLAVOR:
+            continue
+        labels = dig(flavor.props, "spec", "nodeLabels") or {}
+        if not labels.get(catalog.REGION_LABEL):
+            yield (
+                f"fleet worker flavor {_name(flavor)!r} does not select "
+                f"{catalog.REGION_LABEL}: a fleet job pinned to another region could be "
+                "admitted here",
+                flavor.urn,
+            )
+
+
 POLICIES = [
     stack_rule(
         name="gpu-platform-fleet-manager-wired",
@@ -366,5 +396,15 @@ POLICIES = [
         severity=HIGH,
         enforcement=MANDATORY,
         remediation="Build the worker's grant with components/platform/fleet/worker.py.",
+    ),
+    stack_rule(
+        name="gpu-platform-fleet-worker-flavors-regional",
+        description="Every ResourceFlavor of a fleet worker selects the worker's region, so a "
+        "job pinned to another region is never admitted there.",
+        check=_check_worker_flavors,
+        severity=HIGH,
+        enforcement=MANDATORY,
+        remediation="Build the worker's flavors with components/platform/scheduling/"
+        "scheduling.py (SchedulingArgs.of with the worker's region).",
     ),
 ]

@@ -151,6 +151,59 @@ def test_a_job_no_worker_can_run_names_every_worker(fleet_prod: SynthResult) -> 
     assert all(line.startswith("gpu-platform-jobs:trainingJobs[0].") for line in lines), lines
 
 
+def test_a_job_only_some_workers_can_run_is_pinned_to_their_regions(
+    fleet_prod: SynthResult,
+) -> None:
+    # Two on-demand p5 nodes: team pretrain's on-demand H100 quota is 8 GPUs on use1 and 16 on
+    # usw2. use1 would still get the Workload from MultiKueue, so the job is pinned (issue #36).
+    result = _submit(
+        fleet_prod,
+        {"gpuClass": "h100-x8", "capacity": "on-demand", "nodes": 2, "regions": None},
+    )
+    (judged,) = result.fleet_jobs.judgement.jobs
+    assert judged.auto_pinned == ("us-west-2",)
+    assert judged.job.regions == ["us-west-2"]
+    assert [r.label for r in judged.runnable_on] == ["usw2 (us-west-2)"]
+    (job,) = _jobs(result).values()
+    pod = job["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]
+    affinity = pod["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["affinity"]
+    terms = affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    region = {"key": catalog.REGION_LABEL, "operator": "In", "values": ["us-west-2"]}
+    assert region in terms["nodeSelectorTerms"][0]["matchExpressions"]
+    assert "- pinned to us-west-2" in report(result)
+
+
+def test_a_job_every_worker_can_run_is_not_pinned(pretrain_fleet: SynthResult) -> None:
+    judged = {fj.job.name: fj for fj in pretrain_fleet.fleet_jobs.judgement.jobs}
+    assert judged["eval-l4"].auto_pinned == () and judged["eval-l4"].job.regions is None
+
+
+def test_a_region_pin_that_cannot_tell_workers_apart_is_refused() -> None:
+    from components.analysis.fleet import Region, region_pin
+    from components.config import Problem
+
+    job = job_stack_values("pretrain-fleet")["trainingJobs"][1]
+    from components.config.training import TrainingJobConfig
+
+    config = TrainingJobConfig.model_validate({**job, "team": "pretrain"})
+    no_efa = (Problem("trainingJobs[0].efa", True, "EFA devices"),)
+    judged = [
+        Region("a", "us-east-1", True),
+        Region("b", "us-east-1", False, no_efa),
+        Region("c", "us-west-2", True),
+    ]
+    pin, problems = region_pin(config, 3, judged)
+    assert pin == ()
+    (problem,) = problems
+    assert problem.key == "trainingJobs[3].regions"
+    assert "worker b (us-east-1) cannot (EFA devices)" in problem.allowed
+    assert region_pin(config, 3, [judged[0], judged[2]]) == ((), [])
+    assert region_pin(config, 3, [judged[0], Region("d", "us-west-2", False, no_efa)]) == (
+        ("us-east-1",),
+        [],
+    )
+
+
 def test_regions_are_refused_on_a_platform_that_is_no_fleet(dev: SynthResult) -> None:
     from components.analysis import validate
 

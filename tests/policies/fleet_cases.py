@@ -192,6 +192,20 @@ NO_PODS = r(
         "spec": {"hard": {"pods": "0"}},
     },
 )
+REGIONAL_FLAVOR = r(
+    f"{KUEUE}:ResourceFlavor",
+    "regional-flavor",
+    {
+        "metadata": {"name": "l4-x1-spot"},
+        "spec": {
+            "nodeLabels": {
+                catalog.LABEL_GPU_CLASS: "l4-x1",
+                catalog.LABEL_CAPACITY_TYPE: "spot",
+                catalog.REGION_LABEL: "us-east-1",
+            }
+        },
+    },
+)
 FLAVOR = r(
     f"{KUEUE}:ResourceFlavor",
     "flavor",
@@ -245,6 +259,27 @@ FLEET_CASES: list[Case] = [
         True,
     ),
     ("gpu-platform-fleet-worker-grant", "the worker's grant", worker(), {}, False),
+    (
+        "gpu-platform-fleet-worker-flavors-regional",
+        "a worker flavor that selects its region",
+        [*worker(), REGIONAL_FLAVOR],
+        {},
+        False,
+    ),
+    (
+        "gpu-platform-fleet-worker-flavors-regional",
+        "a worker flavor without the region",
+        [*worker(), FLAVOR],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-fleet-worker-flavors-regional",
+        "a platform that is no worker needs no region on its flavors",
+        [FLAVOR],
+        {},
+        False,
+    ),
     (
         "gpu-platform-fleet-worker-grant",
         "a grant that cannot watch TrainJobs",
