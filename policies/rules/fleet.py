@@ -294,6 +294,14 @@ def _worker_needs() -> tuple[
     return reads, writes
 
 
+def _missing(needs: Sequence[tuple[str, str, tuple[str, ...]]], held: Grant) -> Iterator[str]:
+    """`verb, verb group/resource` for each need `held` lacks a verb of."""
+    for group, resource, verbs in needs:
+        lacking = [v for v in verbs if (group, resource, v) not in held]
+        if lacking:
+            yield f"{', '.join(lacking)} {group}/{resource}"
+
+
 def _check_worker(
     resources: Sequence[PolicyResource], _config: Config
 ) -> Iterator[tuple[str, str | None]]:
@@ -313,15 +321,12 @@ def _check_worker(
     reads, writes = _worker_needs()
     for account in accounts:
         cluster, namespaced = _grants(resources, _name(account))
-        for group, resource, verbs in reads:
-            missing = [v for v in verbs if (group, resource, v) not in cluster]
-            if missing:
-                yield (
-                    f"the manager identity {_name(account)!r} may not {', '.join(missing)} "
-                    f"{group}/{resource} cluster-wide: MultiKueue's watches have no namespace, "
-                    "so the worker never connects",
-                    account.urn,
-                )
+        for lacking in _missing(reads, cluster):
+            yield (
+                f"the manager identity {_name(account)!r} may not {lacking} cluster-wide: "
+                "MultiKueue's watches have no namespace, so the worker never connects",
+                account.urn,
+            )
         wide = sorted(
             f"{v} {g}/{r}"
             for g, r, v in cluster
@@ -335,16 +340,13 @@ def _check_worker(
                 account.urn,
             )
         for namespace in teams:
-            held = namespaced.get(namespace, set())
-            for group, resource, verbs in writes:
-                missing = [v for v in verbs if (group, resource, v) not in held]
-                if missing:
-                    yield (
-                        f"the manager identity {_name(account)!r} may not {', '.join(missing)} "
-                        f"{group}/{resource} in fleet team namespace {namespace!r}: a job "
-                        "dispatched there is never created (only a log line on the manager)",
-                        account.urn,
-                    )
+            for lacking in _missing(writes, namespaced.get(namespace, set())):
+                yield (
+                    f"the manager identity {_name(account)!r} may not {lacking} in fleet team "
+                    f"namespace {namespace!r}: a job dispatched there is never created (only "
+                    "a log line on the manager)",
+                    account.urn,
+                )
 
 
 RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"

@@ -277,13 +277,7 @@ def submit_fleet_job(
     there; the worker must be one will-it-run named."""
     began = time.monotonic()
     sub = as_submitted(hub.client, obj)
-    run = WorkloadRun(
-        stack=stack,
-        ref=f"{obj['kind']} {sub.namespace}/{obj['metadata']['name']}",
-        kind=obj["kind"],
-        stand_in=sub.stand_in,
-        expected_pods=sub.pods,
-    )
+    run = WorkloadRun.of(stack, obj, sub)
     capable = {r.worker: r for r in (fleet_job.runnable_on if fleet_job else ())}
     run.predicted_sources = tuple(capable)
     landed: list[str] = []

@@ -75,6 +75,16 @@ class WorkloadRun:
     def ok(self) -> bool:
         return not self.problems
 
+    @classmethod
+    def of(cls, stack: str, obj: Mapping[str, Any], sub: Submission) -> WorkloadRun:
+        return cls(
+            stack=stack,
+            ref=f"{obj['kind']} {sub.namespace}/{obj['metadata']['name']}",
+            kind=obj["kind"],
+            stand_in=sub.stand_in,
+            expected_pods=sub.pods,
+        )
+
 
 @dataclass(frozen=True)
 class Submission:
@@ -189,13 +199,7 @@ def submit(
     began = time.monotonic()
     client = driver.client
     sub = as_submitted(client, obj)
-    run = WorkloadRun(
-        stack=stack,
-        ref=f"{obj['kind']} {sub.namespace}/{obj['metadata']['name']}",
-        kind=obj["kind"],
-        stand_in=sub.stand_in,
-        expected_pods=sub.pods,
-    )
+    run = WorkloadRun.of(stack, obj, sub)
     predicted(run, verdict)
     if apply_all(client, sub, run, "the API server"):
 

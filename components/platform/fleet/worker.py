@@ -187,11 +187,8 @@ class FleetWorker(pulumi.ComponentResource):
         ]
         frameworks = catalog.MULTIKUEUE_FRAMEWORKS
         read = builders.manager_role_name(identity, "read")
-        read_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-read",
-            metadata={"name": read},
-            rules=cast(Any, builders.manager_read_rules(frameworks)),
-            opts=k8s_opts,
+        read_role = self._role(
+            f"{name}-read", read, builders.manager_read_rules(frameworks), k8s_opts
         )
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-read-binding",
@@ -203,11 +200,8 @@ class FleetWorker(pulumi.ComponentResource):
             ),
         )
         write = builders.manager_role_name(identity, "write")
-        write_role = k8s.rbac.v1.ClusterRole(
-            f"{name}-write",
-            metadata={"name": write},
-            rules=cast(Any, builders.manager_write_rules(frameworks)),
-            opts=k8s_opts,
+        write_role = self._role(
+            f"{name}-write", write, builders.manager_write_rules(frameworks), k8s_opts
         )
         for team, (namespace, component) in sorted(args.teams.items()):
             k8s.rbac.v1.RoleBinding(
@@ -220,6 +214,14 @@ class FleetWorker(pulumi.ComponentResource):
                 ),
             )
         return account
+
+    @staticmethod
+    def _role(
+        resource: str, name: str, rules: list[dict[str, Any]], opts: pulumi.ResourceOptions
+    ) -> k8s.rbac.v1.ClusterRole:
+        return k8s.rbac.v1.ClusterRole(
+            resource, metadata={"name": name}, rules=cast(Any, rules), opts=opts
+        )
 
     def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
         """What the manager reads of this worker (`fleetWorker`): plain values once resolved."""
