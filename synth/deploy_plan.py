@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from components import addons
 from synth.harness import Registration, SynthResult
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -58,8 +59,9 @@ BUILTIN_GROUPS = frozenset(
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Namespaces Kueue's `mjob.kb.io` webhook skips by default; it is failurePolicy Fail with no
 #: objectSelector, so every other Job create calls it (kubernetes-sigs/kueue@v0.19.2:
-#: charts/kueue/templates/webhook/manifests.yaml#L158-170; runs.md Q5).
-KUEUE_WEBHOOK_EXEMPT = frozenset({"kube-system", "kueue-system"})
+#: charts/kueue/templates/webhook/manifests.yaml#L158-170; runs.md Q5): kube-system and the
+#: release's namespace (the add-on registry's `kueue_webhook_exempt`).
+KUEUE_WEBHOOK_EXEMPT = addons.kueue_webhook_exempt()
 #: AWS resources whose create waits for a state (pulumi-aws inherits the Terraform AWS
 #: provider's default create timeouts: aws_eks_cluster 30m, aws_eks_node_group 60m,
 #: aws_eks_addon 20m — the "timeout: 20m0s" of pulumi/pulumi-eks#1819, runs.md Q4).
@@ -308,8 +310,8 @@ def _kueue_problems(r: Registration, ancestry: _Ancestry, *, kueue_installed: bo
     ):
         found.append(
             f"{r.name}: Job in {namespace} is not created after the Kueue release, whose "
-            "job webhook (failurePolicy Fail) intercepts every Job outside kube-system and "
-            "kueue-system"
+            "job webhook (failurePolicy Fail) intercepts every Job outside "
+            f"{' and '.join(sorted(KUEUE_WEBHOOK_EXEMPT))}"
         )
     if (
         r.type == "kubernetes:batch/v1:Job"
@@ -324,11 +326,9 @@ def _kueue_problems(r: Registration, ancestry: _Ancestry, *, kueue_installed: bo
 
 
 #: Extended resources and the chart whose device plugin advertises them on nodes: without it
-#: the kubelet never reports the resource and a pod requesting it stays Pending.
-DEVICE_PLUGINS: dict[str, str] = {
-    "vpc.amazonaws.com/efa": "aws-efa-k8s-device-plugin",
-    "nvidia.com/gpu": "gpu-operator",
-}
+#: the kubelet never reports the resource and a pod requesting it stays Pending (the add-on
+#: registry's `advertises`).
+DEVICE_PLUGINS: dict[str, str] = addons.device_plugins()
 
 
 def _requests(value: object, found: set[str]) -> None:

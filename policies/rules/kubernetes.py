@@ -13,7 +13,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
-from components import catalog
+from components import addons, catalog
 from policies.rules.common import (
     ADVISORY,
     CRITICAL,
@@ -65,29 +65,9 @@ TRAIN_JOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
 TRAINER_CONTAINER = "node"
 WORKLOAD_TYPES = (POD, *TEMPLATE_PATHS, TRAIN_JOB)
 
-#: Namespaces of the platform's own controllers and daemons (not team namespaces).
-PLATFORM_NAMESPACES = [
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "karpenter",
-    "gpu-operator",
-    "kueue-system",
-    "volcano-system",
-    "volcano-monitoring",
-    "kubeflow",
-    "kubeflow-system",
-    "training-operator",
-    "mpi-operator",
-    "monitoring",
-    "observability",
-    "amazon-cloudwatch",
-    "cert-manager",
-    "gpu-validation",
-    # FSx team-directory Jobs (components/platform/storage/fsx_team_dirs.py FSX_ADMIN_NAMESPACE).
-    "gpu-platform-storage",
-]
+#: Namespaces of the platform's own controllers and daemons (not team namespaces): every
+#: namespace an add-on of the registry may live in, and Kubernetes' own (components/addons.py).
+PLATFORM_NAMESPACES = list(addons.platform_namespaces())
 
 
 @dataclass(frozen=True)
@@ -218,7 +198,8 @@ EXEMPT_SCHEMA: Schema = {
     "exemptNamespaces": {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["kube-system", "gpu-operator", "karpenter", "monitoring", "amazon-cloudwatch"],
+        # The add-ons whose pods are held to `privileged` (components/addons.py).
+        "default": list(addons.namespaces_at(["privileged"])),
         "description": "Namespaces of the platform's own daemons (GPU operator, CNI, exporters).",
     }
 }
