@@ -28,17 +28,9 @@ from components import addons
 from synth.harness import Registration, SynthResult
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-#: API group of a custom resource -> the chart (Helm release `chart` suffix) that installs its CRD.
-CRD_OWNERS: dict[str, str] = {
-    "kueue.x-k8s.io": "kueue",
-    "karpenter.sh": "karpenter-crd",
-    "karpenter.k8s.aws": "karpenter-crd",
-    "scheduling.volcano.sh": "volcano",
-    "batch.volcano.sh": "volcano",
-    "trainer.kubeflow.org": "kubeflow-trainer",
-    "monitoring.coreos.com": "kube-prometheus-stack",
-    "nvidia.com": "gpu-operator",
-}
+#: API group of a custom resource -> the chart (Helm release `chart` suffix) that installs its CRD
+#: (the add-on registry's `crd_groups`).
+CRD_OWNERS: dict[str, str] = addons.crd_owners()
 #: Built-in API groups of typed pulumi-kubernetes resources (`kubernetes:<group>/<v>:<Kind>`).
 BUILTIN_GROUPS = frozenset(
     {
@@ -221,6 +213,10 @@ class _Ancestry:
         self.releases = {
             r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)
         }
+        # A job stack's objects go to its platform's cluster (a fleet job stack's: the
+        # manager's), whose releases `up` of the platform finished before any job stack runs.
+        platform = result.platform.of_type(HELM_RELEASE) if result.platform is not None else []
+        self.deployed = [str(r.inputs.get("chart", "")) for r in platform]
         # One dependency closure for the whole check: building it per resource made the check
         # quadratic in the number of teams (tests/synth/test_scale.py counts the work per team).
         self._deps, _ = _closure(result)
@@ -233,7 +229,10 @@ class _Ancestry:
         return self._memo[urn]
 
     def after_chart(self, urn: str, chart: str) -> bool:
-        """Whether `urn` waits for a release of `chart` (an OCI `<registry>/<chart>` counts)."""
+        """Whether `urn` waits for a release of `chart` (an OCI `<registry>/<chart>` counts), or
+        the platform stack a job stack deploys into has one."""
+        if any(c == chart or c.endswith(f"/{chart}") for c in self.deployed):
+            return True
         before = self.of(urn)
         return any(
             u in before and (c == chart or c.endswith(f"/{chart}"))
