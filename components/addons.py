@@ -12,12 +12,25 @@ Kueue's Job webhook skips its namespace, and whether a stack installs it (a pred
 stack's config; a fleet's manager has its own). What reads the rows:
 
 - the one Helm release builder, components/platform/addons.py `helm_release`, and the
-  components that install each add-on (its namespace, Pod Security level, pinned version).
+  components that install each add-on (its namespace, Pod Security level, pinned version);
+- the team-namespace check (components/analysis/addons.py, before any resource is registered):
+  a team may take neither a namespace an add-on the stack installs uses — where the stack's
+  config put it — nor one of Kubernetes' own; a fleet's manager holds the fleet's teams to its
+  own add-ons;
+- the policy pack: its platform-namespace default, the exemptions of the restricted-pod and
+  host-access rules (`namespaces_at`), the fleet rules' Kueue namespace, and the collision rule
+  `gpu-platform-k8s-team-namespace-not-platform` (where an EKS add-on puts itself);
+- the deploy plan (CRD owners, Kueue's webhook exemption, device plugins: synth/deploy_plan.py)
+  and the real-engine tier (the vendored CRDs a chart installs: synth/engines/deploy.py);
+- tests/test_addons.py: every namespace a stack renders outside its team namespaces belongs to
+  an add-on the stack installs, every installed chart is rendered as its row says and nothing
+  else is, and the rows agree with the config model and the vendored charts and CRDs.
 
 It sits beside components/catalog.py (layer 0, the standard library only): the config model,
 the analysis, the components, synth and the policy pack (which runs without pydantic) may all
 read it. So the predicates take the config untyped (`Any`): a `StackConfig`
-(components/config/stack.py) or, for a fleet's manager, a `FleetManagerConfig`.
+(components/config/stack.py) or, for a fleet's manager, a `FleetManagerConfig`; every predicate
+runs on every committed stack in tests/test_addons.py, against what the stack renders.
 """
 
 from __future__ import annotations
