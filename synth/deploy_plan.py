@@ -24,20 +24,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from components import addons
 from synth.harness import Registration, SynthResult
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
-#: API group of a custom resource -> the chart (Helm release `chart` suffix) that installs its CRD.
-CRD_OWNERS: dict[str, str] = {
-    "kueue.x-k8s.io": "kueue",
-    "karpenter.sh": "karpenter-crd",
-    "karpenter.k8s.aws": "karpenter-crd",
-    "scheduling.volcano.sh": "volcano",
-    "batch.volcano.sh": "volcano",
-    "trainer.kubeflow.org": "kubeflow-trainer",
-    "monitoring.coreos.com": "kube-prometheus-stack",
-    "nvidia.com": "gpu-operator",
-}
+#: API group of a custom resource -> the chart (Helm release `chart` suffix) that installs its CRD
+#: (the add-on registry's `crd_groups`).
+CRD_OWNERS: dict[str, str] = addons.crd_owners()
 #: Built-in API groups of typed pulumi-kubernetes resources (`kubernetes:<group>/<v>:<Kind>`).
 BUILTIN_GROUPS = frozenset(
     {
@@ -58,8 +51,9 @@ BUILTIN_GROUPS = frozenset(
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: Namespaces Kueue's `mjob.kb.io` webhook skips by default; it is failurePolicy Fail with no
 #: objectSelector, so every other Job create calls it (kubernetes-sigs/kueue@v0.19.2:
-#: charts/kueue/templates/webhook/manifests.yaml#L158-170; runs.md Q5).
-KUEUE_WEBHOOK_EXEMPT = frozenset({"kube-system", "kueue-system"})
+#: charts/kueue/templates/webhook/manifests.yaml#L158-170; runs.md Q5): kube-system and the
+#: release's namespace (the add-on registry's `kueue_webhook_exempt`).
+KUEUE_WEBHOOK_EXEMPT = addons.kueue_webhook_exempt()
 #: AWS resources whose create waits for a state (pulumi-aws inherits the Terraform AWS
 #: provider's default create timeouts: aws_eks_cluster 30m, aws_eks_node_group 60m,
 #: aws_eks_addon 20m — the "timeout: 20m0s" of pulumi/pulumi-eks#1819, runs.md Q4).
@@ -219,6 +213,10 @@ class _Ancestry:
         self.releases = {
             r.urn: str(r.inputs.get("chart", "")) for r in result.of_type(HELM_RELEASE)
         }
+        # A job stack's objects go to its platform's cluster (a fleet job stack's: the
+        # manager's), whose releases `up` of the platform finished before any job stack runs.
+        platform = result.platform.of_type(HELM_RELEASE) if result.platform is not None else []
+        self.deployed = [str(r.inputs.get("chart", "")) for r in platform]
         # One dependency closure for the whole check: building it per resource made the check
         # quadratic in the number of teams (tests/synth/test_scale.py counts the work per team).
         self._deps, _ = _closure(result)
@@ -231,7 +229,10 @@ class _Ancestry:
         return self._memo[urn]
 
     def after_chart(self, urn: str, chart: str) -> bool:
-        """Whether `urn` waits for a release of `chart` (an OCI `<registry>/<chart>` counts)."""
+        """Whether `urn` waits for a release of `chart` (an OCI `<registry>/<chart>` counts), or
+        the platform stack a job stack deploys into has one."""
+        if any(c == chart or c.endswith(f"/{chart}") for c in self.deployed):
+            return True
         before = self.of(urn)
         return any(
             u in before and (c == chart or c.endswith(f"/{chart}"))
@@ -308,8 +309,8 @@ def _kueue_problems(r: Registration, ancestry: _Ancestry, *, kueue_installed: bo
     ):
         found.append(
             f"{r.name}: Job in {namespace} is not created after the Kueue release, whose "
-            "job webhook (failurePolicy Fail) intercepts every Job outside kube-system and "
-            "kueue-system"
+            "job webhook (failurePolicy Fail) intercepts every Job outside "
+            f"{' and '.join(sorted(KUEUE_WEBHOOK_EXEMPT))}"
         )
     if (
         r.type == "kubernetes:batch/v1:Job"
@@ -324,11 +325,9 @@ def _kueue_problems(r: Registration, ancestry: _Ancestry, *, kueue_installed: bo
 
 
 #: Extended resources and the chart whose device plugin advertises them on nodes: without it
-#: the kubelet never reports the resource and a pod requesting it stays Pending.
-DEVICE_PLUGINS: dict[str, str] = {
-    "vpc.amazonaws.com/efa": "aws-efa-k8s-device-plugin",
-    "nvidia.com/gpu": "gpu-operator",
-}
+#: the kubelet never reports the resource and a pod requesting it stays Pending (the add-on
+#: registry's `advertises`).
+DEVICE_PLUGINS: dict[str, str] = addons.device_plugins()
 
 
 def _requests(value: object, found: set[str]) -> None:

@@ -24,6 +24,7 @@ LONG_REASON = "Why this module is long:"
 #: Layer of each package prefix; a module may import only its own layer or lower ones.
 LAYERS = {
     "components.catalog": 0,
+    "components.addons": 0,
     "components.config": 1,
     "components.analysis": 2,
     "components.resource_options": 3,

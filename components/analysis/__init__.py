@@ -1,9 +1,10 @@
 """Pure analysis of a stack config, in three phases, the way Kueue's scheduler validates a
 workload, computes one assignment for it and renders objects and messages from that:
 
-1. `validate(cfg)`: the structural cross-area rules, each problem naming its key (a job's team
-   exists, its GPU class and capacity type are provided, names are unique, images can be
-   pinned and admitted; the placement group's and node groups' zones);
+1. `validate(cfg)`: the structural cross-area rules, each problem naming its key (no team takes
+   a namespace an add-on of the stack or Kubernetes uses: addons.py; a job's team exists, its
+   GPU class and capacity type are provided, names are unique, images can be pinned and
+   admitted; the placement group's and node groups' zones);
 2. `build(cfg)` (facts.py): the frozen `StackFacts`, built eagerly and once, assuming a config
    that passed `validate`;
 3. `judge(facts)`: the rules on the facts — team quotas against capacity, GPU capacity no queue
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from components.analysis.addons import namespace_problems
 from components.analysis.efa_placement import check_node_group_zones, check_placement_group
 from components.analysis.facts import StackFacts, build
 from components.analysis.jobs import judge_training_jobs, quota_problems, validate_training_jobs
@@ -46,7 +48,12 @@ class Judgement:
 
 def validate(cfg: StackConfig) -> list[Problem]:
     """The structural cross-area problems of `cfg` (key paths from the namespace's root)."""
-    return [*validate_training_jobs(cfg), *check_placement_group(cfg), *check_node_group_zones(cfg)]
+    return [
+        *namespace_problems(cfg),
+        *validate_training_jobs(cfg),
+        *check_placement_group(cfg),
+        *check_node_group_zones(cfg),
+    ]
 
 
 def judge(facts: StackFacts) -> Judgement:

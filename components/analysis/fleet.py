@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import judge, validate
+from components.analysis.addons import allowed, manager_installed, reserved
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.readiness import PodsReady, minutes
 from components.analysis.willrun import Verdict, limit_range_problems
@@ -142,6 +143,7 @@ def read_workers(
         problems += _network_problems(cfg, workers)
         problems += _name_problems(workers)
         problems += _team_problems(workers)
+        problems += _manager_namespace_problems(cfg, workers[0])
         names = sorted(t.name for t in workers[0].cfg.teams)
         problems += [
             Problem(f"teamDeploy.{team}", team, f"a team of the fleet ({', '.join(names)})")
@@ -300,6 +302,36 @@ def _team_problems(workers: Sequence[Worker]) -> list[Problem]:
                         f"{have.get(team)} here)",
                     )
                 )
+    return problems
+
+
+def _manager_namespace_problems(cfg: FleetManagerConfig, first: Worker) -> list[Problem]:
+    """The manager renders every fleet team's namespace beside its own add-ons (analysis/
+    addons.py): no team may take one of theirs. A worker checked its teams against its own
+    add-ons; the manager's may differ (its External Secrets namespace, CloudWatch where a worker
+    has none). Keyed by the manager's setting where it has one, else by the worker whose teams
+    the fleet has (every worker has the same: _team_problems)."""
+    found = manager_installed(cfg)
+    owners = reserved(found)
+    keys = {i.namespace: i.addon.manager_namespace_key for i in found}
+    problems: list[Problem] = []
+    for team in first.cfg.teams:
+        if team.namespace not in owners:
+            continue
+        key = keys.get(team.namespace)
+        if key is not None:
+            problems.append(
+                Problem(key, team.namespace, f"a namespace no fleet team uses (team {team.name})")
+            )
+        else:
+            problems.append(
+                _stack_problem(
+                    first.index,
+                    first.ref,
+                    f"a worker whose team {team.name!r} has, on the manager too, "
+                    + allowed(team.namespace, owners, "the manager's"),
+                )
+            )
     return problems
 
 

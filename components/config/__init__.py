@@ -100,7 +100,6 @@ from components.config.storage import (
 )
 from components.config.teams import (
     DNS_LABEL,
-    RESERVED_NAMESPACES,
     ContainerDefaults,
     FlavorQuota,
     IamStatement,
@@ -148,7 +147,6 @@ __all__ = [
     "MAX_SAVE_SECONDS",
     "NAMESPACE",
     "POD_GRACE_SECONDS",
-    "RESERVED_NAMESPACES",
     "SPOT_NOTICE_SECONDS",
     "SUPPORTED_KUBERNETES_VERSIONS",
     "AddonVersion",

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints
 
+from components import addons
 from components.config.base import (
     Model,
     Name,
@@ -26,7 +27,7 @@ class GpuOperatorConfig(Model):
     """NVIDIA GPU Operator: which operands run, MIG, time-slicing, DCGM scraping."""
 
     chart_version: Annotated[str, StringConstraints(pattern=r"^v\d+\.\d+\.\d+$")] = "v26.7.0"
-    namespace: Name = "gpu-operator"
+    namespace: Name = addons.GPU_OPERATOR.namespace
     #: The EKS AL2023 NVIDIA AMI ships the driver and the container toolkit; turn these on
     #: only for custom AMIs without them.
     driver_enabled: bool = False

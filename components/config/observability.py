@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field, StringConstraints
 
+from components import addons
 from components.config.base import (
     Duration,
     Model,
@@ -37,7 +38,7 @@ class ObservabilityConfig(Model):
     """kube-prometheus-stack: Prometheus, Alertmanager, Grafana and the platform's rules."""
 
     chart_version: Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")] = "88.5.3"
-    namespace: Name = "monitoring"
+    namespace: Name = addons.KUBE_PROMETHEUS_STACK.namespace
     retention: Duration = "15d"
     storage_gib: Annotated[int, Field(ge=10, le=16000)] = 200
     alertmanager_storage_gib: Annotated[int, Field(ge=1, le=100)] = 10

@@ -12,6 +12,7 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from components import addons
 from components.config.base import Model, Name, Problem, problems_error
 
 ChartVersion = Annotated[str, StringConstraints(pattern=r"^\d+\.\d+\.\d+$")]
@@ -163,7 +164,7 @@ class SecretsConfig(Model):
     enabled: bool = True
     #: external-secrets/external-secrets chart 2.9.0 (API external-secrets.io/v1).
     chart_version: ChartVersion = "2.9.0"
-    namespace: Name = "external-secrets"
+    namespace: Name = addons.EXTERNAL_SECRETS.namespace
 
 
 class LoggingConfig(Model):

@@ -364,6 +364,14 @@ class StackConfig(Model):
         none it would only find the system group)."""
         return self.cluster_autoscaler.enabled and bool(self.node_groups.gpu)
 
+    @property
+    def efa_instance_types(self) -> list[str]:
+        """The stack's GPU instance types with EFA devices (catalog counts), over managed groups
+        and Karpenter pools: the nodes the EFA device plugin must run on (none: no plugin)."""
+        types = {t for group in self.node_groups.gpu for t in group.instance_types}
+        types |= {t for pool in self.karpenter.pools for t in pool.resolved_instance_types}
+        return sorted(t for t in types if t in catalog.efa_instance_types())
+
     def autoscaled(self, group: GpuNodeGroup) -> bool:
         """Whether the cluster-autoscaler resizes `group`: it may change size and the
         autoscaler runs (the one definition: capacity, node sources, Kueue's provisioning

@@ -20,21 +20,6 @@ from components.config.base import (
 
 DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")]
-#: Namespaces the platform's own controllers use; a team must not land in one of them.
-RESERVED_NAMESPACES: Final = frozenset(
-    {
-        "default",
-        "kube-system",
-        "kube-public",
-        "kube-node-lease",
-        "kueue-system",
-        "volcano-system",
-        "kubeflow-system",
-        "karpenter",
-        "gpu-operator",
-        "monitoring",
-    }
-)
 
 
 class FlavorQuota(Model):
@@ -217,10 +202,8 @@ class TeamConfig(Model):
                 "must be a DNS label: at most 63 lowercase letters, digits or '-', "
                 "starting and ending with a letter or digit"
             )
-        if value in RESERVED_NAMESPACES:
-            raise ValueError(
-                f"must not be a platform namespace ({', '.join(sorted(RESERVED_NAMESPACES))})"
-            )
+        # Whether an add-on of the stack (or Kubernetes) uses it is a cross-area rule: it depends
+        # on what the stack installs (components/analysis/addons.py).
         return value
 
     @model_validator(mode="after")

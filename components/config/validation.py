@@ -6,6 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
+from components import addons
 from components.config.base import (
     DigestImage,
     Model,
@@ -35,7 +36,7 @@ class ValidationConfig(Model):
     """Post-deploy GPU smoke tests and the NCCL all-reduce test."""
 
     enabled: bool = False
-    namespace: Name = "gpu-validation"
+    namespace: Name = addons.GPU_VALIDATION.namespace
     #: One CUDA + PyTorch image for both tests (nvidia-smi, torch matmul, torch.distributed).
     #: The digest was taken from public material and could not be resolved offline: confirm it
     #: with `crane digest nvcr.io/nvidia/pytorch:25.01-py3` before the first deploy.

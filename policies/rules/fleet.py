@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 from pulumi_policy import PolicyResource
 
-from components import catalog
+from components import addons, catalog
 from policies.rules.common import (
     HIGH,
     MANDATORY,
@@ -54,7 +54,7 @@ HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 CLUSTER_ROLE = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRole"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
-KUEUE_NAMESPACE = "kueue-system"
+KUEUE_NAMESPACE = addons.KUEUE.namespace
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 ROLE = "kubernetes:rbac.authorization.k8s.io/v1:Role"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
-from components import catalog
+from components import addons, catalog
 from policies.rules.common import (
     ADVISORY,
     CRITICAL,
@@ -42,6 +42,10 @@ NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 CLUSTER_ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:ClusterRoleBinding"
 ROLE_BINDING = "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+EKS_ADDON = "aws:eks/addon:Addon"
+#: The label every team Namespace carries (components/platform/tenancy/teams.py).
+TEAM_LABEL = f"{catalog.LABEL_DOMAIN}/team"
 
 #: Template-bearing kinds: type token → path to the pod template(s) (`*` = every map entry).
 TEMPLATE_PATHS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -65,29 +69,9 @@ TRAIN_JOB = "kubernetes:trainer.kubeflow.org/v1alpha1:TrainJob"
 TRAINER_CONTAINER = "node"
 WORKLOAD_TYPES = (POD, *TEMPLATE_PATHS, TRAIN_JOB)
 
-#: Namespaces of the platform's own controllers and daemons (not team namespaces).
-PLATFORM_NAMESPACES = [
-    "default",
-    "kube-system",
-    "kube-public",
-    "kube-node-lease",
-    "karpenter",
-    "gpu-operator",
-    "kueue-system",
-    "volcano-system",
-    "volcano-monitoring",
-    "kubeflow",
-    "kubeflow-system",
-    "training-operator",
-    "mpi-operator",
-    "monitoring",
-    "observability",
-    "amazon-cloudwatch",
-    "cert-manager",
-    "gpu-validation",
-    # FSx team-directory Jobs (components/platform/storage/fsx_team_dirs.py FSX_ADMIN_NAMESPACE).
-    "gpu-platform-storage",
-]
+#: Namespaces of the platform's own controllers and daemons (not team namespaces): every
+#: namespace an add-on of the registry may live in, and Kubernetes' own (components/addons.py).
+PLATFORM_NAMESPACES = list(addons.platform_namespaces())
 
 
 @dataclass(frozen=True)
@@ -218,7 +202,8 @@ EXEMPT_SCHEMA: Schema = {
     "exemptNamespaces": {
         "type": "array",
         "items": {"type": "string"},
-        "default": ["kube-system", "gpu-operator", "karpenter", "monitoring", "amazon-cloudwatch"],
+        # The add-ons whose pods are held to `privileged` (components/addons.py).
+        "default": list(addons.namespaces_at(["privileged"])),
         "description": "Namespaces of the platform's own daemons (GPU operator, CNI, exporters).",
     }
 }
@@ -385,6 +370,46 @@ def _each_team_namespace_has(of_type: str, what: str, ok: Any = None) -> Any:
     return check
 
 
+def platform_namespace_owners(resources: Sequence[PolicyResource]) -> dict[str, str]:
+    """Namespace -> what the stack installs there, from what it declares (never a list kept by
+    hand): Kubernetes' own, every Helm release's namespace, every EKS add-on's (the add-on
+    registry knows where each puts itself: components/addons.py), every Namespace object that is
+    no team's."""
+    owners = {name: "Kubernetes' own namespace" for name in addons.KUBERNETES_NAMESPACES}
+    eks = {a.eks_addon: a.namespace for a in addons.ADDONS if a.eks_addon is not None}
+    for r in resources:
+        props = r.props
+        if r.resource_type == HELM_RELEASE:
+            namespace = str(props.get("namespace") or "default")
+            owners.setdefault(namespace, f"where Helm release {props.get('name')!r} installs")
+        elif r.resource_type == EKS_ADDON and props.get("addonName") in eks:
+            owners.setdefault(
+                eks[props["addonName"]], f"where EKS add-on {props.get('addonName')!r} installs"
+            )
+        elif r.resource_type == NAMESPACE and TEAM_LABEL not in (
+            dig(props, "metadata", "labels") or {}
+        ):
+            owners.setdefault(
+                str(dig(props, "metadata", "name")), "a platform Namespace the stack declares"
+            )
+    return owners
+
+
+def _check_team_namespace_not_platform(
+    resources: Sequence[PolicyResource], _config: Config
+) -> Iterator[tuple[str, str | None]]:
+    owners = platform_namespace_owners(resources)
+    for r in resources:
+        labels = dig(r.props, "metadata", "labels") or {}
+        name = str(dig(r.props, "metadata", "name"))
+        if r.resource_type == NAMESPACE and TEAM_LABEL in labels and name in owners:
+            yield (
+                f"team namespace {name!r} is also {owners[name]}: the team's Namespace (quota, "
+                "restricted Pod Security, default deny) would be rendered over the platform's",
+                r.urn,
+            )
+
+
 def is_default_deny(policy: PolicyResource) -> bool:
     spec = dig(policy.props, "spec") or {}
     selects_all = not dig(spec, "podSelector", "matchLabels") and not dig(
@@ -534,6 +559,16 @@ POLICIES = [
         enforcement=MANDATORY,
         remediation=_TEAM_REMEDIATION,
         config=PLATFORM_NS_SCHEMA,
+    ),
+    stack_rule(
+        name="gpu-platform-k8s-team-namespace-not-platform",
+        description="No team namespace is one the stack installs an add-on into, or one of "
+        "Kubernetes' own.",
+        check=_check_team_namespace_not_platform,
+        severity=HIGH,
+        enforcement=MANDATORY,
+        remediation="Give the team a namespace of its own (teams[i].namespace); the config check "
+        "names the add-ons' namespaces (components/analysis/addons.py).",
     ),
     stack_rule(
         name="gpu-platform-k8s-team-default-deny",

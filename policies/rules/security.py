@@ -16,7 +16,7 @@ from typing import Any
 
 from pulumi_policy import PolicyResource
 
-from components import catalog
+from components import addons, catalog
 from policies.rules.common import (
     CRITICAL,
     HIGH,
@@ -76,18 +76,10 @@ RESTRICTED_SCHEMA: Schema = {
     "exemptNamespaces": {
         "type": "array",
         "items": {"type": "string"},
-        "default": [
-            "kube-system",
-            "gpu-operator",
-            "karpenter",
-            "monitoring",
-            "amazon-cloudwatch",
-            "kyverno",
-            "external-secrets",
-            # The FSx team-directory Jobs: root + CAP_CHOWN by design, PSS baseline enforced
-            # there (docs/security.md exceptions; fsx_team_dirs.team_dirs_job).
-            "gpu-platform-storage",
-        ],
+        # The add-ons whose pods are held to less than `restricted` (components/addons.py):
+        # the daemons, and the FSx team-directory Jobs (root + CAP_CHOWN by design, PSS baseline
+        # enforced there: docs/security.md exceptions; fsx_team_dirs.team_dirs_job).
+        "default": list(addons.namespaces_at(["privileged", "baseline"])),
         "description": "Namespaces of the platform's own daemons (device plugins, exporters) "
         "and the FSx team-directory Jobs.",
     }

@@ -23,22 +23,16 @@ from typing import Any, Final
 
 import yaml
 
+from components import addons
 from synth.deploy_plan import HELM_RELEASE, plan
 from synth.engines.client import ApiError, Client, install_crds
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
 from synth.output import is_manifest
 
 CRD_ROOT: Final = PROJECT_ROOT / "schemas" / "crds"
-#: Chart name -> the folder of schemas/crds holding the CRDs it installs (of the kinds we render).
-CHART_CRDS: Final = {
-    "kueue": "kueue",
-    "karpenter-crd": "karpenter-provider-aws",
-    "volcano": "volcano",
-    "kubeflow-trainer": "kubeflow-trainer",
-    "kube-prometheus-stack": "prometheus-operator",
-    "kyverno": "kyverno",
-    "external-secrets": "external-secrets",
-}
+#: Chart name -> the folder of schemas/crds holding the CRDs it installs (of the kinds we render):
+#: the add-on registry's `crds`.
+CHART_CRDS: Final = addons.chart_crds()
 #: Kinds that others need to exist first: applied last in their wave (module docstring).
 PREREQUISITES: Final = ("Namespace", "CustomResourceDefinition")
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from components.analysis.addons import manager_installed
 from components.analysis.fleet import FleetFacts, WorkerInput, manager_pods_ready
 from components.config import ConfigError
 from components.config.fleet_stack import parse_fleet
@@ -250,3 +251,40 @@ def test_a_team_job_stack_deploys_to_the_manager_with_its_own_namespaced_roles(
         (a.inputs["policyArn"].rsplit("/", 1)[1], tuple(a.inputs["accessScope"]["namespaces"]))
         for a in associations
     } == {("AmazonEKSEditPolicy", ("team-pretrain",)), ("AmazonEKSViewPolicy", ("team-pretrain",))}
+
+
+# --- #36 finding 10: the manager's add-ons and the fleet's team namespaces -----------------
+
+
+def test_the_managers_secrets_namespace_may_not_be_a_fleet_teams(read: Read) -> None:
+    values = fleet_values()
+    values["secrets"] = {**values.get("secrets", {}), "namespace": "team-research"}
+    lines = _lines(lambda: read(cfg=fleet_config(values)))
+    assert lines == [
+        'gpu-platform-fleet:secrets.namespace: got "team-research"; a namespace no fleet team '
+        "uses (team research)"
+    ]
+
+
+def test_a_fleet_team_may_not_take_a_namespace_of_the_managers_add_ons(read: Read) -> None:
+    """Workers without CloudWatch logs would let a team take `amazon-cloudwatch`; the manager
+    installs the add-on there, so the fleet refuses it."""
+
+    def take(i: int, given: WorkerInput) -> WorkerInput:
+        assert given.platform is not None
+        given.platform["platformConfig"]["teams"][1]["namespace"] = "amazon-cloudwatch"
+        return given
+
+    lines = _lines(lambda: read(take))
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(
+        'gpu-platform-fleet:workers[0].stack: got "gpu-platform/gpu-platform/prod-use1"; a '
+        "worker whose team 'research' has, on the manager too, a namespace of the team's own "
+        "(this one belongs to CloudWatch Observability (EKS add-on); the manager's add-ons"
+    ), lines
+    assert [i.addon.key for i in manager_installed(fleet_config())] == [
+        "kueue",
+        "kubeflow-trainer",
+        "amazon-cloudwatch-observability",
+        "external-secrets",
+    ]

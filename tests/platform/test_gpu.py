@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from components import catalog
+from components import addons, catalog
 from components.analysis.nodes import tolerates
 from components.config import GpuOperatorConfig
 from components.platform.capacity import gpu
@@ -221,7 +221,7 @@ def _efa_release(result: SynthResult) -> Any:
     (release,) = [
         r
         for r in result.of_type("kubernetes:helm.sh/v3:Release")
-        if r.inputs["name"] == gpu.EFA_CHART
+        if r.inputs["name"] == addons.EFA_DEVICE_PLUGIN.release
     ]
     return release
 

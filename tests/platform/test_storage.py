@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 import pytest
 import yaml
 
+from components import addons
 from components.config import BucketLifecycle
 from components.platform.storage import storage_builders, team_volumes
 from synth import __main__ as synth_cli
@@ -356,7 +357,7 @@ def test_dev_efs_is_encrypted_with_a_mount_target_per_private_subnet_nfs_from_no
 def test_dev_efs_csi_driver_is_pinned_and_uses_pod_identity(dev: SynthResult) -> None:
     (release,) = [r for r in dev.of_type(RELEASE) if r.inputs["chart"] == "aws-efs-csi-driver"]
     assert release.inputs["version"] == "4.4.1"
-    assert release.inputs["repositoryOpts"]["repo"] == storage_builders.EFS_CSI_REPO
+    assert release.inputs["repositoryOpts"]["repo"] == addons.EFS_CSI_DRIVER.repository
     (association,) = [
         r
         for r in dev.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
@@ -400,7 +401,7 @@ def test_prod_lustre_is_persistent_encrypted_linked_to_datasets_and_reachable_fr
     assert all("cidrIpv4" not in r.inputs for r in ingress)
     (release,) = [r for r in prod.of_type(RELEASE) if r.inputs["chart"] == "aws-fsx-csi-driver"]
     assert release.inputs["version"] == "1.17.0"
-    assert release.inputs["repositoryOpts"]["repo"] == storage_builders.FSX_CSI_REPO
+    assert release.inputs["repositoryOpts"]["repo"] == addons.FSX_CSI_DRIVER.repository
     assert [r for r in prod.of_type(STORAGE_CLASS) if r.inputs["provisioner"] == "fsx.csi.aws.com"]
 
 

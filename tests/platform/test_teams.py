@@ -359,7 +359,7 @@ INVALID: list[tuple[str, Callable[[dict[str, Any]], Any], str, str]] = [
         "namespace of a platform controller",
         lambda c: _teams(c)[0].update(namespace="kube-system"),
         "gpu-platform:teams[0].namespace",
-        "must not be a platform namespace",
+        "a namespace of the team's own (this one belongs to Kubernetes;",
     ),
     (
         "namespace ResourceQuota below the Kueue quota",

@@ -236,6 +236,34 @@ def k8s(kind: str, api: str, name: str, namespace: str | None, body: dict[str, A
 
 TEAM_NS = k8s("Namespace", "v1", "team-a", None, {})
 TEAM_NS = (TEAM_NS[0].replace("kubernetes:v1", "kubernetes:core/v1"), *TEAM_NS[1:])
+
+
+def labelled_team_ns(name: str) -> Res:
+    """A team Namespace as the Teams component renders it (its team label)."""
+    return r(
+        "kubernetes:core/v1:Namespace",
+        f"team-ns-{name}",
+        {
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": name, "labels": {f"{catalog.LABEL_DOMAIN}/team": "a"}},
+        },
+    )
+
+
+ESO_RELEASE = r(
+    "kubernetes:helm.sh/v3:Release",
+    "eso",
+    {"name": "external-secrets", "chart": "external-secrets", "namespace": "external-secrets"},
+)
+VALIDATION_NS = r(
+    "kubernetes:core/v1:Namespace",
+    "validation-ns",
+    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "gpu-validation"}},
+)
+CLOUDWATCH_ADDON = r(
+    "aws:eks/addon:Addon", "logs", {"addonName": "amazon-cloudwatch-observability"}
+)
 QUOTA = (
     "kubernetes:core/v1:ResourceQuota",
     "quota",
@@ -1321,6 +1349,48 @@ CASES: list[Case] = [
     ),
     ("gpu-platform-k8s-team-default-deny", "allow-all policy only", [TEAM_NS, ALLOW_ALL], {}, True),
     ("gpu-platform-k8s-team-default-deny", "default deny", [TEAM_NS, DENY, ALLOW_ALL], {}, False),
+    # #36 finding 10: a team namespace an add-on of the stack (or Kubernetes) also uses.
+    (
+        "gpu-platform-k8s-team-namespace-not-platform",
+        "team namespace a Helm release installs into (ESO's, by createNamespace)",
+        [ESO_RELEASE, labelled_team_ns("external-secrets")],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-team-namespace-not-platform",
+        "team namespace over a platform Namespace (GPU validation's)",
+        [VALIDATION_NS, labelled_team_ns("gpu-validation")],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-team-namespace-not-platform",
+        "team namespace of an EKS add-on (CloudWatch's)",
+        [CLOUDWATCH_ADDON, labelled_team_ns("amazon-cloudwatch")],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-team-namespace-not-platform",
+        "team namespace kube-system",
+        [labelled_team_ns("kube-system")],
+        {},
+        True,
+    ),
+    (
+        "gpu-platform-k8s-team-namespace-not-platform",
+        "team namespaces of their own beside the add-ons; an add-on's namespace not installed",
+        [
+            ESO_RELEASE,
+            VALIDATION_NS,
+            CLOUDWATCH_ADDON,
+            labelled_team_ns("team-a"),
+            labelled_team_ns("kyverno"),
+        ],
+        {},
+        False,
+    ),
     # Platform
     (
         "gpu-platform-eks-gpu-node-group-taint",

@@ -69,6 +69,30 @@ def test_kueue_labelled_job_not_after_kueue_is_flagged() -> None:
     assert ordering_problems(SynthResult("t", [KUEUE, _job(("kueue",), skip=True)])) == []
 
 
+def test_every_crd_group_of_the_registry_is_checked() -> None:
+    # ESO's and Kyverno's CRs wait for their releases like Kueue's (components/addons.py).
+    eso = _r("eso", RELEASE, inputs={"chart": "external-secrets"})
+    store = _r("store", "kubernetes:external-secrets.io/v1:SecretStore")
+    bad = ordering_problems(SynthResult("t", [eso, store]))
+    assert bad == [
+        "store: SecretStore is not created after the external-secrets release that installs its CRD"
+    ]
+    after = _r("store", "kubernetes:external-secrets.io/v1:SecretStore", deps=("eso",))
+    assert ordering_problems(SynthResult("t", [eso, after])) == []
+
+
+def test_a_job_stack_meets_the_releases_of_its_platform() -> None:
+    """A job stack deploys into its platform's cluster, whose releases are done before it runs:
+    its objects need no release of their own, but the platform must have it."""
+    job_stack = SynthResult("jobs", [_queue(()), _job((), skip=True)])
+    job_stack.platform = SynthResult("platform", [KUEUE])
+    assert ordering_problems(job_stack) == []
+    job_stack.platform = SynthResult("platform", [])
+    bad = ordering_problems(job_stack)
+    assert any("cq: ClusterQueue is not created after the kueue release" in p for p in bad)
+    assert any("job: Kueue-labelled Job does not depend on the Kueue release" in p for p in bad)
+
+
 def test_awaited_job_that_kueue_suspends_is_flagged() -> None:
     bad = ordering_problems(SynthResult("t", [KUEUE, _job(("kueue",), skip=False)]))
     assert any("awaited until Complete but starts suspended" in p for p in bad)

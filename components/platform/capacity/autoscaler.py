@@ -40,16 +40,15 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import catalog
+from components import addons, catalog
 from components.config import ClusterAutoscalerConfig, GpuNodeGroup, StackConfig
+from components.platform.addons import helm_release
 from components.platform.cluster import iam
 from components.platform.cluster.handles import ClusterHandles
 from components.platform.cluster.iam import AwsAccount
 from components.resource_options import child_options
 
-CHART: Final = "cluster-autoscaler"
-CHART_REPO: Final = "https://kubernetes.github.io/autoscaler"
-NAMESPACE: Final = "kube-system"
+NAMESPACE: Final = addons.CLUSTER_AUTOSCALER.namespace
 SERVICE_ACCOUNT: Final = "cluster-autoscaler"
 #: `fullnameOverride`: the Deployment, Service and priority ConfigMap names do not depend on
 #: the release name.
@@ -310,20 +309,15 @@ class ClusterAutoscaler(pulumi.ComponentResource):
         after: list[pulumi.Resource],
     ) -> k8s.helm.v3.Release:
         """The chart release with this cluster's values, created after what it needs (`after`)."""
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-release",
-            name="cluster-autoscaler",
-            chart=CHART,
-            repository_opts={"repo": CHART_REPO},
+            addons.CLUSTER_AUTOSCALER,
             version=args.config.chart_version,
-            namespace=NAMESPACE,
             values=chart_values(
                 args.config,
                 cluster_name=args.cluster_name,
                 region=args.aws_account.region,
                 groups=args.groups,
             ),
-            atomic=True,
-            timeout=300,
             opts=pulumi.ResourceOptions.merge(k8s_child, pulumi.ResourceOptions(depends_on=after)),
         )

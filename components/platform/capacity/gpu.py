@@ -17,8 +17,9 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import catalog
+from components import addons, catalog
 from components.config import GpuOperatorConfig
+from components.platform.addons import helm_release
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options, owned_namespace
 
@@ -26,16 +27,6 @@ if TYPE_CHECKING:
     from components.config import StackConfig
 
 
-CHART: Final = "gpu-operator"
-REPOSITORY: Final = "https://helm.ngc.nvidia.com/nvidia"
-#: AWS EFA device plugin: advertises `vpc.amazonaws.com/efa` on EFA nodes. Chart version with
-#: its leading `v` as published (aws/eks-charts@5239609:stable/aws-efa-k8s-device-plugin/
-#: Chart.yaml `version: v0.5.30`, appVersion v0.5.20); values vendored in
-#: schemas/charts/aws-efa-k8s-device-plugin/ (schemas/SOURCES.md).
-EFA_CHART: Final = "aws-efa-k8s-device-plugin"
-EFA_CHART_VERSION: Final = "v0.5.30"
-EFA_REPOSITORY: Final = "https://aws.github.io/eks-charts"
-EFA_NAMESPACE: Final = "kube-system"
 DCGM_METRICS_CONFIGMAP: Final = "gpu-platform-dcgm-metrics"
 DEVICE_PLUGIN_CONFIGMAP: Final = "gpu-platform-device-plugin"
 #: Named device-plugin configs; nodes pick one through `nvidia.com/device-plugin.config`.
@@ -180,11 +171,9 @@ def dcgm_service_monitor_spec(config: GpuOperatorConfig, namespace: str) -> dict
 
 
 def stack_efa_instance_types(cfg: StackConfig) -> list[str]:
-    """The stack's GPU instance types with EFA devices (catalog counts), over managed groups
-    and Karpenter pools: the nodes the EFA device plugin must run on."""
-    types = {t for group in cfg.node_groups.gpu for t in group.instance_types}
-    types |= {t for pool in cfg.karpenter.pools for t in pool.resolved_instance_types}
-    return sorted(t for t in types if t in catalog.efa_instance_types())
+    """The stack's GPU instance types with EFA devices: the nodes the EFA device plugin must run
+    on (`StackConfig.efa_instance_types`, which the add-on registry's predicate reads too)."""
+    return cfg.efa_instance_types
 
 
 def efa_device_plugin_values(instance_types: list[str]) -> dict[str, Any]:
@@ -253,7 +242,7 @@ class GpuStack(pulumi.ComponentResource):
         namespace, in_namespace = owned_namespace(
             f"{name}-namespace",
             config.namespace,
-            {"pod-security.kubernetes.io/enforce": "privileged"},
+            {"pod-security.kubernetes.io/enforce": addons.GPU_OPERATOR.pod_security},
             k8s_opts,
         )
         config_maps = self._operator_config_maps(name, config, in_namespace)
@@ -291,18 +280,12 @@ class GpuStack(pulumi.ComponentResource):
         after: list[pulumi.Resource],
     ) -> k8s.helm.v3.Release:
         """The GPU Operator chart, installed after what it needs (`after`)."""
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-gpu-operator",
-            name="gpu-operator",
-            chart=CHART,
+            addons.GPU_OPERATOR,
             version=config.chart_version,
-            repository_opts={"repo": REPOSITORY},
             namespace=config.namespace,
             values=chart_values(config),
-            atomic=True,
-            # The longest budget of all releases: its DaemonSets (device plugin, DCGM, feature
-            # discovery, validator) pull multi-GB images on every GPU node that exists at install.
-            timeout=1200,
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )
 
@@ -334,19 +317,11 @@ class GpuStack(pulumi.ComponentResource):
         if not args.efa_instance_types:
             return None
         # A DaemonSet with no matching node is ready at once: Helm's --wait does not block
-        # on GPU nodes that Karpenter has not launched yet.
-        return k8s.helm.v3.Release(
+        # on GPU nodes that Karpenter has not launched yet (the row's version is pinned).
+        return helm_release(
             f"{name}-efa-device-plugin",
-            name=EFA_CHART,
-            chart=EFA_CHART,
-            version=EFA_CHART_VERSION,
-            repository_opts={"repo": EFA_REPOSITORY},
-            namespace=EFA_NAMESPACE,
+            addons.EFA_DEVICE_PLUGIN,
             values=efa_device_plugin_values(args.efa_instance_types),
-            # Explicit (tests/synth/test_awaits.py): a DaemonSet on EFA types only; with no
-            # EFA node yet Helm has nothing to wait for, so the default suffices.
-            timeout=300,
-            atomic=True,
             opts=pulumi.ResourceOptions.merge(
                 k8s_opts, pulumi.ResourceOptions(depends_on=[args.system_node_group])
             ),

@@ -22,12 +22,11 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
 from components.config import KarpenterConfig, KarpenterPool
+from components.platform.addons import helm_release
 from components.platform.capacity.karpenter_builders import (
-    CONTROLLER_CHART,
     CPU_NODE_CLASS,
-    CRD_CHART,
     GPU_EFA_NODE_CLASS,
     GPU_NODE_CLASS,
     GPU_RESERVED_NODE_CLASS,
@@ -231,28 +230,20 @@ class Karpenter(pulumi.ComponentResource):
         exist (`after`) and the system nodes it is pinned to run."""
         config, cluster = args.config, args.cluster
         cluster_name, region = args.cluster_name, args.aws_account.region
-        self.crd_release = k8s.helm.v3.Release(
+        self.crd_release = helm_release(
             f"{name}-crd",
-            name="karpenter-crd",
-            chart=CRD_CHART,
+            addons.KARPENTER_CRD,
             version=config.chart_version,
             namespace=config.namespace,
-            # CRDs only: nothing to wait for beyond the apply; a failed install is rolled back.
-            atomic=True,
-            timeout=300,
             opts=k8s_child,
         )
-        self.controller_release = k8s.helm.v3.Release(
+        # Rolled back on failure (every release is): a half-installed controller never holds
+        # NodePools.
+        self.controller_release = helm_release(
             f"{name}-controller",
-            name="karpenter",
-            chart=CONTROLLER_CHART,
+            addons.KARPENTER,
             version=config.chart_version,
             namespace=config.namespace,
-            skip_crds=True,
-            # Controller pods on the system nodes: ready within minutes; roll back on failure so
-            # a half-installed controller never holds NodePools.
-            atomic=True,
-            timeout=600,
             values=helm_values(
                 cluster_name=cluster_name,
                 queue_name=queue_name,

@@ -9,9 +9,6 @@ from typing import Any, Final
 from components import catalog
 from components.config import KarpenterFeatureGates, KarpenterNodeClass, KarpenterPool
 
-CHART_REGISTRY: Final = "oci://public.ecr.aws/karpenter"
-CONTROLLER_CHART: Final = f"{CHART_REGISTRY}/karpenter"
-CRD_CHART: Final = f"{CHART_REGISTRY}/karpenter-crd"
 SERVICE_ACCOUNT: Final = "karpenter"
 DISCOVERY_TAG: Final = "karpenter.sh/discovery"
 NODECLASS_GROUP: Final = "karpenter.k8s.aws"

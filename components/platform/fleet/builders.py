@@ -25,11 +25,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from components import catalog
+from components import addons, catalog
 
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 #: Kueue's namespace (the Helm release's): the kubeconfig Secrets live there.
-KUEUE_NAMESPACE: Final = "kueue-system"
+KUEUE_NAMESPACE: Final = addons.KUEUE.namespace
 #: The Secret key Kueue reads (apis/kueue/v1beta2/multikueue_types.go
 #: `MultiKueueConfigSecretKey`).
 KUBECONFIG_KEY: Final = "kubeconfig"

@@ -33,18 +33,18 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
 from components.analysis import limit_range
 from components.analysis.pod_security import RESTRICTED_NAMESPACE_LABELS
 from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig, TeamConfig
 from components.config.fleet import MultiKueueSettings
 from components.config.security import SecretsConfig
+from components.platform.addons import helm_release
 from components.platform.cluster import iam
 from components.platform.fleet import builders
 from components.platform.scheduling.scheduling import (
     PRIORITY_CLASSES,
-    RELEASE_TIMEOUT_S,
     TRAINER_NAMESPACE,
     kueue_release,
     kueue_values,
@@ -53,7 +53,7 @@ from components.platform.scheduling.scheduling import (
     workload_priority_classes,
 )
 from components.platform.tenancy.team_queues import queue_policies, resource_groups
-from components.platform.tenancy.team_secrets import ESO_REPO, ESO_SERVICE_ACCOUNT, eso_values
+from components.platform.tenancy.team_secrets import ESO_SERVICE_ACCOUNT, eso_values
 from components.resource_options import child_options, manifest_resource, owned_namespace
 
 RBAC_API: Final = "rbac.authorization.k8s.io"
@@ -287,22 +287,16 @@ class FleetManager(pulumi.ComponentResource):
             tags=args.tags,
             opts=child_options(self),
         )
-        release = k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-eso",
-            name="external-secrets",
-            chart="external-secrets",
-            repository_opts={"repo": ESO_REPO},
+            addons.EXTERNAL_SECRETS,
             version=eso.chart_version,
             namespace=eso.namespace,
-            create_namespace=True,
             values=eso_values(),
-            timeout=RELEASE_TIMEOUT_S,
-            atomic=True,
             opts=child_options(
                 self, provider=args.k8s_provider, depends_on=[args.system_nodes, association]
             ),
         )
-        return release
 
     def _synced_kubeconfigs(self, name: str, args: FleetManagerArgs) -> dict[str, pulumi.Resource]:
         """ESO with a Pod Identity role that may read exactly the workers' kubeconfig secrets,

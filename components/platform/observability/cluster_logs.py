@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_aws as aws
 
+from components import addons
 from components.config.security import LoggingConfig
 from components.platform.cluster import iam
 from components.resource_options import child_options
@@ -46,14 +47,11 @@ if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
     from components.platform.cluster.iam import AwsAccount
 
-ADDON: Final = "amazon-cloudwatch-observability"
-#: Pinned add-on build (confirm: `aws eks describe-addon-versions --addon-name
-#: amazon-cloudwatch-observability --kubernetes-version 1.33`); chart 4.10.0's values vendored.
-ADDON_VERSION: Final = "v4.10.0-eksbuild.1"
+#: The EKS add-on, its pinned build and its namespace: its row in the add-on registry.
+ADDON: Final = str(addons.CLOUDWATCH_OBSERVABILITY.eks_addon)
+ADDON_VERSION: Final = str(addons.CLOUDWATCH_OBSERVABILITY.version)
 AGENT_SERVICE_ACCOUNT: Final = "cloudwatch-agent"
-#: The add-on's namespace (EKS user guide, amazon-cloudwatch-observability: `eksctl create
-#: iamserviceaccount --name cloudwatch-agent --namespace amazon-cloudwatch`).
-AGENT_NAMESPACE: Final = "amazon-cloudwatch"
+AGENT_NAMESPACE: Final = addons.CLOUDWATCH_OBSERVABILITY.namespace
 LOG_GROUPS: Final = ("application", "dataplane", "host", "performance")
 METRIC_NAMESPACE: Final = "GPUPlatform/Training"
 #: name -> (log group, filter pattern, what it means).

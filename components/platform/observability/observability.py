@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, Final
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
 from components.config import ObservabilityConfig
+from components.platform.addons import helm_release
 from components.platform.cluster.handles import ClusterHandles
 from components.platform.observability import alerts
 from components.resource_options import child_options, owned_namespace
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
     from components.config import StackConfig
 
 
-CHART = "kube-prometheus-stack"
-REPOSITORY: Final = "https://prometheus-community.github.io/helm-charts"
 STORAGE_CLASS: Final = "gp3"
 #: Grafana's sidecar loads every ConfigMap with this label (chart default label and value).
 DASHBOARD_LABEL: Final = {"grafana_dashboard": "1"}
@@ -382,11 +381,11 @@ class Observability(pulumi.ComponentResource):
         k8s_opts = child_options(self, provider=args.k8s_provider)
         self.namespace = config.namespace
 
-        # node-exporter needs host namespaces and hostPath mounts.
+        # node-exporter needs host namespaces and hostPath mounts (its registry row's level).
         namespace, _ = owned_namespace(
             f"{name}-namespace",
             config.namespace,
-            {"pod-security.kubernetes.io/enforce": "privileged"},
+            {"pod-security.kubernetes.io/enforce": addons.KUBE_PROMETHEUS_STACK.pod_security},
             k8s_opts,
         )
         self.release = self._release(name, config, k8s_opts, [namespace, args.system_node_group])
@@ -409,17 +408,12 @@ class Observability(pulumi.ComponentResource):
         after: list[pulumi.Resource],
     ) -> k8s.helm.v3.Release:
         """kube-prometheus-stack, which also installs the prometheus-operator CRDs."""
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-kube-prometheus-stack",
-            name="kube-prometheus-stack",
-            chart=CHART,
+            addons.KUBE_PROMETHEUS_STACK,
             version=config.chart_version,
-            repository_opts={"repo": REPOSITORY},
             namespace=config.namespace,
             values=chart_values(config),
-            # The chart's admission-webhook jobs are Helm hooks: wait for them.
-            atomic=True,
-            timeout=900,
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )
 

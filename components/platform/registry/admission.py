@@ -31,9 +31,10 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
 from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
+from components.platform.addons import helm_release
 from components.platform.cluster import iam
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
@@ -52,8 +53,7 @@ SIGNED_REPOSITORIES_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/signed-reposito
 TEAM_LABEL: Final = f"{catalog.LABEL_DOMAIN}/team"
 VAP_API: Final = "admissionregistration.k8s.io/v1"
 KYVERNO_API: Final = "policies.kyverno.io/v1beta1"
-KYVERNO_NAMESPACE: Final = "kyverno"
-KYVERNO_REPO: Final = "https://kyverno.github.io/kyverno/"
+KYVERNO_NAMESPACE: Final = addons.KYVERNO.namespace
 KYVERNO_SERVICE_ACCOUNT: Final = "kyverno-admission-controller"
 
 
@@ -377,18 +377,10 @@ class Admission(pulumi.ComponentResource):
         after: list[pulumi.Resource],
     ) -> k8s.helm.v3.Release:
         """The Kyverno chart, installed once its nodes and identity exist (`after`)."""
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-kyverno",
-            name="kyverno",
-            chart="kyverno",
-            repository_opts={"repo": KYVERNO_REPO},
+            addons.KYVERNO,
             version=args.config.signatures.kyverno_chart_version,
-            namespace=KYVERNO_NAMESPACE,
-            create_namespace=True,
             values=kyverno_values(),
-            # Explicit (tests/synth/test_awaits.py): Helm waits for the webhook pods; 10 min
-            # covers a cold image pull on a fresh system node.
-            timeout=600,
-            atomic=True,
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=after)),
         )

@@ -24,25 +24,20 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components import catalog
+from components import addons, catalog
 from components.analysis import nodes, volcano
 from components.analysis.facts import StackFacts
 from components.analysis.readiness import PodsReady
 from components.config import SchedulingConfig
+from components.platform.addons import helm_release
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
 
-KUEUE_CHART: Final = "oci://registry.k8s.io/kueue/charts/kueue"
 KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
-VOLCANO_REPO: Final = "https://volcano-sh.github.io/helm-charts"
-TRAINER_CHART: Final = "oci://ghcr.io/kubeflow/charts/kubeflow-trainer"
-KUEUE_NAMESPACE: Final = "kueue-system"
-#: Helm `--wait` budget of the scheduler releases (pulumi-kubernetes' default is 300 s,
-#: pulumi/pulumi-kubernetes@v4.32.0 provider/pkg/provider/helm_release.go#L63-64): two
-#: controller replicas and webhook certificates on the system nodes, image pulls included.
-RELEASE_TIMEOUT_S: Final = 600
-VOLCANO_NAMESPACE: Final = "volcano-system"
-TRAINER_NAMESPACE: Final = "kubeflow-system"
+#: The controllers' namespaces (their rows in components/addons.py).
+KUEUE_NAMESPACE: Final = addons.KUEUE.namespace
+VOLCANO_NAMESPACE: Final = addons.VOLCANO.namespace
+TRAINER_NAMESPACE: Final = addons.TRAINER.namespace
 KUEUE_API: Final = "kueue.x-k8s.io/v1beta2"
 VOLCANO_QUEUE_API: Final = "scheduling.volcano.sh/v1beta1"
 #: `pulumi up` waits until Volcano's queue controller has opened a queue: Volcano's PodGroup
@@ -233,18 +228,10 @@ def provisioning_request_config_spec() -> dict[str, Any]:
 def kueue_release(
     name: str, config: SchedulingConfig, values: dict[str, Any], opts: pulumi.ResourceOptions
 ) -> k8s.helm.v3.Release:
-    """The Kueue chart (a platform's, or a fleet manager's with its MultiKueue values)."""
-    return k8s.helm.v3.Release(
-        f"{name}-kueue",
-        name="kueue",
-        chart=KUEUE_CHART,
-        version=config.kueue_chart_version,
-        namespace=KUEUE_NAMESPACE,
-        values=values,
-        # Later objects (flavors, queues) are rejected until the webhooks answer.
-        atomic=True,
-        timeout=RELEASE_TIMEOUT_S,
-        opts=opts,
+    """The Kueue chart (a platform's, or a fleet manager's with its MultiKueue values). Later
+    objects (flavors, queues) are rejected until the webhooks answer: the release waits."""
+    return helm_release(
+        f"{name}-kueue", addons.KUEUE, version=config.kueue_chart_version, values=values, opts=opts
     )
 
 
@@ -252,15 +239,11 @@ def trainer_release(
     name: str, config: SchedulingConfig, opts: pulumi.ResourceOptions
 ) -> k8s.helm.v3.Release:
     """The Kubeflow Trainer chart (a platform's and a fleet manager's)."""
-    return k8s.helm.v3.Release(
+    return helm_release(
         f"{name}-trainer",
-        name="kubeflow-trainer",
-        chart=TRAINER_CHART,
+        addons.TRAINER,
         version=config.trainer_chart_version,
-        namespace=TRAINER_NAMESPACE,
         values=trainer_values(),
-        atomic=True,
-        timeout=RELEASE_TIMEOUT_S,
         opts=opts,
     )
 
@@ -538,16 +521,11 @@ class Scheduling(pulumi.ComponentResource):
                 pulumi.ResourceOptions(depends_on=list(args.kueue_after)),
             ),
         )
-        self.volcano = k8s.helm.v3.Release(
+        self.volcano = helm_release(
             f"{name}-volcano",
-            name="volcano",
-            chart="volcano",
-            repository_opts={"repo": VOLCANO_REPO},
+            addons.VOLCANO,
             version=config.volcano_chart_version,
-            namespace=VOLCANO_NAMESPACE,
             values=volcano_values(config),
-            atomic=True,
-            timeout=RELEASE_TIMEOUT_S,
             opts=release_opts(VOLCANO_NAMESPACE),
         )
         self.trainer = trainer_release(name, config, release_opts(TRAINER_NAMESPACE))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from components import catalog
+from components import addons, catalog
 from components.analysis import pod_security
 from components.analysis.readiness import READY_MARGIN_S, minutes
 from components.platform.storage.storage_builders import (
@@ -24,7 +24,7 @@ from components.platform.storage.storage_builders import (
 
 #: The platform namespace of those Jobs: PSS `baseline` (root and CAP_CHOWN are allowed there,
 #: nothing privileged), no team label, so none of the team admission policies select it.
-FSX_ADMIN_NAMESPACE: Final = "gpu-platform-storage"
+FSX_ADMIN_NAMESPACE: Final = addons.FSX_TEAM_DIRS.namespace
 FSX_ROOT_CLAIM: Final = "fsx-root"
 TEAM_DIR_MODE: Final = "0770"
 TEAM_DIRS_JOB: Final = "fsx-team-dirs"
@@ -80,7 +80,7 @@ def _admin_namespace() -> dict[str, Any]:
             "name": FSX_ADMIN_NAMESPACE,
             "labels": {
                 # Baseline admits the directory Job (root, CAP_CHOWN) and nothing privileged.
-                "pod-security.kubernetes.io/enforce": "baseline",
+                "pod-security.kubernetes.io/enforce": addons.FSX_TEAM_DIRS.pod_security,
                 "pod-security.kubernetes.io/enforce-version": pod_security.PSS_VERSION,
             },
         },

@@ -21,22 +21,20 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
+from components.addons import Addon
 from components.analysis.readiness import system_pull_rate
 from components.config import StorageConfig
+from components.platform.addons import helm_release
 from components.platform.cluster import iam
 from components.platform.cluster.handles import ClusterHandles, NetworkHandles
 from components.platform.cluster.iam import AwsAccount
 from components.platform.storage.fsx_team_dirs import team_dirs_deadline_s
 from components.platform.storage.storage_builders import (
     BUCKET_ROLES,
-    CSI_NAMESPACE,
-    CSI_RELEASE_AWAIT,
     EFS_CONTROLLER_SA,
-    EFS_CSI_REPO,
     EFS_STORAGE_CLASS,
     FSX_CONTROLLER_SA,
-    FSX_CSI_REPO,
     FSX_STORAGE_CLASS,
     LOG_BUCKET_ROLE,
     LUSTRE_PORTS,
@@ -348,9 +346,10 @@ class Storage(pulumi.ComponentResource):
     # --- RWX file systems -------------------------------------------------------------------
 
     def _csi_role(
-        self, driver: str, service_account: str, policy: pulumi.Input[str]
+        self, driver: str, addon: Addon, service_account: str, policy: pulumi.Input[str]
     ) -> aws.eks.PodIdentityAssociation:
-        """An IAM role for one CSI controller service account, handed out by Pod Identity."""
+        """An IAM role for one CSI controller service account (in `addon`'s namespace), handed
+        out by Pod Identity."""
         name, args = self._name, self._args
         child = child_options(self)
         account_id = self._args.aws_account.account_id
@@ -358,7 +357,7 @@ class Storage(pulumi.ComponentResource):
             f"{name}-{driver}-csi",
             account_id=account_id,
             cluster_name=args.physical_cluster_name,
-            namespace=CSI_NAMESPACE,
+            namespace=addon.namespace,
             service_account=service_account,
             tags=args.tags,
             opts=child,
@@ -367,7 +366,7 @@ class Storage(pulumi.ComponentResource):
         return aws.eks.PodIdentityAssociation(
             f"{name}-{driver}-csi",
             cluster_name=args.cluster_name,
-            namespace=CSI_NAMESPACE,
+            namespace=addon.namespace,
             service_account=service_account,
             role_arn=role.arn,
             tags=args.tags,
@@ -392,13 +391,14 @@ class Storage(pulumi.ComponentResource):
         self._efs_mount_targets(file_system)
         association = self._csi_role(
             "efs",
+            addons.EFS_CSI_DRIVER,
             EFS_CONTROLLER_SA,
             file_system.arn.apply(lambda arn: json.dumps(efs_csi_policy(arn, region, account_id))),
         )
         release = self._csi_driver(
             "efs",
+            addon=addons.EFS_CSI_DRIVER,
             version=args.config.efs_csi_chart_version,
-            repository=EFS_CSI_REPO,
             values=efs_csi_values(),
             association=association,
         )
@@ -468,22 +468,18 @@ class Storage(pulumi.ComponentResource):
         self,
         driver: str,
         *,
+        addon: Addon,
         version: str,
-        repository: str,
         values: dict[str, Any],
         association: aws.eks.PodIdentityAssociation,
     ) -> k8s.helm.v3.Release:
         """The `aws-<driver>-csi-driver` chart, once its controller's identity and nodes exist."""
         args = self._args
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{self._name}-{driver}-csi",
-            name=f"aws-{driver}-csi-driver",
-            chart=f"aws-{driver}-csi-driver",
+            addon,
             version=version,
-            repository_opts={"repo": repository},
-            namespace=CSI_NAMESPACE,
             values=values,
-            **CSI_RELEASE_AWAIT,
             opts=child_options(
                 self,
                 provider=args.k8s_provider,
@@ -568,13 +564,14 @@ class Storage(pulumi.ComponentResource):
         self._datasets_link(file_system)
         association = self._csi_role(
             "fsx",
+            addons.FSX_CSI_DRIVER,
             FSX_CONTROLLER_SA,
             file_system.arn.apply(lambda arn: json.dumps(fsx_csi_policy(arn))),
         )
         release = self._csi_driver(
             "fsx",
+            addon=addons.FSX_CSI_DRIVER,
             version=args.config.fsx_csi_chart_version,
-            repository=FSX_CSI_REPO,
             values=fsx_csi_values(region),
             association=association,
         )

@@ -17,14 +17,8 @@ if TYPE_CHECKING:
 
 BUCKET_ROLES: Final = catalog.DATA_BUCKET_PURPOSES
 LOG_BUCKET_ROLE: Final = "access-logs"
-CSI_NAMESPACE: Final = "kube-system"
-EFS_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-efs-csi-driver"
-FSX_CSI_REPO: Final = "https://kubernetes-sigs.github.io/aws-fsx-csi-driver"
 EFS_CONTROLLER_SA: Final = "efs-csi-controller-sa"
 FSX_CONTROLLER_SA: Final = "fsx-csi-controller-sa"
-#: Helm await of the CSI driver releases: controller on system nodes, node DaemonSet everywhere;
-#: PVCs bind only once the controller runs, so `up` waits for it and rolls a failed install back.
-CSI_RELEASE_AWAIT: Final[dict[str, Any]] = {"atomic": True, "timeout": 600}
 EFS_STORAGE_CLASS: Final = analysis_storage.EFS_STORAGE_CLASS
 FSX_STORAGE_CLASS: Final = analysis_storage.FSX_STORAGE_CLASS
 NFS_PORT: Final = 2049

@@ -28,7 +28,9 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
+from components import addons
 from components.config.security import SECRET_STORE_NAME, SECRETS_PATH_PREFIX, SecretsConfig
+from components.platform.addons import helm_release
 from components.platform.cluster import iam
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
     from components.config import StackConfig, TeamConfig
     from components.platform.cluster.iam import AwsAccount
 
-ESO_REPO: Final = "https://charts.external-secrets.io"
 ESO_API: Final = "external-secrets.io/v1"
 ESO_SERVICE_ACCOUNT: Final = "external-secrets"
 #: Read-only Secrets Manager actions ESO's AWS provider uses (docs/provider/aws-access.md).
@@ -236,19 +237,12 @@ class TeamSecrets(pulumi.ComponentResource):
         self, name: str, args: TeamSecretsArgs, association: aws.eks.PodIdentityAssociation
     ) -> k8s.helm.v3.Release:
         """The External Secrets Operator chart, once its nodes and identity exist."""
-        return k8s.helm.v3.Release(
+        return helm_release(
             f"{name}-eso",
-            name="external-secrets",
-            chart="external-secrets",
-            repository_opts={"repo": ESO_REPO},
+            addons.EXTERNAL_SECRETS,
             version=args.config.chart_version,
             namespace=args.config.namespace,
-            create_namespace=True,
             values=eso_values(),
-            # Explicit (tests/synth/test_awaits.py): Helm waits for the webhook pods; 10 min
-            # covers a cold image pull on a fresh system node.
-            timeout=600,
-            atomic=True,
             opts=child_options(
                 self,
                 provider=args.k8s_provider,

@@ -18,7 +18,7 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components import catalog
+from components import addons, catalog
 from components.analysis import limit_range, pod_security, volcano
 from components.catalog import KUEUE_QUEUE_LABEL, TRAINER_SERVICE_ACCOUNT, VOLCANO_SCHEDULER
 from components.config import TeamConfig
@@ -359,7 +359,7 @@ class TeamArgs:
     #: The data buckets' KMS key, once Storage passes it; otherwise any key, via S3 only.
     kms_key_arn: pulumi.Input[str] | None = None
     #: Where Prometheus runs, and the release whose CRDs the PodMonitor needs.
-    monitoring_namespace: str = "monitoring"
+    monitoring_namespace: str = addons.KUBE_PROMETHEUS_STACK.namespace
     monitoring_release: pulumi.Resource | None = None
 
     @classmethod
@@ -390,7 +390,9 @@ class TeamArgs:
             kueue_release=scheduling.kueue,
             volcano_release=scheduling.volcano,
             tags=tags,
-            monitoring_namespace=monitoring[0] if monitoring else "monitoring",
+            monitoring_namespace=(
+                monitoring[0] if monitoring else addons.KUBE_PROMETHEUS_STACK.namespace
+            ),
             monitoring_release=monitoring[1] if monitoring else None,
         )
 
