@@ -27,7 +27,7 @@ def test_fleet_jobs_are_multikueues_and_read_their_regions_data(
     pretrain_fleet: SynthResult,
 ) -> None:
     jobs = _jobs(pretrain_fleet)
-    assert set(jobs) == {"pretrain-7b", "eval-l4"}
+    assert set(jobs) == {"pretrain-7b", "eval-l4", "sft-7b"}
     for spec in (j["spec"] for j in jobs.values()):
         assert spec["managedBy"] == catalog.MULTIKUEUE_CONTROLLER
         # No image: each worker's ClusterTrainingRuntime runs its own region's trainer.
