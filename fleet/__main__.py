@@ -4,10 +4,12 @@ Reads `gpu-platform-fleet:` config (its cluster and network, its workers by stac
 each worker's `fleetWorker` and `jobPlatform` through a StackReference, and refuses — before
 anything else is registered — every way the fleet is miswired (a stack that is no worker of
 this fleet, another contract version, a missing job kind, overlapping CIDRs, teams whose
-namespaces or queues differ). Then it builds the manager: its VPC and a small EKS cluster, the
-peering and routes to every worker's private API endpoint, S3 replication between the workers'
-checkpoints and datasets, and Kueue with MultiKueue holding the teams' queues with the fleet's
-summed quota. Team job stacks (jobs/) name this stack as their `platformStack`.
+namespaces or queues differ, runtimes that render other containers than the manager's, a worker
+whose admission refuses the fleet's trainer). Then it builds the manager: its VPC and a small
+EKS cluster, the peering and routes to every worker's private API endpoint, S3 replication
+between the workers' checkpoints and datasets, and Kueue with MultiKueue holding the teams'
+queues with the fleet's summed quota. Team job stacks (jobs/) name this stack as their
+`platformStack`.
 """
 
 import sys
@@ -98,9 +100,11 @@ links = FleetLinks(
         tags=tags,
     ),
 )
-# The runtimes every worker has, here for Trainer's webhook and Kueue's pod sets; the image is a
-# worker's trainer (no pod runs here).
-runtime_image = next(w.trainer_image for w in fleet.workers if w.trainer_image)
+# The runtimes every worker has, here for Trainer's webhook and Kueue's pod sets (no pod runs
+# here): rendered with the fleet's one trainer, exactly as every worker renders them — Kueue
+# compares the pod sets a worker recomputes with the Workload built here (read_workers refuses a
+# worker whose runtimes differ: components/analysis/fleet.py trainer_problems).
+runtime_image = fleet.trainer_image
 manager = FleetManager(
     "fleet",
     FleetManagerArgs(

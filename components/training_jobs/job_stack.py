@@ -34,7 +34,6 @@ from components.training_jobs.plan import (
     JobImage,
     JobPlan,
     digest_image,
-    fleet_runtime_image,
     plan_job,
 )
 from components.training_jobs.training import TrainingJob, TrainingJobArgs
@@ -107,9 +106,9 @@ def plan_fleet_jobs(
     fleet: FleetFacts, judgement: FleetJudgement, *, provenance: Mapping[str, str]
 ) -> tuple[JobPlan, ...]:
     """The plans of a job stack's jobs on a fleet's manager: each from the facts of the first
-    worker that can run it (every capable worker gets the same pinned pod), by digest or —
-    a TrainJob without an image — through each worker's own runtime."""
-    trainers = [w.trainer_image for w in fleet.workers if w.trainer_image]
+    worker that can run it (every capable worker gets the same pinned pod), by its own digest
+    or the fleet's one trainer's — the same reference in every region, which Kueue compares
+    (components/analysis/fleet_trainer.py)."""
     plans = []
     for judged in judgement.jobs:
         home = judged.home
@@ -124,7 +123,7 @@ def plan_fleet_jobs(
             sources=stack.sources,
             provisioners=stack.provisioners,
         )
-        image = digest_image(job.image) if job.image else fleet_runtime_image(trainers)
+        image = digest_image(job.image or fleet.trainer_image)
         worker = next(w for w in fleet.workers if w.name == home.worker)
         plans.append(
             plan_job(

@@ -21,7 +21,6 @@ from components.training_jobs.plan import (
     DS_CONFIG_MOUNT,
     EFA_RDMA_GPU_MODELS,
     FLEET_BUCKET_VAR,
-    FLEET_DIGEST_VAR,
     JOB_LABEL,
     KUBEFLOW_REPLICATED_JOB,
     KUEUE_PRIORITY_LABEL,
@@ -165,22 +164,13 @@ def run_annotations(plan: JobPlan) -> dict[str, str]:
 
 
 def fleet_env(plan: JobPlan) -> list[dict[str, Any]]:
-    """A fleet job's first env vars: its region's checkpoints bucket and, for the worker's own
-    trainer, its digest — from the worker's `gpu-platform-data` ConfigMap
-    (components/platform/fleet/worker.py), defined before the values that reference them."""
+    """A fleet job's first env var: its region's checkpoints bucket, from the worker's
+    `gpu-platform-data` ConfigMap (components/platform/fleet/worker.py), defined before the
+    values that reference it."""
     if not plan.fleet:
         return []
-
-    def ref(name: str, key: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "valueFrom": {"configMapKeyRef": {"name": catalog.FLEET_DATA_CONFIGMAP, "key": key}},
-        }
-
-    rows = [ref(FLEET_BUCKET_VAR, "checkpointsBucket")]
-    if plan.pod_image.reference is None:
-        rows.append(ref(FLEET_DIGEST_VAR, "trainerImageDigest"))
-    return rows
+    source = {"configMapKeyRef": {"name": catalog.FLEET_DATA_CONFIGMAP, "key": "checkpointsBucket"}}
+    return [{"name": FLEET_BUCKET_VAR, "valueFrom": source}]
 
 
 def pod_labels(plan: JobPlan) -> dict[str, str]:
@@ -584,7 +574,6 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
         },
         "suspend": True,
         "trainer": {
-            # A fleet job without an image of its own: each worker's runtime runs its own.
             **({"image": plan.pod_image.reference} if plan.pod_image.reference is not None else {}),
             "command": container["command"],
             "args": container["args"],
