@@ -282,7 +282,9 @@ def replica_policy(trainer: FleetTrainer, region: str) -> dict[str, Any]:
     Pods. Autogen is off: Kyverno would otherwise also mutate the pod templates of Jobs and
     other controllers (kyverno/kyverno@v1.19.0 pkg/cel/policies/mpol/autogen/autogen.go: every
     pod controller unless `autogen.podControllers.controllers` is set), and a mutated mirrored
-    Job goes OutOfSync. Mutating admission runs before validating admission, so the
+    Job goes OutOfSync. Mutating admission runs before validating admission ("In the first
+    phase, mutating admission controllers are run. In the second phase, validating admission
+    controllers are run", Kubernetes documentation, Admission Control in Kubernetes), so the
     trusted-images ValidatingAdmissionPolicy and the signature policy (its validating webhook:
     `mutateDigest: false` registers no mutating one, kyverno@v1.19.0 pkg/controllers/webhook/
     controller.go ivpolsNeedingMutation) see the replica. The apply configuration maps every
