@@ -36,6 +36,7 @@ from components.platform.tenancy.team_secrets import TeamSecrets, TeamSecretsArg
 from components.platform.tenancy.teams import Team, TeamArgs
 from components.platform.validation.validation import Validation, ValidationArgs
 from components.training_jobs.job_images import plan_jobs
+from components.training_jobs.manifests import runtime_pod_sets
 from components.training_jobs.plan import JobImage, deploy_provenance
 from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 
@@ -172,7 +173,7 @@ runtime_image = cfg.training.default_image or (trainer.reference if trainer else
 training_args = TrainingJobsArgs.of(
     plans, runtime_image, eks, scheduling.handles, team_resources, autoscaler=autoscaler
 )
-TrainingJobs("training", training_args)
+training = TrainingJobs("training", training_args)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -219,6 +220,7 @@ if cfg.fleet is not None:
             trainer_signing_key=(
                 fleet_trainer.public_key if fleet_trainer else registry.signing_public_key
             ),
+            runtime_pod_sets=runtime_pod_sets(training.runtime_manifests),
         ),
     )
     pulumi.export(fleet_worker.FACTS_OUTPUT, worker.facts)

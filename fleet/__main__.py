@@ -22,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pulumi
 
 from components.analysis.fleet import read_workers
-from components.config import NodeGroupsConfig
-from components.config.fleet_stack import load_fleet
+from components.analysis.fleet_trainer import manager_runtime_problems
+from components.config import ConfigError, NodeGroupsConfig
+from components.config.errors import problem_lines
+from components.config.fleet_stack import fleet_lines, load_fleet
 from components.contract.fleet_facts import fleet_platform_facts
 from components.contract.platform_facts import contract_version, exported
 from components.platform.cluster.cluster import Cluster, ClusterArgs
@@ -34,7 +36,7 @@ from components.platform.fleet.manager import FleetManager, FleetManagerArgs
 from components.platform.fleet.reading import read_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
 from components.platform.tenancy.team_deploy import deploy_identity
-from components.training_jobs.manifests import cluster_training_runtime
+from components.training_jobs.manifests import cluster_training_runtime, runtime_pod_sets
 from components.training_jobs.plan import POD_PRIORITY_CLASS
 
 cfg = load_fleet()
@@ -105,6 +107,9 @@ links = FleetLinks(
 # compares the pod sets a worker recomputes with the Workload built here (read_workers refuses a
 # worker whose runtimes differ: components/analysis/fleet.py trainer_problems).
 runtime_image = fleet.trainer_image
+runtimes = [cluster_training_runtime(p, runtime_image) for p in POD_PRIORITY_CLASS]
+if mismatched := manager_runtime_problems(fleet.workers, runtime_pod_sets(runtimes)):
+    raise ConfigError(fleet_lines(problem_lines(mismatched)))
 manager = FleetManager(
     "fleet",
     FleetManagerArgs(
@@ -122,7 +127,7 @@ manager = FleetManager(
         cluster_name=cluster.name,
         physical_cluster_name=cfg.cluster.name,
         tags=tags,
-        runtimes=[cluster_training_runtime(p, runtime_image) for p in POD_PRIORITY_CLASS],
+        runtimes=runtimes,
         k8s_provider=cluster.handles.k8s_provider,
         system_nodes=cluster.handles.system_node_group,
         links=links.peerings,

@@ -23,16 +23,9 @@ multikueue.md), and what follows for the rules here:
   `gpu-platform-data` ConfigMap, runs the fleet's one trainer by the same reference everywhere
   (components/analysis/fleet_trainer.py), and its pod size is pinned to what every worker that
   can run it offers;
-- a TrainJob's pod sets come from the ClusterTrainingRuntime of the cluster computing them, and
-  a worker finishes the dispatched Workload `OutOfSync` when the pod sets it recomputes from
-  its own runtime differ from the manager's in any container or init container field
-  (pkg/util/equality/podset.go L41-76, pkg/controller/jobframework/reconciler.go L1365-1385;
-  the manager re-dispatches, pkg/controller/admissionchecks/multikueue/workload.go L397-414):
-  every worker's runtimes must render the manager's containers (`runtime_problems`);
-- a worker whose admission refuses the mirrored job leaves it stuck, its MultiKueue check
-  Pending, no other worker tried, nothing said but a line in the manager's log (workload.go
-  L571-635): every worker must admit the fleet's trainer, and a fleet job's image must be
-  admitted by every worker it may be dispatched to (`fleet_image_problems`).
+- a worker recomputes a TrainJob's pod sets from its own runtime and a worker may refuse the
+  mirrored job at admission: every runtime must render the manager's containers, every worker
+  admit the fleet's trainer and a job's image (components/analysis/fleet_trainer.py says why).
 """
 
 from __future__ import annotations
@@ -45,7 +38,13 @@ from typing import Any, Final
 from components import catalog
 from components.analysis import judge, validate
 from components.analysis.facts import JobFacts, StackFacts, build
-from components.analysis.fleet_trainer import FleetTrainer, admission_refusal, parse_trainer
+from components.analysis.fleet_trainer import (
+    FleetTrainer,
+    admission_refusal,
+    job_image_problems,
+    parse_trainer,
+    trainer_problems,
+)
 from components.analysis.readiness import PodsReady, minutes
 from components.analysis.willrun import Verdict, limit_range_problems
 from components.config import (
@@ -60,8 +59,6 @@ from components.config import (
 from components.config.errors import problem_lines
 from components.config.fleet import FleetManagerConfig, WorkerRef
 from components.config.fleet_stack import fleet_lines
-from components.training_jobs.manifests import cluster_training_runtime
-from components.training_jobs.plan import POD_PRIORITY_CLASS
 
 #: The `fleetWorker` revision this manager reads (components/platform/fleet/worker.py).
 WORKER_REVISION: Final = 2
@@ -110,6 +107,11 @@ class Worker:
         return f"{self.name} ({self.region})"
 
     @property
+    def stack_ref(self) -> str:
+        """The worker's stack as the manager's config names it (`workers[i].stack`)."""
+        return self.ref.stack
+
+    @property
     def trainer_image(self) -> str | None:
         image = self.platform.get("trainerImage")
         return str(image) if isinstance(image, str) and "@" in image else None
@@ -120,10 +122,16 @@ class Worker:
 
     @property
     def trainer_block(self) -> Mapping[str, Any]:
-        """`fleetWorker.trainer`: the trainer home it runs the trainer of, the regions it
-        replicates its own to, the key that signs the trainer."""
+        """`fleetWorker.trainer`: its trainer home, replicas, signing key, runtimes."""
         block = self.facts.get("trainer")
         return block if isinstance(block, Mapping) else {}
+
+    @property
+    def runtime_pod_sets(self) -> Mapping[str, Any]:
+        """What Kueue compares of this worker's ClusterTrainingRuntimes, as it rendered them
+        (`fleetWorker.trainer.runtimes`: components/training_jobs/manifests.py)."""
+        runtimes = self.trainer_block.get("runtimes")
+        return runtimes if isinstance(runtimes, Mapping) else {}
 
     @property
     def fleet_trainer(self) -> FleetTrainer | None:
@@ -332,124 +340,6 @@ def _team_problems(workers: Sequence[Worker]) -> list[Problem]:
     return problems
 
 
-def runtime_pod_sets(image: str) -> dict[str, dict[str, Any]]:
-    """What Kueue compares of the platform's ClusterTrainingRuntimes, rendered with `image`:
-    per runtime and replicated job, the pod template's containers and initContainers
-    (kubernetes-sigs/kueue@v0.19.2 pkg/util/equality/podset.go L41-76 compares those in full,
-    plus counts and tolerations, which come from the TrainJob)."""
-    out: dict[str, dict[str, Any]] = {}
-    for priority in POD_PRIORITY_CLASS:
-        runtime = cluster_training_runtime(priority, image)
-        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
-            pod = job["template"]["spec"]["template"]["spec"]
-            out[f"{runtime['metadata']['name']}/{job['name']}"] = {
-                "containers": pod.get("containers", []),
-                "initContainers": pod.get("initContainers", []),
-            }
-    return out
-
-
-def _first_difference(path: str, ours: Any, theirs: Any) -> tuple[str, Any, Any] | None:
-    """The first field where two JSON values differ: (path, ours, theirs)."""
-    if isinstance(ours, Mapping) and isinstance(theirs, Mapping):
-        for key in sorted(set(ours) | set(theirs)):
-            found = _first_difference(f"{path}.{key}", ours.get(key), theirs.get(key))
-            if found is not None:
-                return found
-        return None
-    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
-        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-            found = _first_difference(f"{path}[{index}]", a, b)
-            if found is not None:
-                return found
-        return None
-    return None if ours == theirs else (path, ours, theirs)
-
-
-def trainer_problems(workers: Sequence[Worker]) -> list[Problem]:
-    """The fleet's one trainer (components/analysis/fleet_trainer.py): every worker's runtimes
-    render the manager's containers (the manager's are rendered with the first worker's
-    trainer), every worker's admission admits that trainer, and the trainer home replicates it
-    to every region a worker that runs it is in."""
-    image = workers[0].trainer_image or ""
-    manager = runtime_pod_sets(image)
-    home_hint = _home_hint(workers)
-    problems: list[Problem] = []
-    for worker in workers:
-        mine = runtime_pod_sets(worker.trainer_image or "")
-        found = _first_difference("", manager, mine)
-        if found is not None:
-            path, theirs, ours = found
-            runtime, _, field = path.lstrip(".").partition(".")
-            problems.append(
-                _stack_problem(
-                    worker.index,
-                    worker.ref,
-                    f"a worker whose ClusterTrainingRuntime {runtime.split('/')[0]} renders the "
-                    f"manager's containers: {field} is {ours!r} here, {theirs!r} on the manager "
-                    "(Kueue v0.19.2 compares the pod sets a worker recomputes from its runtime "
-                    "with the dispatched Workload, containers in full, and finishes it "
-                    "OutOfSync: pkg/util/equality/podset.go L41-76, jobframework/reconciler.go "
-                    f"L1365-1385); {home_hint}",
-                )
-            )
-            continue
-        refusal = worker.refuses(image) if image else None
-        if refusal is not None:
-            problems.append(
-                _stack_problem(
-                    worker.index,
-                    worker.ref,
-                    f"a worker whose admission admits the fleet's trainer {image}: {refusal}",
-                )
-            )
-    problems += _replica_problems(workers)
-    return problems
-
-
-def _home_hint(workers: Sequence[Worker]) -> str:
-    """What to set so a worker runs the fleet's trainer."""
-    home = workers[0]
-    return (
-        f"build the trainer on one worker and run it everywhere: fleet.trainerHome: "
-        f"{home.ref.stack} on the others, fleet.trainerReplicas: their regions on {home.name} "
-        "(docs/fleet.md)"
-    )
-
-
-def _replica_problems(workers: Sequence[Worker]) -> list[Problem]:
-    """A worker that runs its home's trainer names a worker of this fleet, and that home
-    replicates the trainer to the worker's region (unless it is its own)."""
-    by_stack = {w.ref.stack_name: w for w in workers}
-    problems: list[Problem] = []
-    for worker in workers:
-        home_stack = worker.trainer_block.get("home")
-        if not home_stack:
-            continue
-        home = by_stack.get(str(home_stack).rsplit("/", 1)[-1])
-        if home is None:
-            problems.append(
-                _stack_problem(
-                    worker.index,
-                    worker.ref,
-                    f"a worker whose fleet.trainerHome ({home_stack}) is a worker of this "
-                    f"manager ({', '.join(w.ref.stack for w in workers)})",
-                )
-            )
-            continue
-        replicas = home.trainer_block.get("replicaRegions") or []
-        if worker.region != home.region and worker.region not in replicas:
-            problems.append(
-                _stack_problem(
-                    home.index,
-                    home.ref,
-                    f"a trainer home that replicates its trainer to {worker.region}, where worker "
-                    f"{worker.name} runs it (fleet.trainerReplicas: {replicas})",
-                )
-            )
-    return problems
-
-
 def _sum_limit(values: Sequence[int | None]) -> int | None:
     """Σ of limits where every worker sets one; one unbounded worker leaves it unbounded."""
     return None if any(v is None for v in values) else sum(v or 0 for v in values)
@@ -565,7 +455,10 @@ def fleet_job_problems(fleet: FleetFacts, index: int, job: TrainingJobConfig) ->
                 "own on the worker",
             )
         )
-    problems += fleet_image_problems(fleet, index, job)
+    # Its image (its own or the fleet's trainer): admitted by every worker it may land on.
+    problems += job_image_problems(
+        fleet.workers, job.image or fleet.trainer_image, index, job.regions
+    )
     if job.secrets or job.secret_env:
         problems.append(
             Problem(
@@ -595,41 +488,6 @@ def fleet_job_problems(fleet: FleetFacts, index: int, job: TrainingJobConfig) ->
             )
         )
     return problems
-
-
-def fleet_image_problems(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> list[Problem]:
-    """A fleet job's image — its own, or the fleet's trainer — is admitted by every worker the
-    job may be dispatched to (its `regions`, else all): MultiKueue mirrors the job to each of
-    them and the first to admit it wins; a winner whose admission refuses the mirrored job
-    keeps it stuck, and no other worker is tried (module docstring)."""
-    image = job.image or fleet.trainer_image
-    if not image:
-        return []
-    refused = [
-        (worker, reason)
-        for worker in fleet.workers
-        if job.regions is None or worker.region in job.regions
-        if (reason := worker.refuses(image)) is not None
-    ]
-    if not refused:
-        return []
-    admitting = [w.region for w in fleet.workers if w.region not in {r.region for r, _ in refused}]
-    remedy = (
-        f"pin it with regions: [{', '.join(dict.fromkeys(admitting))}] (the workers that admit "
-        "it), or push it where every worker admits it"
-        if admitting
-        else "push it where every worker admits it (docs/images.md)"
-    )
-    reasons = "; ".join(f"worker {w.label} refuses it: {reason}" for w, reason in refused)
-    return [
-        Problem(
-            f"trainingJobs[{index}].image",
-            image,
-            f"an image every worker the job may be dispatched to admits ({reasons}; a worker "
-            "that wins the dispatch and refuses the mirrored job leaves it stuck, never tried "
-            f"elsewhere); {remedy}",
-        )
-    ]
 
 
 def _one_region(job: TrainingJobConfig, fleet: FleetFacts) -> bool:

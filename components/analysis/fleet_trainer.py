@@ -35,9 +35,9 @@ refuse cannot run (components/analysis/fleet.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final, Protocol
 
 from components import catalog
 from components.analysis.images import image_pattern
@@ -232,3 +232,187 @@ def home_trainer(
         raise refused("; ".join(problems))
     assert trainer is not None
     return trainer
+
+
+# --- the fleet's rules (components/analysis/fleet.py read_workers, judge_fleet_job) -------------
+
+
+class TrainerWorker(Protocol):
+    """What the rules below read of a worker (components/analysis/fleet.py `Worker`)."""
+
+    @property
+    def index(self) -> int: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def region(self) -> str: ...
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def stack_ref(self) -> str: ...
+
+    @property
+    def trainer_image(self) -> str | None: ...
+
+    @property
+    def trainer_block(self) -> Mapping[str, Any]: ...
+
+    @property
+    def runtime_pod_sets(self) -> Mapping[str, Any]: ...
+
+    def refuses(self, image: str) -> str | None: ...
+
+
+def _worker_problem(worker: TrainerWorker, allowed: str) -> Problem:
+    return Problem(f"workers[{worker.index}].stack", worker.stack_ref, allowed)
+
+
+def first_difference(path: str, ours: Any, theirs: Any) -> tuple[str, Any, Any] | None:
+    """The first field where two JSON values differ: (path, ours, theirs)."""
+    if isinstance(ours, Mapping) and isinstance(theirs, Mapping):
+        for key in sorted(set(ours) | set(theirs)):
+            found = first_difference(f"{path}.{key}", ours.get(key), theirs.get(key))
+            if found is not None:
+                return found
+        return None
+    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
+        for index, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            found = first_difference(f"{path}[{index}]", a, b)
+            if found is not None:
+                return found
+        return None
+    return None if ours == theirs else (path, ours, theirs)
+
+
+def runtime_problem(
+    worker: TrainerWorker, reference: Mapping[str, Any], where: str, hint: str
+) -> Problem | None:
+    """Why `worker`'s runtimes would put the manager's Workload out of sync: the first
+    container field that differs from `reference` (the pod sets rendered `where`)."""
+    found = first_difference("", dict(reference), dict(worker.runtime_pod_sets))
+    if found is None:
+        return None
+    path, theirs, ours = found
+    runtime, _, field = path.lstrip(".").partition(".")
+    return _worker_problem(
+        worker,
+        f"a worker whose ClusterTrainingRuntime {runtime.split('/')[0]} renders the containers "
+        f"{where} renders: {field or 'the runtime'} is {ours!r} here, {theirs!r} there (Kueue "
+        "v0.19.2 compares the pod sets a worker recomputes from its runtime with the dispatched "
+        "Workload, containers in full, and finishes it OutOfSync: pkg/util/equality/podset.go "
+        f"L41-76, jobframework/reconciler.go L1365-1385); {hint}",
+    )
+
+
+def manager_runtime_problems(
+    workers: Sequence[TrainerWorker], pod_sets: Mapping[str, Any]
+) -> list[Problem]:
+    """Every worker whose ClusterTrainingRuntimes render other containers than the manager's
+    own (`pod_sets`, rendered with the fleet's trainer): Kueue would finish every TrainJob
+    dispatched there OutOfSync."""
+    hint = "deploy every worker and the manager from one revision, with one trainer (docs/fleet.md)"
+    found = [runtime_problem(w, pod_sets, "the manager", hint) for w in workers]
+    return [p for p in found if p is not None]
+
+
+def trainer_problems(workers: Sequence[TrainerWorker]) -> list[Problem]:
+    """The fleet's one trainer: every worker's runtimes render the first worker's containers
+    (the manager renders its own with the first worker's trainer, and checks that too:
+    fleet/__main__.py), every worker's admission admits that trainer, and a trainer home
+    replicates it to every region a worker runs it in."""
+    first = workers[0]
+    image = first.trainer_image or ""
+    hint = (
+        f"build the trainer on one worker and run it everywhere: fleet.trainerHome: "
+        f"{first.stack_ref} on the others, fleet.trainerReplicas: their regions on {first.name} "
+        "(docs/fleet.md)"
+    )
+    problems: list[Problem] = []
+    for worker in workers[1:]:
+        found = runtime_problem(worker, first.runtime_pod_sets, f"worker {first.name}", hint)
+        if found is not None:
+            problems.append(found)
+    for worker in workers:
+        refusal = worker.refuses(image) if image else None
+        if refusal is not None and not any(
+            p.key == f"workers[{worker.index}].stack" for p in problems
+        ):
+            problems.append(
+                _worker_problem(
+                    worker,
+                    f"a worker whose admission admits the fleet's trainer {image}: {refusal}",
+                )
+            )
+    return problems + _replica_problems(workers)
+
+
+def _replica_problems(workers: Sequence[TrainerWorker]) -> list[Problem]:
+    """A worker that runs its home's trainer names a worker of this fleet, and that home
+    replicates the trainer to the worker's region (unless it is its own)."""
+    by_stack = {w.stack_ref.rsplit("/", 1)[-1]: w for w in workers}
+    problems: list[Problem] = []
+    for worker in workers:
+        home_stack = worker.trainer_block.get("home")
+        if not home_stack:
+            continue
+        home = by_stack.get(str(home_stack).rsplit("/", 1)[-1])
+        if home is None:
+            problems.append(
+                _worker_problem(
+                    worker,
+                    f"a worker whose fleet.trainerHome ({home_stack}) is a worker of this "
+                    f"manager ({', '.join(w.stack_ref for w in workers)})",
+                )
+            )
+            continue
+        replicas = home.trainer_block.get("replicaRegions") or []
+        if worker.region != home.region and worker.region not in replicas:
+            problems.append(
+                _worker_problem(
+                    home,
+                    f"a trainer home that replicates its trainer to {worker.region}, where worker "
+                    f"{worker.name} runs it (fleet.trainerReplicas: {replicas})",
+                )
+            )
+    return problems
+
+
+def job_image_problems(
+    workers: Sequence[TrainerWorker], image: str, index: int, regions: Sequence[str] | None
+) -> list[Problem]:
+    """A fleet job's image (`trainingJobs[index]`) is admitted by every worker the job may be
+    dispatched to — its `regions`, else all: MultiKueue mirrors the job to each of them and the
+    first to admit it wins; a winner whose admission refuses the mirrored job keeps it stuck,
+    and no other worker is tried (module docstring)."""
+    if not image:
+        return []
+    refused = [
+        (worker, reason)
+        for worker in workers
+        if regions is None or worker.region in regions
+        if (reason := worker.refuses(image)) is not None
+    ]
+    if not refused:
+        return []
+    refusing = {w.region for w, _ in refused}
+    admitting = list(dict.fromkeys(w.region for w in workers if w.region not in refusing))
+    remedy = (
+        f"pin it with regions: [{', '.join(admitting)}] (the workers that admit it), or push "
+        "it where every worker admits it"
+        if admitting
+        else "push it where every worker admits it (docs/images.md)"
+    )
+    reasons = "; ".join(f"worker {w.label} refuses it: {reason}" for w, reason in refused)
+    return [
+        Problem(
+            f"trainingJobs[{index}].image",
+            image,
+            f"an image every worker the job may be dispatched to admits ({reasons}; a worker "
+            "that wins the dispatch and refuses the mirrored job leaves it stuck, never tried "
+            f"elsewhere); {remedy}",
+        )
+    ]

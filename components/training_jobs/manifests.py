@@ -8,6 +8,7 @@ would scatter what a training pod is over several modules."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from components import catalog
@@ -546,6 +547,23 @@ def cluster_training_runtime(priority: str, default_image: Any) -> dict[str, Any
             },
         },
     }
+
+
+def runtime_pod_sets(runtimes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What Kueue compares of rendered ClusterTrainingRuntimes: per runtime and replicated job
+    (`<runtime>/<job>`), the pod template's containers and initContainers
+    (kubernetes-sigs/kueue@v0.19.2 pkg/util/equality/podset.go L41-76 compares those in full;
+    counts and tolerations come from the TrainJob). A fleet worker exports them, and the
+    manager checks its own and every worker's are equal (components/analysis/fleet_trainer.py)."""
+    out: dict[str, dict[str, Any]] = {}
+    for runtime in runtimes:
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = job["template"]["spec"]["template"]["spec"]
+            out[f"{runtime['metadata']['name']}/{job['name']}"] = {
+                "containers": pod.get("containers", []),
+                "initContainers": pod.get("initContainers", []),
+            }
+    return out
 
 
 def train_job(plan: JobPlan) -> dict[str, Any]:

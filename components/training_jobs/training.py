@@ -184,16 +184,21 @@ class TrainingJobs(pulumi.ComponentResource):
     """The platform's ClusterTrainingRuntimes and one TrainingJob per `trainingJobs[]` entry."""
 
     jobs: dict[str, TrainingJob]
+    #: The ClusterTrainingRuntimes as rendered (a fleet worker exports what Kueue compares of
+    #: them: manifests.runtime_pod_sets).
+    runtime_manifests: list[dict[str, Any]]
 
     def __init__(
         self, name: str, args: TrainingJobsArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
         runtimes: list[pulumi.Resource] = []
+        self.runtime_manifests = []
         # Always: team job stacks (jobs/) run TrainJobs on these runtimes without owning them
         # (they are cluster-scoped; a job stack creates objects in its team's namespace only).
         for priority in POD_PRIORITY_CLASS:
             manifest = cluster_training_runtime(priority, args.runtime_image)
+            self.runtime_manifests.append(manifest)
             runtimes.append(
                 k8s.apiextensions.CustomResource(
                     f"{name}-runtime-{priority}",

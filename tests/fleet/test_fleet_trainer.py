@@ -353,16 +353,44 @@ def test_the_committed_fleet_runs_one_trainer(read: Read, prod_use1: SynthResult
     assert [w.refuses(fleet.trainer_image) for w in fleet.workers] == [None, None]
 
 
-def test_a_worker_whose_runtimes_render_another_image_is_refused(read: Read) -> None:
-    other = "123456789012.dkr.ecr.us-west-2.amazonaws.com/gpu-prod-usw2/trainer@sha256:" + "d" * 64
-    lines = _refused(read, _set(1, ("jobPlatform", "trainerImage"), other))
-    (line,) = [line for line in lines if "ClusterTrainingRuntime" in line]
+def _with_image(runtimes: dict[str, Any], image: str) -> dict[str, Any]:
+    """Exported runtime pod sets with every container running `image`."""
+    out = copy.deepcopy(runtimes)
+    for pod in out.values():
+        for container in pod["containers"]:
+            container["image"] = image
+    return out
+
+
+OTHER = "123456789012.dkr.ecr.us-west-2.amazonaws.com/gpu-prod-usw2/trainer@sha256:" + "d" * 64
+
+
+def test_a_worker_whose_runtimes_render_another_image_is_refused(
+    read: Read, prod_usw2: SynthResult
+) -> None:
+    runtimes = _with_image(prod_usw2.outputs["fleetWorker"]["trainer"]["runtimes"], OTHER)
+    lines = _refused(read, _set(1, ("fleetWorker", "trainer", "runtimes"), runtimes))
+    (line,) = lines
     assert line.startswith(
         'gpu-platform-fleet:workers[1].stack: got "gpu-platform/gpu-platform/prod-usw2"; a worker '
         "whose ClusterTrainingRuntime gpu-platform-torch-"
     )
-    assert f"containers[0].image is '{other}' here" in line
+    assert "renders the containers worker use1 renders" in line
+    assert f"containers[0].image is '{OTHER}' here" in line
     assert "OutOfSync" in line and "fleet.trainerHome: gpu-platform/gpu-platform/prod-use1" in line
+
+
+def test_the_manager_refuses_workers_whose_runtimes_differ_from_its_own(
+    read: Read, prod_use1: SynthResult
+) -> None:
+    from components.analysis.fleet_trainer import manager_runtime_problems
+
+    fleet = read()
+    mine = prod_use1.outputs["fleetWorker"]["trainer"]["runtimes"]
+    assert manager_runtime_problems(fleet.workers, mine) == []
+    problems = manager_runtime_problems(fleet.workers, _with_image(mine, OTHER))
+    assert [p.key for p in problems] == ["workers[0].stack", "workers[1].stack"]
+    assert all("renders the containers the manager renders" in p.allowed for p in problems)
 
 
 def test_a_worker_whose_admission_refuses_the_trainer_is_refused(read: Read) -> None:

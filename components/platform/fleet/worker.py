@@ -90,6 +90,10 @@ class FleetWorkerArgs:
     #: The public key (PEM) of the key that signs the trainer this worker runs: its own
     #: platform key on the trainer home, the home's elsewhere (None: none is published).
     trainer_signing_key: pulumi.Input[str] | None = None
+    #: What Kueue compares of this worker's ClusterTrainingRuntimes as rendered
+    #: (components/training_jobs/manifests.py runtime_pod_sets): the manager checks they equal
+    #: its own and every other worker's.
+    runtime_pod_sets: Mapping[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -109,6 +113,7 @@ class FleetWorkerArgs:
         kms_key_arn: pulumi.Input[str] | None,
         tags: dict[str, str],
         trainer_signing_key: pulumi.Input[str] | None = None,
+        runtime_pod_sets: Mapping[str, Any] | None = None,
     ) -> FleetWorkerArgs:
         """The worker's slice of the config and what the manager needs of its network and
         cluster; a VPC the stack did not create is looked up (its CIDR, each private subnet's
@@ -141,6 +146,7 @@ class FleetWorkerArgs:
             trainer_image=trainer_image,
             kms_key_arn=kms_key_arn,
             trainer_signing_key=trainer_signing_key,
+            runtime_pod_sets=dict(runtime_pod_sets or {}),
             tags=tags,
         )
 
@@ -240,6 +246,7 @@ class FleetWorker(pulumi.ComponentResource):
                 "home": args.config.trainer_home,
                 "replicaRegions": list(args.config.trainer_replicas),
                 "signingPublicKey": args.trainer_signing_key,
+                "runtimes": dict(args.runtime_pod_sets),
             },
         }
 
