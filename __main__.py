@@ -12,8 +12,10 @@ import pulumi
 
 from components import analysis
 from components import config as stack_config
+from components.analysis.fleet_trainer import FleetTrainer, home_trainer
 from components.config.images import TRAINER_CONTEXT, TRAINER_REPOSITORY
 from components.contract.platform_facts import exported, platform_facts
+from components.ecr_tags import replicated
 from components.platform.capacity.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.platform.capacity.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
 from components.platform.capacity.karpenter import Karpenter, KarpenterArgs
@@ -21,6 +23,7 @@ from components.platform.cluster.cluster import Cluster, ClusterArgs
 from components.platform.cluster.iam import AwsAccount, deploying_principal_arn
 from components.platform.cluster.network import Network, NetworkArgs
 from components.platform.fleet import worker as fleet_worker
+from components.platform.fleet.reading import read_trainer_home
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
 from components.platform.observability.observability import Observability, ObservabilityArgs
 from components.platform.registry.admission import Admission, AdmissionArgs
@@ -33,6 +36,7 @@ from components.platform.tenancy.team_secrets import TeamSecrets, TeamSecretsArg
 from components.platform.tenancy.teams import Team, TeamArgs
 from components.platform.validation.validation import Validation, ValidationArgs
 from components.training_jobs.job_images import plan_jobs
+from components.training_jobs.manifests import runtime_pod_sets
 from components.training_jobs.plan import JobImage, deploy_provenance
 from components.training_jobs.training import TrainingJobs, TrainingJobsArgs
 
@@ -42,6 +46,11 @@ facts, judgement = analysis.check(stack_config.load())
 cfg = facts.cfg
 tags = {"gpu-platform:environment": cfg.environment, "managed-by": "pulumi", **cfg.tags}
 account = AwsAccount.lookup()
+# A fleet worker that runs its trainer home's trainer (docs/fleet.md "One image in every
+# region"): read and checked before anything else, like the rest of the config.
+fleet_trainer: FleetTrainer | None = None
+if cfg.fleet is not None and cfg.fleet.trainer_home is not None:
+    fleet_trainer = home_trainer(cfg, account.region, *read_trainer_home(cfg.fleet.trainer_home))
 
 # Platform layer.
 network = Network("network", NetworkArgs.of(cfg, account, tags))
@@ -58,8 +67,22 @@ karpenter = Karpenter("karpenter", KarpenterArgs.of(facts, eks, account, tags))
 registry = Registry("registry", RegistryArgs.of(cfg, eks, karpenter.node_role, account, tags))
 # The reference trainer as the registry holds it: built, pushed and signed by this deploy (or a
 # published tag resolved); every job and runtime without an image of its own runs its digest.
+# A fleet worker with a trainer home runs the home's, by the home's reference, once this region's
+# replica holds it and its signature.
 trainer: JobImage | None = None
-if cfg.uses_reference_trainer:
+if fleet_trainer is not None:
+    reference = replicated(
+        "fleet.trainerHome",
+        image=fleet_trainer.image,
+        repository=fleet_trainer.repository_name,
+        signature_tag=fleet_trainer.signature_tag,
+        remedy="the home's trainer is not replicated here yet: retry once ECR replicated it "
+        "(`aws ecr describe-image-replication-status` in the home's region)",
+    )
+    trainer = JobImage(
+        reference=reference, digest=fleet_trainer.digest, identity=f"fleet:{fleet_trainer.image}"
+    )
+elif cfg.uses_reference_trainer:
     build_tag = context_tag(Path(__file__).parent / TRAINER_CONTEXT)
     trainer_image = TrainerImage(
         "trainer-image",
@@ -71,6 +94,8 @@ if cfg.uses_reference_trainer:
             repository_name=registry.repository_names[TRAINER_REPOSITORY],
             account_id=account.account_id,
             signing_key_arn=registry.signing_key_arn,
+            # A fleet's trainer home pushes after its replication exists (registry.py).
+            push_after=(registry.replication,) if registry.replication is not None else (),
         ),
     )
     identity = f"built:{build_tag}" if cfg.images.trainer.build else f"tag:{cfg.images.trainer.tag}"
@@ -100,7 +125,10 @@ kueue_after = (autoscaler.crd,) if autoscaler is not None else ()
 region = account.region if cfg.fleet is not None else None
 scheduling = Scheduling("scheduling", SchedulingArgs.of(facts, eks, kueue_after, region))
 admission = Admission(
-    "admission", AdmissionArgs.of(cfg, eks, account, tags, registry.signing_public_key)
+    "admission",
+    AdmissionArgs.of(
+        cfg, eks, account, tags, registry.signing_public_key, fleet_trainer=fleet_trainer
+    ),
 )
 team_resources: dict[str, list[pulumi.Resource]] = {}
 buckets = {role: bucket.bucket for role, bucket in storage.buckets.items()}
@@ -145,7 +173,7 @@ runtime_image = cfg.training.default_image or (trainer.reference if trainer else
 training_args = TrainingJobsArgs.of(
     plans, runtime_image, eks, scheduling.handles, team_resources, autoscaler=autoscaler
 )
-TrainingJobs("training", training_args)
+training = TrainingJobs("training", training_args)
 
 pulumi.export("clusterName", cluster.name)
 pulumi.export("kubeconfig", cluster.kubeconfig)
@@ -189,6 +217,10 @@ if cfg.fleet is not None:
             trainer_image=trainer.reference if trainer is not None else None,
             kms_key_arn=storage.kms_key_arn,
             tags=tags,
+            trainer_signing_key=(
+                fleet_trainer.public_key if fleet_trainer else registry.signing_public_key
+            ),
+            runtime_pod_sets=runtime_pod_sets(training.runtime_manifests),
         ),
     )
     pulumi.export(fleet_worker.FACTS_OUTPUT, worker.facts)

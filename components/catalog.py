@@ -560,7 +560,7 @@ MULTIKUEUE_JOB_VERBS: Final = ("create", "update", "patch", "delete", "get", "li
 #: pairs cost up to several times more). What a fleet's checkpoint replication is priced at.
 INTER_REGION_USD_PER_GB: Final = 0.02
 #: The per-namespace ConfigMap a fleet worker publishes in each team namespace: a job the manager
-#: dispatched reads its region's bucket names and trainer digest from it, so the same object
+#: dispatched reads its region's bucket names from it, so the same object
 #: resolves to local data wherever it lands.
 FLEET_DATA_CONFIGMAP: Final = "gpu-platform-data"
 #: The EFA device resource (aws-efa-k8s-device-plugin; Karpenter's ResourceEFA,

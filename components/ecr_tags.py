@@ -57,3 +57,44 @@ def _field(entry: object, name: str) -> str:
         camel = "".join(w.capitalize() if i else w for i, w in enumerate(name.split("_")))
         return str(entry.get(name) or entry.get(camel) or "")
     return str(getattr(entry, name, "") or "")
+
+
+def replicated(
+    key: str,
+    *,
+    image: str,
+    repository: str,
+    signature_tag: str,
+    remedy: str,
+    parent: pulumi.Resource | None = None,
+) -> pulumi.Output[str]:
+    """`image` (`repo@sha256:...`) once this region's replica of `repository` holds its digest
+    and its cosign signature tag, read at deploy (and preview) time from the replica's image
+    list (ECR ListImages, in the stack's own region); else the program fails naming `key`
+    before anything runs the image (a fleet worker outside its trainer home's region:
+    components/analysis/fleet_trainer.py)."""
+    digest = image.rsplit("@", 1)[1]
+    found = aws.ecr.get_images_output(
+        repository_name=repository, opts=pulumi.InvokeOutputOptions(parent=parent)
+    )
+
+    def check(image_ids: object) -> str:
+        entries = image_ids if isinstance(image_ids, list) else []
+        digests = {_field(entry, "image_digest") for entry in entries}
+        tags = {_field(entry, "image_tag") for entry in entries}
+        missing = [
+            what
+            for what, present in (
+                (f"the digest {digest}", digest in digests),
+                (f"its signature tag {signature_tag}", signature_tag in tags),
+            )
+            if not present
+        ]
+        if missing:
+            raise pulumi.RunError(
+                f"gpu-platform:{key}: the replica {repository} in this region lacks "
+                f"{' and '.join(missing)}; {remedy}"
+            )
+        return image
+
+    return found.image_ids.apply(check)

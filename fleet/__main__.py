@@ -4,10 +4,12 @@ Reads `gpu-platform-fleet:` config (its cluster and network, its workers by stac
 each worker's `fleetWorker` and `jobPlatform` through a StackReference, and refuses — before
 anything else is registered — every way the fleet is miswired (a stack that is no worker of
 this fleet, another contract version, a missing job kind, overlapping CIDRs, teams whose
-namespaces or queues differ). Then it builds the manager: its VPC and a small EKS cluster, the
-peering and routes to every worker's private API endpoint, S3 replication between the workers'
-checkpoints and datasets, and Kueue with MultiKueue holding the teams' queues with the fleet's
-summed quota. Team job stacks (jobs/) name this stack as their `platformStack`.
+namespaces or queues differ, runtimes that render other containers than the manager's, a worker
+whose admission refuses the fleet's trainer). Then it builds the manager: its VPC and a small
+EKS cluster, the peering and routes to every worker's private API endpoint, S3 replication
+between the workers' checkpoints and datasets, and Kueue with MultiKueue holding the teams'
+queues with the fleet's summed quota. Team job stacks (jobs/) name this stack as their
+`platformStack`.
 """
 
 import sys
@@ -20,8 +22,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import pulumi
 
 from components.analysis.fleet import read_workers
-from components.config import NodeGroupsConfig
-from components.config.fleet_stack import load_fleet
+from components.analysis.fleet_trainer import manager_runtime_problems
+from components.config import ConfigError, NodeGroupsConfig
+from components.config.errors import problem_lines
+from components.config.fleet_stack import fleet_lines, load_fleet
 from components.contract.fleet_facts import fleet_platform_facts
 from components.contract.platform_facts import contract_version, exported
 from components.platform.cluster.cluster import Cluster, ClusterArgs
@@ -32,7 +36,7 @@ from components.platform.fleet.manager import FleetManager, FleetManagerArgs
 from components.platform.fleet.reading import read_worker
 from components.platform.observability.cluster_logs import Logging, LoggingArgs
 from components.platform.tenancy.team_deploy import deploy_identity
-from components.training_jobs.manifests import cluster_training_runtimes
+from components.training_jobs.manifests import cluster_training_runtimes, runtime_pod_sets
 
 cfg = load_fleet()
 # The workers as deployed (plain values) and the whole fleet checked before anything else.
@@ -98,9 +102,14 @@ links = FleetLinks(
     ),
 )
 # The runtimes every worker has (one function renders both: same names, grace periods and pod
-# templates), here for Trainer's webhook and Kueue's pod sets; the image is a worker's trainer
-# (no pod runs here).
-runtime_image = next(w.trainer_image for w in fleet.workers if w.trainer_image)
+# templates), here for Trainer's webhook and Kueue's pod sets (no pod runs here): rendered with
+# the fleet's one trainer, exactly as every worker renders them — Kueue compares the pod sets a
+# worker recomputes with the Workload built here (read_workers refuses a worker whose runtimes
+# differ: components/analysis/fleet_trainer.py).
+runtime_image = fleet.trainer_image
+runtimes = cluster_training_runtimes(runtime_image)
+if mismatched := manager_runtime_problems(fleet.workers, runtime_pod_sets(runtimes)):
+    raise ConfigError(fleet_lines(problem_lines(mismatched)))
 manager = FleetManager(
     "fleet",
     FleetManagerArgs(
@@ -118,7 +127,7 @@ manager = FleetManager(
         cluster_name=cluster.name,
         physical_cluster_name=cfg.cluster.name,
         tags=tags,
-        runtimes=cluster_training_runtimes(runtime_image),
+        runtimes=runtimes,
         k8s_provider=cluster.handles.k8s_provider,
         system_nodes=cluster.handles.system_node_group,
         links=links.peerings,

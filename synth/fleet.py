@@ -38,10 +38,12 @@ def run_fleet(
     full = with_overrides(config, overrides, FLEET_NAMESPACE)
     cfg = parse_fleet(fleet_namespace_values(config))
     given = dict(workers or {})
-    refs = {
-        ref.stack: given[ref.stack_name] if ref.stack_name in given else run_program(ref.stack_name)
-        for ref in cfg.workers
-    }
+    refs: dict[str, SynthResult] = {}
+    for ref in cfg.workers:
+        # A worker that runs another's trainer (fleet.trainerHome) reads that worker's synth.
+        if ref.stack_name not in given:
+            given[ref.stack_name] = run_program(ref.stack_name, workers=given)
+        refs[ref.stack] = given[ref.stack_name]
     result = run_program(stack, root=root, overrides=full, stack_refs=refs, deploy_env=deploy_env)
     result.workers = dict(refs)
     return result

@@ -30,7 +30,7 @@ from pulumi.runtime import resource as pulumi_resource
 from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
-from synth.mocks import PlatformMocks, published_tags
+from synth.mocks import PlatformMocks, published_tags, replica_tags, trainer_home
 from synth.sdk_fast import SDK_STACK_TRACE, InlineExecutor, stack_trace
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -418,6 +418,7 @@ def run_program(
     sdk_stack_traces: bool = False,
     deploy_env: Mapping[str, str] | None = None,
     published: Mapping[str, list[str]] | None = None,
+    workers: Mapping[str, SynthResult] | None = None,
 ) -> SynthResult:
     """Synthesize `stack`. `overrides` replace whole config keys (`gpu-platform:cluster`), as a
     `pulumi config set` would; a value of None removes the key. `sdk_stack_traces` lets the
@@ -430,7 +431,10 @@ def run_program(
     config names, `published_tags`). `deploy_env`: the deploy workflow's provenance variables
     (plan.DEPLOYED_BY_ENV, ...) the program sees; none by default, whatever this process's
     environment holds, so that synth output (and the golden hashes) never depends on who runs
-    it.
+    it. A fleet worker that runs its trainer home's trainer (`gpu-platform:fleet.trainerHome`)
+    reads the home's stack: its synth is the one in `workers` (stack name -> synth), else it is
+    synthesized first; the mocked registry then holds the home's trainer, replicated, in this
+    region (`replica_tags`).
     """
     project, config, secret_keys = load_stack_config(stack, root)
     for key, value in (overrides or {}).items():
@@ -439,8 +443,16 @@ def run_program(
         else:
             config[key] = _encode(value)
     region = config.get("aws:region", "us-east-1")
-    registry = published_tags(config) if published is None else published
-    mocks = PlatformMocks(region, stack_refs, registry)
+    registry = published_tags(config) if published is None else dict(published)
+    refs = dict(stack_refs or {})
+    home = trainer_home(config)
+    if home is not None and home not in refs:
+        name = home.rsplit("/", 1)[-1]
+        refs[home] = (workers or {}).get(name) or run_program(name, workers=workers)
+    if home is not None and published is None:
+        for repository, tags in replica_tags(refs[home].outputs).items():
+            registry.setdefault(repository, []).extend(tags)
+    mocks = PlatformMocks(region, refs, registry)
     monitor = CapturingMonitor(mocks, echo_nested=echo_nested)
     _install_mock_runtime(
         mocks, monitor, project=project, stack=stack, config=config, secret_keys=secret_keys

@@ -206,14 +206,18 @@ class PlatformMocks(pulumi_mocks.Mocks):
             }, []
         if token == "aws:ecr/getImages:getImages":
             repository = str(args.args.get("repositoryName") or "")
-            ids = [
-                {"imageTag": tag, "imageDigest": "sha256:" + _digest("ecr", repository, tag)}
-                for tag in self.published.get(repository, [])
-            ]
+            ids = [_image_id(repository, entry) for entry in self.published.get(repository, [])]
             return {"imageIds": ids, "repositoryName": repository, "id": repository}, []
         if token == "aws:kms/getPublicKey:getPublicKey":
             return {"publicKeyPem": mock_public_key(str(args.args.get("keyId"))), "id": ""}, []
         return {}, []
+
+
+def _image_id(repository: str, entry: str) -> dict[str, str]:
+    """A ListImages entry of the mocked registry: `tag` (its digest derived from the repository
+    and tag) or `tag@sha256:...` (that digest)."""
+    tag, _, digest = entry.partition("@")
+    return {"imageTag": tag, "imageDigest": digest or "sha256:" + _digest("ecr", repository, tag)}
 
 
 #: The Secret type the API server's token controller fills with a ServiceAccount's token.
@@ -275,6 +279,38 @@ def mock_public_key(key_id: str) -> str:
         .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
         .decode()
     )
+
+
+def trainer_home(config: Mapping[str, str]) -> str | None:
+    """The stack a fleet worker runs the trainer of (`gpu-platform:fleet.trainerHome`)."""
+    raw = config.get("gpu-platform:fleet")
+    value = json.loads(raw) if isinstance(raw, str) and raw[:1] == "{" else raw
+    home = value.get("trainerHome") if isinstance(value, dict) else None
+    return str(home) if home else None
+
+
+def replica_tags(home_outputs: Mapping[str, Any]) -> dict[str, list[str]]:
+    """What this region's replica of a trainer home's repository holds once ECR replicated the
+    home's deploy: the trainer's digest under its pin tag, and its cosign signature tag
+    (components/analysis/fleet_trainer.py)."""
+    from pathlib import Path
+
+    from components.analysis.fleet_trainer import parse_trainer
+    from components.config.images import TRAINER_CONTEXT
+    from components.platform.registry.trainer_image import context_tag, pin_tag
+
+    platform = home_outputs.get("jobPlatform") or {}
+    trainer = parse_trainer(platform.get("trainerImage") if isinstance(platform, dict) else None)
+    if trainer is None:
+        return {}
+    signature = "sha256:" + _digest("cosign signature", trainer.digest)
+    pin = pin_tag(context_tag(Path(__file__).parent.parent / TRAINER_CONTEXT), trainer.digest)
+    return {
+        trainer.repository_name: [
+            f"{pin}@{trainer.digest}",
+            f"{trainer.signature_tag}@{signature}",
+        ]
+    }
 
 
 def published_tags(config: Mapping[str, str]) -> dict[str, list[str]]:

@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from components import catalog
-from components.analysis.fleet import FleetFacts, FleetJob
+from components.analysis.fleet import FleetFacts
+from components.analysis.fleet_jobs import FleetJob
 from synth.harness import SynthResult
 from synth.verdict_text import render
 
@@ -68,12 +69,37 @@ def fleet_will_it_run(result: SynthResult) -> str:
                 f"- scale-up: {text.scale_up}",
                 f"- gang: {text.gang}" + (f"; {text.zone}" if text.zone else ""),
             ]
+        lines.append(_image_line(fj, fleet))
         lines.append(_data_line(fj, fleet))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + (
         "\n\nEach job is judged by each worker's own rules on its own config (the fleet's "
         "`jobPlatform` carries them); MultiKueue mirrors it to every connected worker and the "
         "first to admit it runs it (docs/fleet.md)."
+    )
+
+
+def _image_line(fj: FleetJob, fleet: FleetFacts) -> str:
+    """The one image reference the job carries into every region (docs/fleet.md)."""
+    if fj.job.image:
+        return f"- image: `{fj.job.image}` (its own; admitted by every worker it may land on)"
+    return (
+        f"- image: `{fleet.trainer_image}` (the fleet's trainer, the same reference in every "
+        "region; nodes outside the trainer home's region pull their region's replica)"
+    )
+
+
+def _trainer_line(fleet: FleetFacts) -> str:
+    """Where the fleet's one trainer comes from and where it is replicated."""
+    homes = [w for w in fleet.workers if not w.trainer_block.get("home")]
+
+    def replicas(worker: Any) -> str:
+        return ", ".join(worker.trainer_block.get("replicaRegions") or []) or "no region"
+
+    built = ", ".join(f"`{w.name}` ({w.region}, replicated to {replicas(w)})" for w in homes)
+    return (
+        f"Trainer: `{fleet.trainer_image}`, built by {built}; every worker's and the "
+        "manager's ClusterTrainingRuntimes render it (Kueue compares them, docs/fleet.md)."
     )
 
 
@@ -133,7 +159,7 @@ def fleet_section(result: SynthResult) -> str:
         f"Fleet `{fleet.cfg.name}`: manager in {fleet.region}, {len(fleet.workers)} worker(s), "
         f"dispatch {mk.dispatcher}, workerLostTimeout {mk.worker_lost_timeout}, manager "
         f"waitForPodsReady {fleet.pods_ready.timeout} (slowest worker's + margin).\n\n"
-        f"{workers}\n\n### Manager quota\n\n{quota}\n\n"
+        f"{workers}\n\n{_trainer_line(fleet)}\n\n### Manager quota\n\n{quota}\n\n"
         "The manager admits a job against the fleet's total and mirrors it to every worker; "
         "each worker admits against its own quota (Kueue MultiKueue). Checkpoints and datasets "
         f"replicate between every pair of workers ({pairs} S3 replication rules per bucket "

@@ -165,9 +165,9 @@ def prod_use1() -> SynthResult:
 
 
 @pytest.fixture(scope="session")
-def prod_usw2() -> SynthResult:
-    """The prod fleet's us-west-2 worker."""
-    return run_program("prod-usw2")
+def prod_usw2(prod_use1: SynthResult) -> SynthResult:
+    """The prod fleet's us-west-2 worker: it runs prod-use1's trainer (its trainer home)."""
+    return run_program("prod-usw2", workers={"prod-use1": prod_use1})
 
 
 @pytest.fixture(scope="session")

@@ -20,31 +20,37 @@ multikueue.md), and what follows for the rules here:
   and its ExternalSecrets stay on the manager, so a fleet job may depend on none of them;
 - the copy is the manager's object: its image, bucket and everything in its pod template are
   the same in every region. A fleet job therefore reads its region's buckets from the worker's
-  `gpu-platform-data` ConfigMap, runs the reference trainer through the worker's own
-  ClusterTrainingRuntime (a TrainJob without an image), and its pod size is pinned to what
-  every worker that can run it offers.
+  `gpu-platform-data` ConfigMap, runs the fleet's one trainer by the same reference everywhere
+  (components/analysis/fleet_trainer.py), and its pod size is pinned to what every worker that
+  can run it offers;
+- a worker recomputes a TrainJob's pod sets from its own runtime and a worker may refuse the
+  mirrored job at admission: every runtime must render the manager's containers, every worker
+  admit the fleet's trainer and a job's image (components/analysis/fleet_trainer.py says why).
 """
 
 from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from components import catalog
-from components.analysis import judge, validate
 from components.analysis.addons import allowed, manager_installed, reserved
-from components.analysis.facts import JobFacts, StackFacts, build
+from components.analysis.facts import StackFacts, build
+from components.analysis.fleet_trainer import (
+    FleetTrainer,
+    admission_refusal,
+    parse_trainer,
+    trainer_problems,
+)
 from components.analysis.readiness import PodsReady, minutes
-from components.analysis.willrun import Verdict, limit_range_problems
 from components.config import (
     ConfigError,
     FlavorQuota,
     Problem,
     StackConfig,
     TeamConfig,
-    TrainingJobConfig,
     parse,
     trainer_runtime_names,
 )
@@ -53,7 +59,7 @@ from components.config.fleet import FleetManagerConfig, WorkerRef
 from components.config.fleet_stack import fleet_lines
 
 #: The `fleetWorker` revision this manager reads (components/platform/fleet/worker.py).
-WORKER_REVISION: Final = 1
+WORKER_REVISION: Final = 2
 #: Margin of the manager's waitForPodsReady over its slowest worker's: a worker evicts first,
 #: after its own timeout, and the manager sees the remote status a watch event later
 #: (multikueue workload.go copies it back); the manager's own eviction would only cut that
@@ -99,9 +105,42 @@ class Worker:
         return f"{self.name} ({self.region})"
 
     @property
+    def stack_ref(self) -> str:
+        """The worker's stack as the manager's config names it (`workers[i].stack`)."""
+        return self.ref.stack
+
+    @property
     def trainer_image(self) -> str | None:
         image = self.platform.get("trainerImage")
         return str(image) if isinstance(image, str) and "@" in image else None
+
+    @property
+    def account_id(self) -> str:
+        return str(self.platform.get("accountId", ""))
+
+    @property
+    def trainer_block(self) -> Mapping[str, Any]:
+        """`fleetWorker.trainer`: its trainer home, replicas, signing key, runtimes."""
+        block = self.facts.get("trainer")
+        return block if isinstance(block, Mapping) else {}
+
+    @property
+    def runtime_pod_sets(self) -> Mapping[str, Any]:
+        """What Kueue compares of this worker's ClusterTrainingRuntimes, as it rendered them
+        (`fleetWorker.trainer.runtimes`: components/training_jobs/manifests.py)."""
+        runtimes = self.trainer_block.get("runtimes")
+        return runtimes if isinstance(runtimes, Mapping) else {}
+
+    @property
+    def fleet_trainer(self) -> FleetTrainer | None:
+        """The trainer as this worker's admission knows it: its home's, where it runs one."""
+        if not self.trainer_block.get("home"):
+            return None
+        return parse_trainer(self.trainer_image, self.trainer_block.get("signingPublicKey"))
+
+    def refuses(self, image: str) -> str | None:
+        """Why this worker's admission refuses `image` in a team namespace (None: admits)."""
+        return admission_refusal(self.cfg, self.account_id, self.region, image, self.fleet_trainer)
 
 
 @dataclass(frozen=True)
@@ -120,6 +159,12 @@ class FleetFacts:
     @property
     def regions(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(w.region for w in self.workers))
+
+    @property
+    def trainer_image(self) -> str:
+        """The fleet's one trainer (every worker's, read_workers checks it): what the
+        manager's runtimes name and what a fleet job without an image of its own runs."""
+        return self.workers[0].trainer_image or ""
 
 
 def _stack_problem(index: int, ref: WorkerRef, allowed: str) -> Problem:
@@ -144,6 +189,7 @@ def read_workers(
         problems += _name_problems(workers)
         problems += _team_problems(workers)
         problems += _manager_namespace_problems(cfg, workers[0])
+        problems += trainer_problems(workers)
         names = sorted(t.name for t in workers[0].cfg.teams)
         problems += [
             Problem(f"teamDeploy.{team}", team, f"a team of the fleet ({', '.join(names)})")
@@ -382,286 +428,3 @@ def manager_pods_ready(workers: Sequence[Worker]) -> PodsReady:
 
 
 # --- jobs ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Region:
-    """A fleet job on one worker: whether that worker can run it, and why not."""
-
-    worker: str
-    region: str
-    runnable: bool
-    problems: tuple[Problem, ...] = ()
-    job: JobFacts | None = None
-    verdict: Verdict | None = None
-    stack: StackFacts | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.worker} ({self.region})"
-
-
-@dataclass(frozen=True)
-class FleetJob:
-    """A job submitted to the manager: its own problems under MultiKueue, the job as rendered
-    (pod size pinned to what every capable worker offers), and each worker's answer."""
-
-    index: int
-    job: TrainingJobConfig
-    problems: tuple[Problem, ...] = ()
-    regions: tuple[Region, ...] = ()
-    #: The regions the analysis pinned a job to that named none, because only the workers there
-    #: can run it (region_pin); empty when the job named its regions or runs everywhere.
-    auto_pinned: tuple[str, ...] = ()
-
-    @property
-    def key(self) -> str:
-        return f"trainingJobs[{self.index}]"
-
-    @property
-    def runnable_on(self) -> tuple[Region, ...]:
-        return tuple(r for r in self.regions if r.runnable)
-
-    @property
-    def home(self) -> Region | None:
-        """The worker whose facts the job's objects are planned from (the first that can run
-        it; every capable worker gets the same pinned pod)."""
-        return next(iter(self.runnable_on), None)
-
-
-def fleet_job_problems(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> list[Problem]:
-    """What MultiKueue cannot carry (module docstring), each naming its key."""
-    key = f"trainingJobs[{index}]"
-    problems: list[Problem] = []
-    if job.launcher == "volcano" or job.scheduler == "volcano":
-        problems.append(
-            Problem(
-                f"{key}.launcher" if job.launcher == "volcano" else f"{key}.scheduler",
-                job.launcher if job.launcher == "volcano" else job.scheduler,
-                "kubeflow (or native) with scheduler kueue: Kueue's MultiKueue has no adapter "
-                "for Volcano Jobs (no vcjob integration at v0.19.2, and its JobSpec has no "
-                "managedBy), so a Volcano job never leaves the cluster it is created in",
-            )
-        )
-    if job.launcher == "native" and job.nodes > 1:
-        problems.append(
-            Problem(
-                f"{key}.launcher",
-                "native",
-                "kubeflow for a multi-node fleet job: MultiKueue mirrors the Job, not the "
-                "headless Service its pods rendezvous through; a TrainJob's JobSet makes its "
-                "own on the worker",
-            )
-        )
-    if job.launcher == "native" and job.image is None:
-        problems.append(
-            Problem(
-                f"{key}.image",
-                None,
-                "an image by digest, or launcher kubeflow: each worker builds its own reference "
-                "trainer (its region's registry, its key), and only a TrainJob without an image "
-                "runs the worker's own through its ClusterTrainingRuntime",
-            )
-        )
-    if job.secrets or job.secret_env:
-        problems.append(
-            Problem(
-                f"{key}.secrets" if job.secrets else f"{key}.secretEnv",
-                [s.name for s in job.secrets] or [s.name for s in job.secret_env],
-                "left out of a fleet job: its ExternalSecrets would be created on the manager "
-                "and MultiKueue mirrors only the job",
-            )
-        )
-    unknown = [r for r in job.regions or [] if r not in fleet.regions]
-    if unknown:
-        problems.append(
-            Problem(
-                f"{key}.regions",
-                job.regions,
-                f"regions of the fleet's workers ({', '.join(fleet.regions)})",
-            )
-        )
-    if job.checkpoint.volume and job.checkpoint.s3_prefix is None and not _one_region(job, fleet):
-        problems.append(
-            Problem(
-                f"{key}.checkpoint",
-                {"volume": True, "s3Prefix": None},
-                "an s3Prefix (the fleet's checkpoints buckets replicate between regions), or "
-                "regions: [one region]: a checkpoint on a region's RWX volume is not in any "
-                "other, so a job dispatched again elsewhere would start over",
-            )
-        )
-    return problems
-
-
-def _one_region(job: TrainingJobConfig, fleet: FleetFacts) -> bool:
-    return (job.regions is not None and len(job.regions) == 1) or len(fleet.regions) == 1
-
-
-def _rekeyed(problems: Sequence[Problem], index: int, label: str) -> tuple[Problem, ...]:
-    """A worker's findings on the job (judged as its trainingJobs[0]) keyed like the job
-    stack's entry, naming the worker."""
-    return tuple(
-        Problem(
-            p.key.replace("trainingJobs[0]", f"trainingJobs[{index}]", 1),
-            p.value,
-            f"{p.allowed} [worker {label}]",
-        )
-        for p in problems
-        if p.key.startswith("trainingJobs[")
-    )
-
-
-def judge_on(worker: Worker, index: int, job: TrainingJobConfig) -> Region:
-    """`job` on one worker: the platform's own phases on the worker's config with this job."""
-    if job.regions is not None and worker.region not in job.regions:
-        return Region(
-            worker.name,
-            worker.region,
-            False,
-            (
-                Problem(
-                    f"trainingJobs[{index}].regions",
-                    job.regions,
-                    f"pinned elsewhere [worker {worker.label}]",
-                ),
-            ),
-        )
-    cfg = worker.cfg.model_copy(update={"training_jobs": [job]})
-    found = _rekeyed(validate(cfg), index, worker.label)
-    if found:
-        return Region(worker.name, worker.region, False, found)
-    stack = build(cfg, region=worker.region)
-    judgement = judge(stack)
-    problems = _rekeyed(judgement.problems, index, worker.label)
-    verdict = next((v for v in judgement.verdicts if v.key == "trainingJobs[0]"), None)
-    return Region(worker.name, worker.region, not problems, problems, stack.jobs[0], verdict, stack)
-
-
-def pinned(job: TrainingJobConfig, capable: Sequence[JobFacts]) -> TrainingJobConfig:
-    """The job with its pod size explicit: the least CPU, memory and /dev/shm, and the fewest
-    EFA devices, of the pods every capable worker would give it — the one pod template the
-    manager mirrors fits all of them."""
-    if not capable:
-        return job
-    efa = min(jf.resources.efa_devices for jf in capable)
-    return job.model_copy(
-        update={
-            "cpu": min(jf.resources.cpu for jf in capable),
-            "memory_gib": min(jf.resources.memory_gib for jf in capable),
-            "shm_gib": min(jf.resources.shm_gib for jf in capable),
-            "efa": efa > 0,
-            "efa_devices": efa or None,
-        }
-    )
-
-
-def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> FleetJob:
-    """One job submitted to the manager: its MultiKueue rules, then every worker's judgement
-    of it as submitted, then of it with its pod size pinned (what is rendered)."""
-    problems = fleet_job_problems(fleet, index, job)
-    if problems:
-        return FleetJob(index, job, tuple(problems))
-    first = [judge_on(worker, index, job) for worker in fleet.workers]
-    capable = [r.job for r in first if r.runnable and r.job is not None]
-    pin, pin_problems = region_pin(job, index, first)
-    if pin_problems:
-        return FleetJob(index, job, tuple(pin_problems), tuple(first))
-    final = pinned(job, capable)
-    if pin:
-        final = final.model_copy(update={"regions": list(pin)})
-    regions = tuple(judge_on(worker, index, final) for worker in fleet.workers)
-    # Kueue judges the manager's copy of the Workload against the manager's namespace first:
-    # a refusal there is never dispatched (limit_range.py).
-    manager_team = next(t for t in fleet.teams if t.namespace == _team_namespace(fleet, regions))
-    on_manager = [
-        p
-        for r in regions
-        if r.runnable and r.job is not None
-        for p in limit_range_problems(r.job, manager_team, where="the fleet's manager")
-    ][:1]
-    if on_manager:
-        rekeyed = tuple(
-            Problem(
-                p.key.replace("trainingJobs[0]", f"trainingJobs[{index}]", 1), p.value, p.allowed
-            )
-            for p in on_manager
-        )
-        return FleetJob(index, final, rekeyed, regions, pin)
-    return FleetJob(index, final, (), regions, pin)
-
-
-def region_pin(
-    job: TrainingJobConfig, index: int, judged: Sequence[Region]
-) -> tuple[tuple[str, ...], list[Problem]]:
-    """The regions a job that names none must be pinned to, and why it cannot be.
-
-    MultiKueue creates the job's Workload on every connected worker and the first to admit it
-    runs it (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
-    workload.go: AllAtOnce nominates every worker). A worker that cannot run the job may still
-    admit it — Kueue leaves EFA out of quota, never sees an admission policy or a registry
-    — and then it never runs there. So a job only some workers can run is pinned to their
-    regions (a required node affinity on topology.kubernetes.io/region, which every worker's
-    flavors carry: Kueue on another region's worker finds no flavor), or refused when a region
-    pin cannot tell the workers apart (a worker that cannot run it shares a region with one
-    that can)."""
-    if job.regions is not None:
-        return (), []
-    able = sorted({r.region for r in judged if r.runnable})
-    unable = [r for r in judged if not r.runnable]
-    if not able or not unable:
-        return (), []
-    sharing = [r for r in unable if r.region in able]
-    return (
-        (
-            (),
-            [
-                Problem(
-                    f"trainingJobs[{index}].regions",
-                    None,
-                    f"a fleet whose workers in {r.region} can all run it: worker {r.label} cannot "
-                    f"({'; '.join(p.allowed for p in r.problems)}), and a region pin cannot keep "
-                    "MultiKueue from dispatching it there",
-                )
-                for r in sharing
-            ],
-        )
-        if sharing
-        else (tuple(able), [])
-    )
-
-
-def _team_namespace(fleet: FleetFacts, regions: Sequence[Region]) -> str:
-    """The namespace of the job's team (the same on every worker: read_workers checks it)."""
-    for region in regions:
-        if region.job is not None:
-            return region.job.team.namespace
-    return fleet.teams[0].namespace
-
-
-def fleet_job_errors(judged: Sequence[FleetJob]) -> list[Problem]:
-    """The problems that stop a fleet job stack: a job's own, or every worker's when none can
-    run it (a job some worker can run is valid; the report names the others)."""
-    out: list[Problem] = []
-    for fj in judged:
-        if fj.problems:
-            out += fj.problems
-        elif not fj.runnable_on:
-            out += [p for r in fj.regions for p in r.problems]
-    return out
-
-
-@dataclass(frozen=True)
-class FleetJudgement:
-    """Every job of a job stack on the fleet."""
-
-    jobs: tuple[FleetJob, ...] = field(default_factory=tuple)
-
-    @property
-    def problems(self) -> tuple[Problem, ...]:
-        return tuple(fleet_job_errors(self.jobs))
-
-
-def judge_fleet_jobs(fleet: FleetFacts, jobs: Sequence[TrainingJobConfig]) -> FleetJudgement:
-    """Every job of a job stack submitted to the manager."""
-    return FleetJudgement(tuple(judge_fleet_job(fleet, i, job) for i, job in enumerate(jobs)))

@@ -131,17 +131,26 @@ def image_source_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) ->
 
 
 def image_pattern(
-    registries: list[str], *, require_digest: bool, extra_hosts: tuple[str, ...] = ()
+    registries: list[str],
+    *,
+    require_digest: bool,
+    extra_hosts: tuple[str, ...] = (),
+    repositories: tuple[str, ...] = (),
 ) -> str:
     """An RE2- and Python-compatible pattern for an allowed image reference: one of the
-    registries (or an `extra_hosts` pattern), a repository path, an optional tag and (when
-    required) a sha256 digest. The ValidatingAdmissionPolicy's CEL matches with it
-    (components/platform/registry/admission.py), and `image_problems` below."""
+    registries (or an `extra_hosts` pattern) and a repository path below it, or exactly one of
+    `repositories` (a fleet worker's trainer home's repository, components/analysis/
+    fleet_trainer.py); then an optional tag and (when required) a sha256 digest. The
+    ValidatingAdmissionPolicy's CEL matches with it (components/platform/registry/admission.py),
+    and `image_problems` below."""
     # Registry prefixes are [a-z0-9.:/_-] only (config.security.RegistryPrefix): escaping the
     # dots is all it takes, and the pattern reads the same in RE2 (CEL) and Python.
     hosts = "|".join([*(r.replace(".", "\\.") for r in registries), *extra_hosts])
     digest = "@sha256:[a-f0-9]{64}" if require_digest else "(@sha256:[a-f0-9]{64})?"
-    return f"^({hosts})/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?{digest}$"
+    name = f"({hosts})/[a-z0-9._/-]+"
+    if repositories:
+        name = f"({name}|{'|'.join(r.replace('.', chr(92) + '.') for r in repositories)})"
+    return f"^{name}(:[A-Za-z0-9._-]+)?{digest}$"
 
 
 def signed_scope(cfg: StackConfig) -> tuple[str, ...]:

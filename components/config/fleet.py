@@ -28,6 +28,7 @@ from components.config.node_groups import SystemNodeGroup
 from components.config.scheduling import SchedulingConfig
 from components.config.security import LoggingConfig, SecretsConfig
 from components.config.teams import TeamDeploy
+from components.config.training import AwsRegion
 
 #: Most workers one MultiKueueConfig lists (`spec.clusters` maxItems 20,
 #: kubernetes-sigs/kueue@v0.19.2 apis/kueue/v1beta2/multikueue_types.go).
@@ -63,13 +64,36 @@ class FleetWorkerConfig(Model):
     #: e.g. the CI deploy role when a person deploys, and the other way round. The secret's
     #: policy denies GetSecretValue to everyone else (docs/fleet.md).
     kubeconfig_readers: list[RoleArn] = []
+    #: The fleet's one trainer image (docs/fleet.md "One image in every region"). Kueue
+    #: compares the pod sets a worker recomputes from its ClusterTrainingRuntime with those the
+    #: manager dispatched, image included, so every worker's runtimes name the same reference:
+    #: the trainer one worker — the fleet's *trainer home* — builds, pushes, signs and pins.
+    #: On every other worker, `trainerHome` is that worker's stack (read through a
+    #: StackReference): this stack builds no trainer, runs the home's by its reference, trusts
+    #: the home's signing key for it, and its pods pull the replica in this region's registry.
+    trainer_home: WorkerStackRef | None = None
+    #: On the trainer home: the regions its trainer repository is replicated to (ECR
+    #: cross-region replication, digest and signatures kept) — every other worker's region.
+    trainer_replicas: list[AwsRegion] = []
 
     @model_validator(mode="after")
     def _check(self) -> FleetWorkerConfig:
+        problems: list[Problem] = []
         if len(set(self.token_keys)) != len(self.token_keys):
-            raise problems_error(
-                [Problem("tokenKeys", self.token_keys, "distinct keys (oldest first)")]
+            problems.append(Problem("tokenKeys", self.token_keys, "distinct keys (oldest first)"))
+        if self.trainer_home is not None and self.trainer_replicas:
+            problems.append(
+                Problem(
+                    "trainerReplicas",
+                    self.trainer_replicas,
+                    "left out where trainerHome is set: only the trainer home replicates its "
+                    "repository (a worker that runs another's trainer builds none)",
+                )
             )
+        if len(set(self.trainer_replicas)) != len(self.trainer_replicas):
+            problems.append(Problem("trainerReplicas", self.trainer_replicas, "distinct regions"))
+        if problems:
+            raise problems_error(problems)
         return self
 
     @property

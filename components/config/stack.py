@@ -321,6 +321,24 @@ class StackConfig(Model):
         return self
 
     @model_validator(mode="after")
+    def _fleet_trainer(self) -> StackConfig:
+        # A worker that runs its trainer home's trainer runs it where the reference trainer
+        # would run (the runtimes, jobs without an image): a default image replaces both.
+        fleet = self.fleet
+        if fleet is not None and fleet.trainer_home is not None and self.training.default_image:
+            raise problems_error(
+                [
+                    Problem(
+                        "fleet.trainerHome",
+                        fleet.trainer_home,
+                        "left out where training.defaultImage is set: the default image is what "
+                        "the runtimes run then (set the same defaultImage on every worker)",
+                    )
+                ]
+            )
+        return self
+
+    @model_validator(mode="after")
     def _reference_trainer_repository(self) -> StackConfig:
         # Without a default image by digest the reference trainer is what the runtimes and the
         # jobs without an image run: it is pushed to (or resolved in) the platform's ECR

@@ -17,13 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import catalog
-from components.analysis.fleet import (
-    FleetFacts,
-    FleetJudgement,
-    WorkerInput,
-    judge_fleet_jobs,
-    read_workers,
-)
+from components.analysis.fleet import FleetFacts, WorkerInput, read_workers
+from components.analysis.fleet_jobs import FleetJudgement, judge_fleet_jobs
 from components.config import ConfigError
 from components.config.errors import problem_lines
 from components.config.fleet import WorkerRef

@@ -24,7 +24,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.analysis.facts import StackFacts, job_facts
-from components.analysis.fleet import FleetFacts, FleetJudgement
+from components.analysis.fleet import FleetFacts
+from components.analysis.fleet_jobs import FleetJudgement
 from components.config import ConfigError
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
@@ -35,7 +36,6 @@ from components.training_jobs.plan import (
     JobImage,
     JobPlan,
     digest_image,
-    fleet_runtime_image,
     plan_job,
 )
 from components.training_jobs.training import (
@@ -112,9 +112,9 @@ def plan_fleet_jobs(
     fleet: FleetFacts, judgement: FleetJudgement, *, provenance: Mapping[str, str]
 ) -> tuple[JobPlan, ...]:
     """The plans of a job stack's jobs on a fleet's manager: each from the facts of the first
-    worker that can run it (every capable worker gets the same pinned pod), by digest or —
-    a TrainJob without an image — through each worker's own runtime."""
-    trainers = [w.trainer_image for w in fleet.workers if w.trainer_image]
+    worker that can run it (every capable worker gets the same pinned pod), by its own digest
+    or the fleet's one trainer's — the same reference in every region, which Kueue compares
+    (components/analysis/fleet_trainer.py)."""
     plans = []
     for judged in judgement.jobs:
         home = judged.home
@@ -129,7 +129,7 @@ def plan_fleet_jobs(
             sources=stack.sources,
             provisioners=stack.provisioners,
         )
-        image = digest_image(job.image) if job.image else fleet_runtime_image(trainers)
+        image = digest_image(job.image or fleet.trainer_image)
         worker = next(w for w in fleet.workers if w.name == home.worker)
         plans.append(
             plan_job(

@@ -8,6 +8,7 @@ would scatter what a training pod is over several modules."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from components import catalog
@@ -22,7 +23,6 @@ from components.training_jobs.plan import (
     DS_CONFIG_MOUNT,
     EFA_RDMA_GPU_MODELS,
     FLEET_BUCKET_VAR,
-    FLEET_DIGEST_VAR,
     JOB_LABEL,
     KUBEFLOW_REPLICATED_JOB,
     KUEUE_PRIORITY_LABEL,
@@ -165,22 +165,13 @@ def run_annotations(plan: JobPlan) -> dict[str, str]:
 
 
 def fleet_env(plan: JobPlan) -> list[dict[str, Any]]:
-    """A fleet job's first env vars: its region's checkpoints bucket and, for the worker's own
-    trainer, its digest — from the worker's `gpu-platform-data` ConfigMap
-    (components/platform/fleet/worker.py), defined before the values that reference them."""
+    """A fleet job's first env var: its region's checkpoints bucket, from the worker's
+    `gpu-platform-data` ConfigMap (components/platform/fleet/worker.py), defined before the
+    values that reference it."""
     if not plan.fleet:
         return []
-
-    def ref(name: str, key: str) -> dict[str, Any]:
-        return {
-            "name": name,
-            "valueFrom": {"configMapKeyRef": {"name": catalog.FLEET_DATA_CONFIGMAP, "key": key}},
-        }
-
-    rows = [ref(FLEET_BUCKET_VAR, "checkpointsBucket")]
-    if plan.pod_image.reference is None:
-        rows.append(ref(FLEET_DIGEST_VAR, "trainerImageDigest"))
-    return rows
+    source = {"configMapKeyRef": {"name": catalog.FLEET_DATA_CONFIGMAP, "key": "checkpointsBucket"}}
+    return [{"name": FLEET_BUCKET_VAR, "valueFrom": source}]
 
 
 def pod_labels(plan: JobPlan) -> dict[str, str]:
@@ -592,6 +583,23 @@ def cluster_training_runtimes(default_image: Any) -> list[dict[str, Any]]:
 PATCHED_POD_FIELDS: Final = ("serviceAccountName", "tolerations", "affinity", "volumes")
 
 
+def runtime_pod_sets(runtimes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What Kueue compares of rendered ClusterTrainingRuntimes: per runtime and replicated job
+    (`<runtime>/<job>`), the pod template's containers and initContainers
+    (kubernetes-sigs/kueue@v0.19.2 pkg/util/equality/podset.go L41-76 compares those in full;
+    counts and tolerations come from the TrainJob). A fleet worker exports them, and the
+    manager checks its own and every worker's are equal (components/analysis/fleet_trainer.py)."""
+    out: dict[str, dict[str, Any]] = {}
+    for runtime in runtimes:
+        for job in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            pod = job["template"]["spec"]["template"]["spec"]
+            out[f"{runtime['metadata']['name']}/{job['name']}"] = {
+                "containers": pod.get("containers", []),
+                "initContainers": pod.get("initContainers", []),
+            }
+    return out
+
+
 def train_job(plan: JobPlan) -> dict[str, Any]:
     """Kubeflow launcher: a TrainJob on the runtime of its priority and grace period
     (TrainingJobConfig.trainer_runtime); per-job pod settings go in a runtime patch, only fields
@@ -610,7 +618,6 @@ def train_job(plan: JobPlan) -> dict[str, Any]:
         },
         "suspend": True,
         "trainer": {
-            # A fleet job without an image of its own: each worker's runtime runs its own.
             **({"image": plan.pod_image.reference} if plan.pod_image.reference is not None else {}),
             "command": container["command"],
             "args": container["args"],

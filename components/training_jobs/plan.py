@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -71,23 +71,10 @@ class JobImage:
     identity: str
 
 
-#: Env vars a fleet job's pods read from the worker's `gpu-platform-data` ConfigMap (its region's
-#: checkpoints bucket and trainer digest); Kubernetes expands `$(VAR)` in later env values and
-#: in args from vars defined before them.
+#: The env var a fleet job's pods read their region's checkpoints bucket from (the worker's
+#: `gpu-platform-data` ConfigMap); Kubernetes expands `$(VAR)` in later env values and in args
+#: from vars defined before them.
 FLEET_BUCKET_VAR: Final = "CHECKPOINT_BUCKET"
-FLEET_DIGEST_VAR: Final = "TRAINER_IMAGE_DIGEST"
-
-
-def fleet_runtime_image(worker_images: Sequence[str]) -> JobImage:
-    """A fleet TrainJob's image: none in the object — each worker's ClusterTrainingRuntime runs
-    its own region's reference trainer, whose digest the pod reads from the worker's ConfigMap.
-    The identity names every worker's trainer, so a new build anywhere changes the config
-    hash."""
-    return JobImage(
-        reference=None,
-        digest=f"$({FLEET_DIGEST_VAR})",
-        identity="fleet-runtime:" + ",".join(sorted(worker_images)),
-    )
 
 
 def digest_image(reference: str) -> JobImage:

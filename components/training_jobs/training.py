@@ -200,6 +200,9 @@ class TrainingJobs(pulumi.ComponentResource):
     """The platform's ClusterTrainingRuntimes and one TrainingJob per `trainingJobs[]` entry."""
 
     jobs: dict[str, TrainingJob]
+    #: The ClusterTrainingRuntimes as rendered (a fleet worker exports what Kueue compares of
+    #: them: manifests.runtime_pod_sets).
+    runtime_manifests: list[dict[str, Any]]
 
     def __init__(
         self, name: str, args: TrainingJobsArgs, opts: pulumi.ResourceOptions | None = None
@@ -209,10 +212,12 @@ class TrainingJobs(pulumi.ComponentResource):
             raise ConfigError(problem_lines(dropped))
         super().__init__("gpu-platform:training:TrainingJobs", name, None, opts)
         runtimes: dict[str, pulumi.Resource] = {}
+        self.runtime_manifests = []
         # Always, all of them: team job stacks (jobs/) run TrainJobs on these runtimes without
         # owning them (they are cluster-scoped; a job stack creates objects in its team's
         # namespace only), and a job's save time picks its grace period's runtime.
         for manifest in cluster_training_runtimes(args.runtime_image):
+            self.runtime_manifests.append(manifest)
             runtime = manifest["metadata"]["name"]
             runtimes[runtime] = k8s.apiextensions.CustomResource(
                 f"{name}-runtime-{runtime.removeprefix(catalog.TRAINER_RUNTIME_PREFIX + '-')}",

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from components.analysis.fleet import FleetJob, Region
+from components.analysis.fleet_jobs import FleetJob, Region
 from components.platform.fleet import builders
 from synth.engines.client import Client, wait_for
 from synth.engines.driver import workload_of

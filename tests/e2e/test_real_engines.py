@@ -89,3 +89,10 @@ def test_the_fleet_dispatches_through_real_tokens_and_keeps_pinned_jobs_home(
     pinned = next(w for w in run.workloads if w.ref.endswith("/pretrain-7b"))
     assert pinned.admitted_queue.endswith("@use1"), pinned.admitted_queue
     assert all(p.node.startswith("use1/") for p in pinned.pods)
+    # sft-7b is pinned to us-west-2, off the manager's region: the worker there admits the
+    # mirrored job (the fleet's one trainer, by the home's reference: docs/fleet.md) and binds
+    # its pods. Before the fleet ran one trainer, its trusted-images policy refused the copy
+    # and the job stayed Pending on the manager.
+    west = next(w for w in run.workloads if w.ref.endswith("/sft-7b"))
+    assert west.admitted_queue.endswith("@usw2"), west.admitted_queue
+    assert west.pods and all(p.node.startswith("usw2/") for p in west.pods)

@@ -24,14 +24,16 @@ def _jobs(result: SynthResult) -> dict[str, dict[str, Any]]:
 
 
 def test_fleet_jobs_are_multikueues_and_read_their_regions_data(
-    pretrain_fleet: SynthResult,
+    pretrain_fleet: SynthResult, prod_use1: SynthResult
 ) -> None:
     jobs = _jobs(pretrain_fleet)
-    assert set(jobs) == {"pretrain-7b", "eval-l4"}
+    assert set(jobs) == {"pretrain-7b", "eval-l4", "sft-7b"}
+    # The fleet's one trainer: the home's (prod-use1) reference, in every job and every runtime.
+    trainer = prod_use1.outputs["trainerImage"]
+    assert ".us-east-1." in trainer and "@sha256:" in trainer
     for spec in (j["spec"] for j in jobs.values()):
         assert spec["managedBy"] == catalog.MULTIKUEUE_CONTROLLER
-        # No image: each worker's ClusterTrainingRuntime runs its own region's trainer.
-        assert "image" not in spec["trainer"]
+        assert spec["trainer"]["image"] == trainer
         env = spec["trainer"]["env"]
         assert env[0] == {
             "name": "CHECKPOINT_BUCKET",
@@ -42,9 +44,8 @@ def test_fleet_jobs_are_multikueues_and_read_their_regions_data(
                 }
             },
         }
-        assert env[1]["name"] == "TRAINER_IMAGE_DIGEST"
         values = {e["name"]: e.get("value") for e in env}
-        assert values["IMAGE_DIGEST"] == "$(TRAINER_IMAGE_DIGEST)"
+        assert values["IMAGE_DIGEST"] == trainer.rsplit("@", 1)[1]
         assert any(
             a.startswith("s3://$(CHECKPOINT_BUCKET)/pretrain/") for a in spec["trainer"]["args"]
         )
@@ -179,7 +180,7 @@ def test_a_job_every_worker_can_run_is_not_pinned(pretrain_fleet: SynthResult) -
 
 
 def test_a_region_pin_that_cannot_tell_workers_apart_is_refused() -> None:
-    from components.analysis.fleet import Region, region_pin
+    from components.analysis.fleet_jobs import Region, region_pin
     from components.config import Problem
 
     job = job_stack_values("pretrain-fleet")["trainingJobs"][1]

@@ -123,7 +123,14 @@ def test_the_signing_step_signs_that_digest_with_the_platform_key_before_any_job
         assert sign.urn in launcher.dependencies, launcher.name
 
 
-@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2"])
+@pytest.fixture(scope="module")
+def usw2_building() -> SynthResult:
+    """prod-usw2 building its own trainer (no fleet.trainerHome): a stack in us-west-2 that
+    signs."""
+    return run_program("prod-usw2", overrides={"gpu-platform:fleet": {"name": "prod"}})
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "usw2_building"])
 def test_cosign_signs_in_the_signing_keys_region(
     stack: str, request: pytest.FixtureRequest
 ) -> None:
@@ -133,7 +140,7 @@ def test_cosign_signs_in_the_signing_keys_region(
     from synth.region import stack_region
 
     result: SynthResult = request.getfixturevalue(stack)
-    region = stack_region(stack.replace("_", "-"))
+    region = stack_region("prod-usw2" if stack == "usw2_building" else stack.replace("_", "-"))
     signs = [c for c in result.of_type(COMMAND) if "SIGNING_KEY" in c.inputs["environment"]]
     assert signs, stack
     for sign in signs:

@@ -1,7 +1,8 @@
 """Reading a fleet's workers from the manager (docs/fleet.md): one StackReference per worker,
 its `fleetWorker` and `jobPlatform` outputs read as plain values before anything else is
 registered (the same synchronous read a job stack makes of its platform,
-components/training_jobs/job_stack.py read_platform). No credential crosses: the worker's
+components/training_jobs/job_stack.py read_platform); and, the same way, a worker's trainer home
+by the worker that runs its trainer. No credential crosses: the worker's
 kubeconfig for the manager is in Secrets Manager (`fleetWorker.kubeconfigSecretArn`)."""
 
 from __future__ import annotations
@@ -27,3 +28,17 @@ def read_worker(ref: WorkerRef) -> WorkerInput:
         return details.value if details.value is not None else details.secret_value
 
     return WorkerInput(ref, plain(WORKER_OUTPUT), plain(FACTS_OUTPUT))
+
+
+def read_trainer_home(stack: str) -> tuple[Any, Any]:
+    """A worker's trainer home (`fleet.trainerHome`, another worker stack): its `fleetWorker`
+    and `jobPlatform`, plain, now (components/analysis/fleet_trainer.py home_trainer)."""
+    from pulumi.runtime.sync_await import _sync_await
+
+    ref = pulumi.StackReference("fleet-trainer-home", stack_name=stack)
+
+    def plain(name: str) -> Any:
+        details = _sync_await(ref.get_output_details(name))
+        return details.value if details.value is not None else details.secret_value
+
+    return plain(WORKER_OUTPUT), plain(FACTS_OUTPUT)

@@ -13,17 +13,19 @@ with, and what the manager reads of it.
   it lives 15 minutes and Kueue refuses the `exec` kubeconfig that would renew it
   (builders.py); why not a TokenRequest token: it expires, and nothing on the manager renews it.
   Rotation is the config's `fleet.tokenKeys` (two keys overlap, components/config/fleet.py).
-- In every team namespace a ConfigMap (`gpu-platform-data`) with this region's bucket names and
-  trainer digest: a job the manager dispatched names its data through it, so the one object the
-  manager mirrors resolves to local data wherever it lands.
+- In every team namespace a ConfigMap (`gpu-platform-data`) with this region's bucket names
+  (and, for reference, the fleet's trainer): a job the manager dispatched names its data through
+  it, so the one object the manager mirrors resolves to local data wherever it lands. Its image
+  it does not: that is one reference in every region (components/analysis/fleet_trainer.py).
 - The manager's kubeconfig (endpoint, CA, token) as an AWS Secrets Manager secret in this
   region, which the manager's External Secrets Operator syncs into Kueue's namespace: never a
   stack output, never a Secret manifest with values. Its resource policy denies reading the
   value to every principal but the manager's ESO role (named from the fleet:
   builders.eso_role_name, the name the manager gives it), the principal running this `up` and
   `fleet.kubeconfigReaders` (builders.kubeconfig_secret_policy).
-- `facts`: the worker's network, endpoint and secret ARN for the manager, exported as
-  `fleetWorker`.
+- `facts`: the worker's network, endpoint and secret ARN for the manager, and where the
+  fleet's trainer comes from (its trainer home, the regions the home replicates it to, the key
+  that signs it), exported as `fleetWorker`.
 """
 
 from __future__ import annotations
@@ -46,8 +48,9 @@ from components.platform.cluster.iam import AwsAccount
 from components.platform.fleet import builders
 from components.resource_options import child_options
 
-#: Revision of the `fleetWorker` output's shape (the manager refuses another).
-FLEET_WORKER_REVISION: Final = 1
+#: Revision of the `fleetWorker` output's shape (the manager refuses another). 2 added
+#: `trainer` (the fleet's one trainer image, docs/fleet.md).
+FLEET_WORKER_REVISION: Final = 2
 #: The worker's output the manager reads.
 FACTS_OUTPUT: Final = "fleetWorker"
 
@@ -86,6 +89,13 @@ class FleetWorkerArgs:
     trainer_image: pulumi.Input[str] | None = None
     #: The data buckets' KMS key (the manager's replication re-encrypts with it).
     kms_key_arn: pulumi.Input[str] | None = None
+    #: The public key (PEM) of the key that signs the trainer this worker runs: its own
+    #: platform key on the trainer home, the home's elsewhere (None: none is published).
+    trainer_signing_key: pulumi.Input[str] | None = None
+    #: What Kueue compares of this worker's ClusterTrainingRuntimes as rendered
+    #: (components/training_jobs/manifests.py runtime_pod_sets): the manager checks they equal
+    #: its own and every other worker's.
+    runtime_pod_sets: Mapping[str, Any] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -104,6 +114,8 @@ class FleetWorkerArgs:
         trainer_image: pulumi.Input[str] | None,
         kms_key_arn: pulumi.Input[str] | None,
         tags: dict[str, str],
+        trainer_signing_key: pulumi.Input[str] | None = None,
+        runtime_pod_sets: Mapping[str, Any] | None = None,
     ) -> FleetWorkerArgs:
         """The worker's slice of the config and what the manager needs of its network and
         cluster; a VPC the stack did not create is looked up (its CIDR, each private subnet's
@@ -135,6 +147,8 @@ class FleetWorkerArgs:
             buckets=buckets,
             trainer_image=trainer_image,
             kms_key_arn=kms_key_arn,
+            trainer_signing_key=trainer_signing_key,
+            runtime_pod_sets=dict(runtime_pod_sets or {}),
             tags=tags,
         )
 
@@ -217,10 +231,10 @@ class FleetWorker(pulumi.ComponentResource):
 
     @staticmethod
     def _role(
-        resource: str, name: str, rules: list[dict[str, Any]], opts: pulumi.ResourceOptions
+        resource: str, name: str, rules: list[dict[str, Any]], k8s_opts: pulumi.ResourceOptions
     ) -> k8s.rbac.v1.ClusterRole:
         return k8s.rbac.v1.ClusterRole(
-            resource, metadata={"name": name}, rules=cast(Any, rules), opts=opts
+            resource, metadata={"name": name}, rules=cast(Any, rules), opts=k8s_opts
         )
 
     def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
@@ -241,6 +255,14 @@ class FleetWorker(pulumi.ComponentResource):
             "serviceAccount": f"{builders.KUEUE_NAMESPACE}/{identity}",
             "tokenKey": args.config.token_key,
             "kubeconfigSecretArn": self.kubeconfig_secret_arn,
+            # The fleet's one trainer (components/analysis/fleet_trainer.py): where it comes
+            # from, where the home replicates it, the key that signs it.
+            "trainer": {
+                "home": args.config.trainer_home,
+                "replicaRegions": list(args.config.trainer_replicas),
+                "signingPublicKey": args.trainer_signing_key,
+                "runtimes": dict(args.runtime_pod_sets),
+            },
         }
 
     def _publish_kubeconfig(

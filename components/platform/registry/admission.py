@@ -8,6 +8,13 @@
   reimplemented from Kyverno's source and run against real cosign signatures in
   tests/platform/test_signed_images.py (docs/security.md says what that does not prove).
 
+On a fleet worker (docs/fleet.md "One image in every region"): the signature policy checks Pods
+only (not the Jobs the manager mirrors); where the worker runs its trainer home's trainer, the
+trusted-images policy admits exactly the home's trainer repository besides its own registry, the
+signature policy verifies the trainer's repositories with the home's key, and — outside the
+home's region — a Kyverno MutatingPolicy points the trainer's Pods at this region's replica
+(`replica_policy`; components/analysis/fleet_trainer.py says why).
+
 `security.imageAdmission.action` picks Deny (prod) or Audit (dev) for both. The policy's regular
 expression is also written on the policy as an annotation: the CrossGuard rule
 `gpu-platform-k8s-trusted-images` applies that same pattern to every rendered pod template, so
@@ -17,8 +24,10 @@ Sources: the VAP/binding shape as kubernetes/website examples/validatingadmissio
 basic-example-{policy,binding}.yaml; Deny and Warn together are rejected by the API server, so
 audit mode is [Audit, Warn]. Kyverno fields from kyverno/kyverno@kyverno-chart-3.9.0:
 config/crds/policies.kyverno.io/policies.kyverno.io_imagevalidatingpolicies.yaml (v1beta1 is
-the storage version; `credentials.providers: [amazon]` lets it read private ECR) and
-test/conformance/chainsaw/image-validating-policies/ (verifyImageSignatures usage).
+the storage version; `credentials.providers: [amazon]` lets it read private ECR),
+policies.kyverno.io_mutatingpolicies.yaml (v1beta1 likewise) and
+test/conformance/chainsaw/{image-validating,mutating}-policies/ (verifyImageSignatures and
+apply-configuration usage).
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
 from components import addons, catalog
+from components.analysis.fleet_trainer import FleetTrainer, trainer_repositories
 from components.analysis.images import image_pattern
 from components.config.security import ImageAdmissionConfig, SignatureConfig
 from components.platform.addons import helm_release
@@ -45,6 +55,8 @@ if TYPE_CHECKING:
 
 POLICY_NAME: Final = "gpu-platform-trusted-images"
 SIGNATURE_POLICY_NAME: Final = "gpu-platform-signed-images"
+#: The Pod mutation of a fleet worker outside its trainer home's region (module docstring).
+REPLICA_POLICY_NAME: Final = "gpu-platform-fleet-trainer-replica"
 #: The annotation carrying the policy's image pattern (read by the CrossGuard rule).
 PATTERN_ANNOTATION: Final = f"{catalog.LABEL_DOMAIN}/allowed-image-pattern"
 #: On the signature policy: the repositories its attestor's signer publishes (JSON list), for
@@ -176,35 +188,147 @@ def signed_repositories(
     return list(config.signatures.signed_repositories)
 
 
+def fleet_attestor(trainer: FleetTrainer) -> dict[str, Any]:
+    """The trainer home's signing key as a cosign attestor: it signs the fleet's trainer with
+    its platform key, without a transparency-log entry, exactly as this stack's own key signs
+    (`attestor`)."""
+    if trainer.public_key is None:
+        raise ValueError("the fleet's trainer needs its home's public key")
+    return {
+        "name": "fleet",
+        "cosign": {"key": {"data": trainer.public_key}, "ctlog": {"insecureIgnoreTlog": True}},
+    }
+
+
 def signed_images_policy(
     config: ImageAdmissionConfig,
     registries: list[str],
     signed: list[str],
     platform_key: Any = None,
+    *,
+    trainer: FleetTrainer | None = None,
+    region: str = "",
+    fleet_worker: bool = False,
 ) -> dict[str, Any]:
     """Kyverno ImageValidatingPolicy: every image of a team pod from the allowed registries is
     signed by the one trusted signer; `verifyDigest` also rejects tag-only references. `signed`:
-    the repositories that signer signs (an annotation the pre-deploy policy reads)."""
+    the repositories that signer signs (an annotation the pre-deploy policy reads).
+
+    On a fleet worker that runs its trainer home's trainer (`trainer`), the trainer's
+    repositories — the home's and the replica in `region`, which lies in this stack's own
+    registry — are verified with the home's key (a second attestor) and every other image with
+    this stack's signer. On every fleet worker (`fleet_worker`) the policy checks Pods only:
+    Kyverno's autogen would otherwise also check the batch Jobs the manager mirrors here
+    (kyverno/kyverno@v1.19.0 pkg/cel/policies/ivpol/autogen/autogen.go: every pod controller
+    unless `autogen.podControllers.controllers` is set), and a refused or failed check of a
+    mirrored Job leaves it stuck with no retry elsewhere (docs/fleet.md); a refused Pod fails
+    the gang, which the worker's waitForPodsReady evicts and the manager dispatches again."""
+    fleet = trainer_repositories(trainer, region)
+    references = [{"glob": f"{r}/*"} for r in registries]
+    references += [{"glob": f"{r}@*"} for r in fleet if not _under(r, registries)]
+    attestors = [attestor(config.signatures, platform_key)]
+    if trainer is not None:
+        attestors.append(fleet_attestor(trainer))
+    spec: dict[str, Any] = {
+        "failurePolicy": "Fail",
+        "validationActions": ["Deny"] if config.action == "Deny" else ["Audit"],
+        "matchConstraints": _team_pod_constraints(),
+        "matchImageReferences": references,
+        "credentials": {"providers": ["amazon"]},
+        "validationConfigurations": {
+            "mutateDigest": False,
+            "verifyDigest": config.require_digest,
+            "required": True,
+        },
+        "attestors": attestors,
+        "validations": [_every_image_signed(fleet)],
+    }
+    if fleet_worker:
+        spec["autogen"] = {"podControllers": {"controllers": []}}
     return {
         "apiVersion": KYVERNO_API,
         "kind": "ImageValidatingPolicy",
         "metadata": {
             "name": SIGNATURE_POLICY_NAME,
-            "annotations": {SIGNED_REPOSITORIES_ANNOTATION: json.dumps(signed)},
+            "annotations": {SIGNED_REPOSITORIES_ANNOTATION: json.dumps([*signed, *fleet])},
         },
+        "spec": spec,
+    }
+
+
+def _under(repository: str, registries: list[str]) -> bool:
+    return any(repository.startswith(f"{r}/") for r in registries)
+
+
+def replica_rewrite(trainer: FleetTrainer, region: str, image: str = "c.image") -> str:
+    """The CEL expression of a container's image under `replica_policy`: the replica in
+    `region` for the home's trainer (`<home repository>@<digest>`), the image unchanged
+    otherwise."""
+    source = trainer.repository + "@"
+    target = trainer.replica_repository(region) + "@"
+    return (
+        f"{image}.startsWith({_cel_string(source)}) ? {_cel_string(target)} + "
+        f"{image}.substring({len(source)}) : {image}"
+    )
+
+
+def replica_policy(trainer: FleetTrainer, region: str) -> dict[str, Any]:
+    """Kyverno MutatingPolicy of a fleet worker outside its trainer home's region: a team
+    Pod's containers that run the home's trainer (`<home repository>@<digest>`) run the
+    replica in this region's registry instead — same digest, same signature (replicated) —
+    so nodes pull in-region. Pods only, at CREATE: the Job or TrainJob the manager mirrored
+    keeps the home's reference, which is what Kueue compares with the manager's Workload
+    (kubernetes-sigs/kueue@v0.19.2 pkg/util/equality/podset.go L41-76); Kueue never compares
+    Pods. Autogen is off: Kyverno would otherwise also mutate the pod templates of Jobs and
+    other controllers (kyverno/kyverno@v1.19.0 pkg/cel/policies/mpol/autogen/autogen.go: every
+    pod controller unless `autogen.podControllers.controllers` is set), and a mutated mirrored
+    Job goes OutOfSync. Mutating admission runs before validating admission ("In the first
+    phase, mutating admission controllers are run. In the second phase, validating admission
+    controllers are run", Kubernetes documentation, Admission Control in Kubernetes), so the
+    trusted-images ValidatingAdmissionPolicy and the signature policy (its validating webhook:
+    `mutateDigest: false` registers no mutating one, kyverno@v1.19.0 pkg/controllers/webhook/
+    controller.go ivpolsNeedingMutation) see the replica. The apply configuration maps every
+    container by name, as Kyverno's own conformance test does (test/conformance/chainsaw/
+    mutating-policies/autogen/standard/policy.yaml); `substring` is CEL's strings extension,
+    in Kyverno's environment (pkg/cel/compiler/env.go `ext.Strings`)."""
+    literal = _cel_string(trainer.repository + "@")
+    return {
+        "apiVersion": KYVERNO_API,
+        "kind": "MutatingPolicy",
+        "metadata": {"name": REPLICA_POLICY_NAME},
         "spec": {
             "failurePolicy": "Fail",
-            "validationActions": ["Deny"] if config.action == "Deny" else ["Audit"],
-            "matchConstraints": _team_pod_constraints(),
-            "matchImageReferences": [{"glob": f"{r}/*"} for r in registries],
-            "credentials": {"providers": ["amazon"]},
-            "validationConfigurations": {
-                "mutateDigest": False,
-                "verifyDigest": config.require_digest,
-                "required": True,
+            "matchConstraints": {
+                "namespaceSelector": team_namespace_selector(),
+                "resourceRules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ],
             },
-            "attestors": [attestor(config.signatures, platform_key)],
-            "validations": [_every_image_signed()],
+            # Only a Pod that runs the trainer (no platform image runs it as an init
+            # container): every other Pod never reaches Kyverno's webhook.
+            "matchConditions": [
+                {
+                    "name": "runs-the-fleet-trainer",
+                    "expression": "object.spec.containers.exists(c, "
+                    f"c.image.startsWith({literal}))",
+                }
+            ],
+            "autogen": {"podControllers": {"controllers": []}},
+            "mutations": [
+                {
+                    "patchType": "ApplyConfiguration",
+                    "applyConfiguration": {
+                        "expression": "Object{spec: Object.spec{containers: "
+                        "object.spec.containers.map(c, Object.spec.containers{name: c.name, "
+                        f"image: {replica_rewrite(trainer, region)}}})}}}}"
+                    },
+                }
+            ],
         },
     }
 
@@ -224,17 +348,23 @@ def _team_pod_constraints() -> dict[str, Any]:
     }
 
 
-def _every_image_signed() -> dict[str, Any]:
-    """The CEL validation that names the failure: every image of the pod is signed."""
+def _every_image_signed(fleet: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The CEL validation that names the failure: every image of the pod is signed — by the
+    trainer home's key for the fleet's trainer repositories (`fleet`), else by the stack's
+    own trusted signer."""
+    verify = "verifyImageSignatures(image, [attestors.platform])"
+    if fleet:
+        trainer = " || ".join(f"image.startsWith({_cel_string(r + '@')})" for r in fleet)
+        verify = f"({trainer}) ? verifyImageSignatures(image, [attestors.fleet]) : {verify}"
     return {
         # Every category Kyverno extracts (containers, initContainers,
         # ephemeralContainers: kyverno/kyverno@v1.19.0:pkg/cel/compiler/images.go,
         # each key always present, evaluator/policy.go): `required` alone would
         # also reject an unverified init container, but with a generic message.
         "expression": "(images.containers + images.initContainers"
-        " + images.ephemeralContainers).map(image, verifyImageSignatures(image,"
-        " [attestors.platform])).all(e, e > 0)",
-        "message": "every image must be signed by the platform's trusted signer",
+        f" + images.ephemeralContainers).map(image, {verify}).all(e, e > 0)",
+        "message": "every image must be signed by the platform's trusted signer"
+        + (" (the fleet's trainer by its home's key)" if fleet else ""),
     }
 
 
@@ -264,6 +394,13 @@ class AdmissionArgs:
     tags: dict[str, str]
     #: The platform signing key's public key (PEM) when admission trusts it.
     signing_public_key: pulumi.Input[str] | None = None
+    #: A fleet worker (docs/fleet.md): its signature policy checks Pods only, never the jobs
+    #: the manager mirrors here (`signed_images_policy`).
+    fleet_worker: bool = False
+    #: The fleet's trainer where this worker runs its trainer home's: admitted by reference,
+    #: verified with the home's key, and rewritten to this region's replica on Pods when the
+    #: home is in another region (components/analysis/fleet_trainer.py).
+    fleet_trainer: FleetTrainer | None = None
 
     @classmethod
     def of(
@@ -273,6 +410,8 @@ class AdmissionArgs:
         account: AwsAccount,
         tags: dict[str, str],
         signing_public_key: pulumi.Input[str] | None = None,
+        *,
+        fleet_trainer: FleetTrainer | None = None,
     ) -> AdmissionArgs:
         return cls(
             signing_public_key=signing_public_key,
@@ -283,6 +422,16 @@ class AdmissionArgs:
             k8s_provider=cluster.k8s_provider,
             system_nodes=cluster.system_node_group,
             tags=tags,
+            fleet_worker=cfg.fleet is not None,
+            fleet_trainer=fleet_trainer,
+        )
+
+    @property
+    def rewrites_trainer(self) -> bool:
+        """Pods here pull the fleet's trainer from this region's replica (`replica_policy`)."""
+        trainer = self.fleet_trainer
+        return trainer is not None and trainer.replica_repository(self.account.region) != (
+            trainer.repository
         )
 
 
@@ -299,7 +448,12 @@ class Admission(pulumi.ComponentResource):
         config = args.config
         k8s_opts = child_options(self, provider=args.k8s_provider)
         registries = allowed_registries(config, args.account)
-        pattern = image_pattern(registries, require_digest=config.require_digest)
+        trainer = args.fleet_trainer
+        pattern = image_pattern(
+            registries,
+            require_digest=config.require_digest,
+            repositories=(trainer.repository,) if trainer is not None else (),
+        )
         policy = trusted_images_policy(pattern)
         vap = k8s.admissionregistration.v1.ValidatingAdmissionPolicy(
             f"{name}-trusted-images",
@@ -315,7 +469,7 @@ class Admission(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[vap])),
         )
         self.guards = [vap, vap_binding]
-        if config.signatures.enabled:
+        if config.signatures.enabled or args.rewrites_trainer:
             self.guards += self._kyverno(name, args, registries, k8s_opts)
         self.register_outputs({"pattern": pattern})
 
@@ -326,23 +480,49 @@ class Admission(pulumi.ComponentResource):
         registries: list[str],
         k8s_opts: pulumi.ResourceOptions,
     ) -> list[pulumi.Resource]:
-        """Kyverno and its signature policy: the guards when image signatures are verified."""
+        """Kyverno, its signature policy (when image signatures are verified) and the fleet
+        trainer's Pod rewrite (`replica_policy`): the guards of team workloads."""
         config = args.config
         association = self._kyverno_identity(name, args)
         release = self._kyverno_release(name, args, k8s_opts, [args.system_nodes, association])
-        scope = signed_repositories(config, args.account, args.physical_cluster_name)
-        policy = signed_images_policy(config, registries, scope, args.signing_public_key)
-        signed = k8s.apiextensions.CustomResource(
-            f"{name}-signed-images",
-            api_version=policy["apiVersion"],
-            kind=policy["kind"],
-            metadata=policy["metadata"],
-            spec=policy["spec"],
-            opts=pulumi.ResourceOptions.merge(
-                k8s_opts, pulumi.ResourceOptions(depends_on=[release])
-            ),
+        after_release = pulumi.ResourceOptions.merge(
+            k8s_opts, pulumi.ResourceOptions(depends_on=[release])
         )
-        return [release, signed]
+        policies = []
+        if config.signatures.enabled:
+            scope = signed_repositories(config, args.account, args.physical_cluster_name)
+            policies.append(
+                (
+                    "signed-images",
+                    signed_images_policy(
+                        config,
+                        registries,
+                        scope,
+                        args.signing_public_key,
+                        trainer=args.fleet_trainer,
+                        region=args.account.region,
+                        fleet_worker=args.fleet_worker,
+                    ),
+                )
+            )
+        if args.rewrites_trainer:
+            assert args.fleet_trainer is not None
+            policies.append(
+                ("fleet-trainer-replica", replica_policy(args.fleet_trainer, args.account.region))
+            )
+        guards: list[pulumi.Resource] = [release]
+        for suffix, policy in policies:
+            guards.append(
+                k8s.apiextensions.CustomResource(
+                    f"{name}-{suffix}",
+                    api_version=policy["apiVersion"],
+                    kind=policy["kind"],
+                    metadata=policy["metadata"],
+                    spec=policy["spec"],
+                    opts=after_release,
+                )
+            )
+        return guards
 
     def _kyverno_identity(self, name: str, args: AdmissionArgs) -> aws.eks.PodIdentityAssociation:
         """Kyverno's role and Pod Identity association: it reads signatures from private ECR

@@ -40,6 +40,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components import catalog
+from components.config.images import TRAINER_REPOSITORY
 from components.config.security import RegistryConfig
 from components.platform.cluster.handles import ClusterHandles
 from components.resource_options import child_options
@@ -149,6 +150,9 @@ class RegistryArgs:
     #: Teams with a deploy identity: each gets a repository `<cluster>/teams/<team>` its CI
     #: pushes (and signs) its own images to (components/platform/tenancy/team_deploy.py).
     teams: tuple[str, ...] = ()
+    #: The fleet's trainer home (`fleet.trainerReplicas`): the regions the trainer repository
+    #: is replicated to (`Registry._replication`).
+    replica_regions: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -168,6 +172,7 @@ class RegistryArgs:
             tags=tags,
             signing_key=signatures.enabled and signatures.signer == "platform",
             teams=tuple(team.name for team in cfg.teams if team.deploy is not None),
+            replica_regions=tuple(cfg.fleet.trainer_replicas) if cfg.fleet is not None else (),
         )
 
 
@@ -183,6 +188,9 @@ class Registry(pulumi.ComponentResource):
     signing_public_key: pulumi.Output[str] | None
     #: team -> its repository (`<cluster>/teams/<team>`) for the images its CI builds.
     team_repositories: dict[str, aws.ecr.Repository]
+    #: The trainer repository's replication (`replica_regions`): the trainer is pushed after it,
+    #: or its first push is never replicated.
+    replication: aws.ecr.ReplicationConfiguration | None
 
     def __init__(
         self, name: str, args: RegistryArgs, opts: pulumi.ResourceOptions | None = None
@@ -193,6 +201,7 @@ class Registry(pulumi.ComponentResource):
         self.repository_urls = {}
         self.repository_names = {}
         self.team_repositories = {}
+        self.replication = None
         self.signing_key_arn = self.signing_public_key = None
         if args.signing_key:
             self._signing_key(name, args)
@@ -207,6 +216,8 @@ class Registry(pulumi.ComponentResource):
             opts=child,
         )
         self._repositories(name, args, key, json.dumps(lifecycle_policy(config)))
+        if args.replica_regions and TRAINER_REPOSITORY in self.repository_names:
+            self.replication = self._replication(name, args)
         self._pull_through_caches(name, args, key, json.dumps(cache_lifecycle_policy(config)))
         self._node_pull_through_access(name, args)
         if config.manage_registry_scanning:
@@ -231,6 +242,65 @@ class Registry(pulumi.ComponentResource):
                 key,
                 lifecycle,
             )
+
+    def _replication(self, name: str, args: RegistryArgs) -> aws.ecr.ReplicationConfiguration:
+        """The fleet's trainer home: its trainer repository replicated to every other worker's
+        region (module docstring of components/analysis/fleet_trainer.py), and in each a
+        creation template for the replica ECR creates on the first replicated push.
+
+        One replication configuration per registry (account and region: "Replication is
+        configured for a private registry separately for each Region", ECR user guide), so only
+        the trainer home manages it; "Only repository content pushed to a repository after
+        replication is configured is replicated", so the trainer is pushed after it
+        (`replication`). The replica keeps the repository's name and digests, and cosign's
+        signature tags (pushed to the same repository) with them. Its template: tags immutable
+        but those the tools move, as here; no lifecycle policy — a job in that region may run
+        any pinned digest, and whether a tag *added* to a pushed image (the pin tag) reaches
+        the replica is not documented, so an untagged-expiry rule could expire a digest a job
+        runs there; encrypted with AES-256 (a KMS key in the other region would need a custom
+        role the template assumes, pulumi-aws 7.51.1 `RepositoryCreationTemplate
+        .custom_role_arn`: "Required if using repository tags or KMS encryption")."""
+        trainer = repository_name(args.cluster_name, TRAINER_REPOSITORY)
+        templates = [
+            aws.ecr.RepositoryCreationTemplate(
+                f"{name}-replica-{region}",
+                prefix=args.cluster_name,
+                applied_fors=["REPLICATION"],
+                description=f"replicas of {trainer} (the fleet's trainer)",
+                image_tag_mutability="IMMUTABLE_WITH_EXCLUSION",
+                image_tag_mutability_exclusion_filters=[
+                    aws.ecr.RepositoryCreationTemplateImageTagMutabilityExclusionFilterArgs(
+                        filter=pattern, filter_type="WILDCARD"
+                    )
+                    for pattern in MUTABLE_TAG_FILTERS
+                ],
+                encryption_configurations=[
+                    aws.ecr.RepositoryCreationTemplateEncryptionConfigurationArgs(
+                        encryption_type="AES256"
+                    )
+                ],
+                region=region,
+                opts=child_options(self),
+            )
+            for region in args.replica_regions
+        ]
+        replication = aws.ecr.ReplicationConfiguration(
+            f"{name}-replication",
+            replication_configuration={
+                "rules": [
+                    {
+                        "destinations": [
+                            {"region": region, "registry_id": args.account.account_id}
+                            for region in args.replica_regions
+                        ],
+                        "repository_filters": [{"filter": trainer, "filter_type": "PREFIX_MATCH"}],
+                    }
+                ]
+            },
+            # The templates first: ECR creates each replica on the first replicated push.
+            opts=child_options(self, depends_on=templates),
+        )
+        return replication
 
     def _node_pull_through_access(self, name: str, args: RegistryArgs) -> None:
         """Node roles may pull through the caches: a first pull imports and creates a repository."""

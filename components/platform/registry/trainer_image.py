@@ -201,6 +201,10 @@ class TrainerImageArgs:
     account_id: str
     #: The platform's signing key (KMS) when admission trusts it: the build is signed with it.
     signing_key_arn: pulumi.Input[str] | None = None
+    #: What the push must come after: the trainer repository's replication on a fleet's
+    #: trainer home (registry.py `_replication`: "Only repository content pushed to a repository
+    #: after replication is configured is replicated").
+    push_after: tuple[pulumi.Resource, ...] = ()
 
 
 class TrainerImage(pulumi.ComponentResource):
@@ -280,7 +284,7 @@ class TrainerImage(pulumi.ComponentResource):
             build_on_preview=False,
             # Its Delete would remove the digest from the registry, which job stacks may still
             # run; what the registry keeps is the pin tags' and the lifecycle's business.
-            opts=child_options(self, retain_on_delete=True),
+            opts=child_options(self, retain_on_delete=True, depends_on=list(args.push_after)),
         )
 
     def _sign(
