@@ -234,7 +234,7 @@ def home_trainer(
     return trainer
 
 
-# --- the fleet's rules (components/analysis/fleet.py read_workers, fleet_jobs.py judge_fleet_job) -------------
+# --- the fleet's rules (analysis/fleet.py read_workers, fleet_jobs.py judge_fleet_job) -------
 
 
 class TrainerWorker(Protocol):
