@@ -65,6 +65,7 @@ def test_dev_uses_two_azs_and_a_single_nat_gateway(dev: SynthResult) -> None:
 
 
 def test_private_subnets_carry_discovery_tags_and_no_public_ips(prod: SynthResult) -> None:
+    assert len(_subnets(prod, "private")) == len(_subnets(prod, "public")) == 3
     for subnet in _subnets(prod, "private"):
         assert subnet["tags"]["karpenter.sh/discovery"] == "gpu-prod"
     for subnet in _subnets(prod, "public"):
