@@ -11,7 +11,6 @@ on purpose: they are also what the mutation run (tests/analysis/mutation-survivo
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import replace
@@ -23,12 +22,13 @@ from components import catalog
 from components import config as stack_config
 from components.analysis import checkpoint, costs, memory, nccl, readiness, resources, volcano
 from components.analysis.capacity import gpu_capacity
+from components.analysis.capacity import reservations as capacity_reservations
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.fit import shortfall
 from components.analysis.jobs import judge_training_jobs, validate_training_jobs
 from components.analysis.nodes import Allocatable, NodeSource, tolerates
 from components.analysis.placement import needs_single_zone
-from components.analysis.quota import check_teams, job_quota_problems
+from components.analysis.quota import check_reachable_sources, check_teams, job_quota_problems
 from components.analysis.resources import JobResources, efa_on, resources_on
 from components.analysis.willrun import (
     Placed,
@@ -41,6 +41,7 @@ from components.analysis.willrun import (
     _storage,
     _zone,
     scattered,
+    verdicts,
 )
 from tests.conftest import stack_values
 
@@ -52,9 +53,10 @@ def _parse(values: dict[str, Any]) -> stack_config.StackConfig:
     return stack_config.parse(stack_config.namespace_values(raw))
 
 
-@functools.cache
 def _dev() -> StackFacts:
-    """The dev stack's facts, built once (its configs and facts are frozen)."""
+    """The dev stack's facts. Built anew on each call (about a millisecond): a cache kept across
+    tests would hide a mutant of the rules that build them from the mutation run, whose
+    workers fork from a process that already ran the tests on the unmutated code."""
     return build(_parse(stack_values("dev")))
 
 
@@ -904,3 +906,113 @@ def test_whole_nodes_of_the_class_only() -> None:
     assert class_problems(gpus_per_node=None) == []
     (problem,) = class_problems(gpus_per_node=2)
     assert problem.allowed.startswith("1: the GPUs of a a10g-x1 instance")
+
+
+# --- mutants the boundary cases above left alive (tests/analysis/mutation-survivors.md) ---------
+
+
+def test_a_gpu_limit_counts_whole_nodes_and_skips_types_without_gpus() -> None:
+    spot = catalog.price_per_hour("g5.xlarge", "spot")
+    assert spot != catalog.price_per_hour("g5.xlarge", "on-demand")
+    # One GPU per g5.xlarge: a 2-GPU limit is two nodes, at the spot price.
+    assert costs.nodepool_max_cost(["g5.xlarge"], "spot", {catalog.GPU_RESOURCE: 2}) == (
+        2,
+        2 * spot,
+    )
+    # A CPU type under a GPU limit: the GPU limit does not bound it (no division by its 0 GPUs),
+    # and a type that no limit bounds is passed over, not the end of the search.
+    cpu_price = catalog.price_per_hour("m6i.xlarge", "on-demand")
+    assert costs.nodepool_max_cost(
+        ["m6i.xlarge"], "on-demand", {catalog.GPU_RESOURCE: 8, "cpu": 8}
+    ) == (2, 2 * cpu_price)
+    assert costs.nodepool_max_cost(
+        ["m6i.xlarge", "g5.xlarge"], "spot", {catalog.GPU_RESOURCE: 2}
+    ) == (2, 2 * spot)
+
+
+def test_a_fraction_of_a_resource_over_nothing_is_short() -> None:
+    assert volcano.short({"cpu": 0.5}, {}) == ["cpu 0.5 > 0"]
+    assert volcano.short({"cpu": 0.5}, {"cpu": 0.25}) == ["cpu 0.5 > 0.25"]
+
+
+def test_the_total_guarantee_adds_every_team_queue_and_the_nccl_tests() -> None:
+    facts = _dev()
+    cfg, host = facts.cfg, facts.nccl_host
+    assert host is not None
+    teams = [volcano.queue_guarantee(t) for t in cfg.teams]
+    nccl_part = volcano.validation_guarantee(cfg, host)
+    assert nccl_part and all(teams)
+    total = volcano.total_guarantee(cfg, host)
+    for name in {n for part in [*teams, nccl_part] for n in part}:
+        assert total[name] == sum(part.get(name, 0.0) for part in [*teams, nccl_part]), name
+    assert (
+        volcano.total_guarantee(cfg, None)
+        == {name: sum(part.get(name, 0.0) for part in teams) for name in total} | {}
+    )
+
+
+def test_a_volcano_gang_asking_for_less_than_its_queue_names_only_what_it_asks() -> None:
+    facts = _dev()
+    team = facts.cfg.teams[0]
+    # Only CPU: the queue's other resources (memory, GPUs) are not asked for and not short.
+    path = volcano.admission(facts.cfg, team, {"cpu": 1.0}, facts.nccl_host)
+    assert path.queue == team.name and path.blockers == ()
+    assert path.min_resources == {"cpu": 1.0}
+
+
+def test_a_capacity_block_window_needs_both_ends() -> None:
+    values = stack_values("prod")
+    karpenter = values["gpu-platform:karpenter"]
+    (reservation,) = karpenter["reservations"]
+    assert "start" not in reservation and "end" not in reservation
+    (row,) = capacity_reservations(_parse(values))
+    assert row.window == ""
+
+
+def test_a_source_no_team_queue_reaches_is_named_at_its_unqueued_reason() -> None:
+    cfg = _dev().cfg
+    sources = _dev().sources
+    teams = [
+        t.model_copy(update={"quota": [q for q in t.quota if q.gpu_class != "l4-x1"]})
+        for t in cfg.teams
+    ]
+    bare = cfg.model_copy(update={"teams": teams})
+    (problem,) = check_reachable_sources(bare, sources)
+    assert problem.key == "nodeGroups.gpu[0].unqueuedReason" and problem.value is None
+    assert problem.allowed.startswith("ng-l4-spot serves l4-x1 spot, which no team's quota lists")
+    assert check_reachable_sources(cfg, sources) == []
+
+
+def test_job_resources_reads_the_types_its_pools_launch() -> None:
+    jf = _jf("ddp-l4-nodegroup")
+    assert resources.job_resources(_dev().cfg, jf.job) == jf.resources
+    assert jf.resources.instance_type == "g6.xlarge"
+
+
+def test_judge_keeps_each_jobs_quota_problems_and_check_raises_them_all() -> None:
+    from components.analysis import check, judge
+    from components.config import ConfigError
+
+    cfg = _dev().cfg
+    index = next(i for i, j in enumerate(cfg.training_jobs) if j.name == "ddp-smoke")
+    team = cfg.teams[0]
+    small = team.model_copy(update={"limits": team.limits.model_copy(update={"gpus": 1})})
+    over = cfg.model_copy(update={"teams": [small, *cfg.teams[1:]]})
+    judgement = judge(build(over))
+    assert judgement.verdicts == ()
+    assert set(judgement.quota) == {index}
+    found = judgement.quota[index]
+    assert isinstance(found, tuple) and found
+    assert all(p in judgement.problems for p in found)
+    with pytest.raises(ConfigError) as raised:
+        check(over)
+    assert raised.value.lines == [
+        f"gpu-platform:trainingJobs[{index}].nodes: got 2; nodes x GPUs = 2 is over team "
+        "research's namespace limit (1 GPUs)"
+    ]
+    # A clean config: every verdict, nothing over quota.
+    clean = judge(build(cfg))
+    assert clean.problems == () and clean.quota == {}
+    assert len(clean.verdicts) == len(verdicts(build(cfg)))
+    kueue = [v.admission for v in clean.verdicts if hasattr(v.admission, "over_quota")]
+    assert kueue and not any(a.over_quota for a in kueue)
