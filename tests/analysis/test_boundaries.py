@@ -20,7 +20,16 @@ import pytest
 
 from components import catalog
 from components import config as stack_config
-from components.analysis import checkpoint, costs, memory, nccl, readiness, resources, volcano
+from components.analysis import (
+    checkpoint,
+    costs,
+    efa_placement,
+    memory,
+    nccl,
+    readiness,
+    resources,
+    volcano,
+)
 from components.analysis.capacity import gpu_capacity
 from components.analysis.capacity import reservations as capacity_reservations
 from components.analysis.facts import JobFacts, StackFacts, build
@@ -31,8 +40,19 @@ from components.analysis.placement import needs_single_zone
 from components.analysis.quota import check_reachable_sources, check_teams, job_quota_problems
 from components.analysis.resources import JobResources, efa_on, resources_on
 from components.analysis.willrun import (
+    Awaits,
+    Gang,
+    KueueAdmission,
+    Memory,
     Placed,
+    Provisioning,
+    ScaleUp,
+    ValidationAdmission,
+    Verdict,
+    VolcanoAdmission,
+    Zone,
     _memory,
+    _mixed_provisioners,
     _namespace_limits,
     _nccl_problems,
     _ready,
@@ -40,9 +60,13 @@ from components.analysis.willrun import (
     _smoke_verdicts,
     _storage,
     _zone,
+    scale_up_path,
     scattered,
+    training_verdict,
+    validation_verdicts,
     verdicts,
 )
+from components.config import Problem
 from tests.conftest import stack_values
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -629,6 +653,7 @@ def test_a_configured_timeout_of_exactly_the_required_figure_passes_one_second_l
     (problem,) = readiness.check_pods_ready(_ready_cfg(**{field: f"{required - 1}s"}), sources)
     key = "timeout" if field == "timeout" else "recoveryTimeout"
     assert problem.key == f"scheduling.waitForPodsReady.{key}"
+    assert problem.value == f"{required - 1}s"
     assert problem.allowed.startswith("at least 19m (unset derives it)")
     # "0s" turns the check off (Kueue's own meaning), it is never too short.
     assert readiness.check_pods_ready(_ready_cfg(**{field: "0s"}), sources) == []
@@ -650,7 +675,15 @@ def test_an_autoscaler_give_up_time_of_exactly_the_launch_passes_one_second_less
     assert readiness.check_pods_ready(with_give_up(launch), facts.sources) == []
     found = readiness.check_pods_ready(with_give_up(launch - 1), facts.sources)
     (problem,) = [p for p in found if p.key == "clusterAutoscaler.maxNodeProvisionTime"]
-    assert f"takes about {launch} s to become Ready" in problem.allowed
+    assert problem.value == f"{launch - 1}s"
+    assert problem.allowed.startswith(
+        f"at least {readiness.minutes(launch)}: a {slowest.instance_types[0]} node of "
+        f"{slowest.name} takes about {launch} s to become Ready"
+    )
+    # Only the groups the autoscaler resizes count: Karpenter's pools have no such give-up.
+    pools = [s for s in facts.sources if s.scaler != "autoscaler"]
+    assert pools
+    assert readiness.check_pods_ready(with_give_up(1), pools) == []
 
 
 @pytest.mark.parametrize(
@@ -1016,3 +1049,200 @@ def test_judge_keeps_each_jobs_quota_problems_and_check_raises_them_all() -> Non
     assert len(clean.verdicts) == len(verdicts(build(cfg)))
     kueue = [v.admission for v in clean.verdicts if hasattr(v.admission, "over_quota")]
     assert kueue and not any(a.over_quota for a in kueue)
+
+
+# --- willrun.py: the typed record behind each verdict (what the report renders) ------------------
+
+
+def test_a_kueue_jobs_verdict_records_its_queue_flavors_requests_and_parts() -> None:
+    facts = _dev()
+    by_key = {v.key: v for v in verdicts(facts)}
+    jf = _jf("ddp-smoke")
+    verdict = by_key[jf.key]
+    assert verdict.workload == "team-research/ddp-smoke" and verdict.kind == "Indexed Job"
+    assert verdict.admission == KueueAdmission(
+        queue="research",
+        flavors=("a10g-x1-spot",),
+        over_quota=False,
+        uncovered=(),
+        requests=("cpu", "memory", catalog.GPU_RESOURCE),
+        provisioning=None,
+    )
+    assert verdict.placement == Placed(jf.fit.candidates, jf.fit.fitting, 0)
+    assert verdict.scale_up == ScaleUp(sources=jf.fit.fitting) and verdict.scale_up.sources
+    assert verdict.gang == Gang(2, (("spot", 4),))
+    assert verdict.awaits == Awaits(launcher="native", config_map=False)
+    assert verdict.image == jf.image and verdict.image is not None
+    assert verdict.ready is not None and verdict.ready.timeout == facts.pods_ready.timeout
+    assert verdict.s3_only is False and verdict.problems == ()
+    # The autoscaled group's flavor goes through Kueue's ProvisioningRequest check.
+    l4 = by_key[_jf("ddp-l4-nodegroup").key]
+    assert l4.admission.provisioning == Provisioning(
+        nodes=2,
+        max_node_provision_time="15m",
+        pods_ready_timeout=facts.pods_ready.timeout,
+        scale_down_unneeded_time="10m",
+    )
+    # A DeepSpeed job's launcher waits for its ConfigMap too.
+    zero2 = by_key[_jf("ds-zero2").key]
+    assert zero2.awaits == Awaits(launcher="volcano", config_map=True)
+    assert zero2.admission == VolcanoAdmission(
+        queue="applied", min_available=2, path=zero2.admission.path
+    )
+
+
+def test_a_jobs_model_memory_and_s3_only_checkpoints_are_recorded() -> None:
+    facts, jf = _dev(), _jf()
+    job = jf.job.model_copy(
+        update={
+            "checkpoint": jf.job.checkpoint.model_copy(
+                update={"volume": False, "s3_prefix": "ckpt/ddp"}
+            )
+        }
+    )
+    verdict = training_verdict(facts, replace(jf, job=job, model_state_gib=1.5))
+    assert verdict.s3_only is True and verdict.storage is None
+    assert verdict.memory == Memory(1.5, verdict.memory.per_gpu_gib, "ddp")
+    nothing = jf.job.checkpoint.model_copy(update={"volume": False, "s3_prefix": None})
+    bare = training_verdict(
+        facts, replace(jf, job=jf.job.model_copy(update={"checkpoint": nothing}))
+    )
+    assert bare.s3_only is False and bare.storage is None
+
+
+def test_the_quota_rules_finding_reaches_exactly_the_jobs_it_names() -> None:
+    facts = _dev()
+    index = _jf().index
+    judged = {v.key: v for v in verdicts(facts, over_quota=frozenset({index}))}
+    kueue = {k: v.admission for k, v in judged.items() if isinstance(v.admission, KueueAdmission)}
+    assert len(kueue) == 3
+    assert {k for k, a in kueue.items() if a.over_quota} == {f"trainingJobs[{index}]"}
+    assert training_verdict(facts, _jf()).admission.over_quota is False
+
+
+def test_a_smoke_test_verdict_records_its_source_and_what_holds_no_node() -> None:
+    facts = _dev()
+    source = facts.sources[0]
+    (verdict,) = _smoke_verdicts(facts.cfg, {source.name: source})
+    assert verdict == Verdict(
+        key="validation.smokeTest",
+        workload=f"gpu-validation/gpu-smoke-{source.name}",
+        kind="validation Job",
+        admission=ValidationAdmission("unqueued"),
+        placement=Placed((source,), (source,)),
+        scale_up=ScaleUp(scaler=source.scaler, max_nodes=source.max_nodes),
+        gang=Gang(1),
+        awaits=Awaits("validation"),
+    )
+    empty = replace(source, max_nodes=0, limit_text="desiredSize 0")
+    (verdict,) = _smoke_verdicts(facts.cfg, {source.name: empty})
+    assert verdict.problems == (
+        Problem(
+            "validation.smokeTest",
+            True,
+            f"gpu-smoke-{source.name} runs on {source.name} ({source.key}), which can hold no "
+            "node (desiredSize 0)",
+        ),
+    )
+    validation = facts.cfg.validation
+    no_smoke = validation.model_copy(update={"smoke_test": False})
+    cfg = facts.cfg.model_copy(update={"validation": no_smoke})
+    assert [v.key for v in validation_verdicts(replace(facts, cfg=cfg))] == ["validation.nccl"]
+
+
+def test_the_nccl_tests_verdict_records_its_pool_host_gang_and_zone() -> None:
+    facts = _dev()
+    pool = facts.cfg.nccl_pool()
+    assert pool is not None
+    (source,) = [s for s in facts.sources if s.name == pool.name]
+    (verdict,) = [v for v in validation_verdicts(facts) if v.key == "validation.nccl"]
+    host = facts.nccl_host
+    assert host is not None and host.efa_devices == 0
+    assert verdict == Verdict(
+        key="validation.nccl",
+        workload="gpu-validation/nccl-all-reduce",
+        kind="validation Job",
+        admission=ValidationAdmission("nccl", min_member=2, guaranteed=True),
+        placement=Placed((source,), (source,), nccl=host, pool=pool.name),
+        scale_up=ScaleUp(max_nodes=source.max_nodes),
+        gang=Gang(2),
+        awaits=Awaits("validation"),
+        zone=Zone(single=False, efa_sources=(), efa=False),
+    )
+    # No GPU source at all: nothing to run on, and the verdict says so.
+    cfg = facts.cfg.model_copy(
+        update={
+            "node_groups": facts.cfg.node_groups.model_copy(update={"gpu": []}),
+            "karpenter": facts.cfg.karpenter.model_copy(
+                update={"pools": [p for p in facts.cfg.karpenter.pools if not p.is_gpu]}
+            ),
+        }
+    )
+    (verdict,) = [v for v in validation_verdicts(replace(facts, cfg=cfg)) if "nccl" in v.key]
+    assert verdict == Verdict(
+        key="validation.nccl",
+        workload="gpu-validation/nccl-all-reduce",
+        kind="validation Job",
+        admission=ValidationAdmission("no-pool"),
+        placement=Placed((), ()),
+        scale_up=ScaleUp(),
+        gang=Gang(2),
+        awaits=Awaits("nothing"),
+        problems=(
+            Problem(
+                "validation.ncclTest", True, "a GPU node group or Karpenter GPU pool to run on"
+            ),
+        ),
+    )
+
+
+def test_pods_outside_kueue_that_both_provisioners_would_scale_for_are_refused() -> None:
+    jf = _jf("ds-zero2")
+    group = replace(_source("managed", {"g6.xlarge": NODE}), name="ng-a")
+    pool = replace(_source("karpenter", {"g6.xlarge": NODE}), name="kp-b")
+    assert _mixed_provisioners(jf, [group, replace(group, name="ng-c")]) == []
+    (problem,) = _mixed_provisioners(jf, [group, pool])
+    assert problem == Problem(
+        f"{jf.key}.capacity",
+        jf.job.capacity,
+        "capacity one provisioner serves: the pods match managed node groups (ng-a) and "
+        "Karpenter NodePools (kp-b); the cluster-autoscaler and Karpenter would each bring a "
+        "node for the same pending pod (or queue it with Kueue: each flavor selects one)",
+    )
+    assert _mixed_provisioners(_jf("ddp-smoke"), [group, pool]) == []
+
+
+def test_scale_up_paths_name_what_brings_a_node() -> None:
+    pool = replace(_source("karpenter", {"g6.xlarge": NODE}), scale_up_seconds=70)
+    group = replace(_source("managed", {"g6.xlarge": NODE}), scale_up_seconds=80)
+    assert scale_up_path(pool) == "Karpenter NodePool `src` launches nodes, ≈ 70 s"
+    assert scale_up_path(group) == "cluster-autoscaler resizes node group `src`, ≈ 80 s"
+    assert scale_up_path(replace(group, scaler="static")) == "fixed node group `src` (no scale-up)"
+
+
+def test_a_sources_placement_is_described_by_its_membership_and_capacity_type() -> None:
+    cfg = _dev().cfg
+    pg = cfg.network.efa_placement_group
+    on = cfg.model_copy(
+        update={
+            "network": cfg.network.model_copy(
+                update={"efa_placement_group": pg.model_copy(update={"enabled": True})}
+            )
+        }
+    )
+    off = cfg.model_copy(
+        update={
+            "network": cfg.network.model_copy(
+                update={"efa_placement_group": pg.model_copy(update={"enabled": False})}
+            )
+        }
+    )
+    assert efa_placement.describe(on, True, capacity_type="on-demand") == (
+        f"cluster placement group `{efa_placement.group_name(on)}`, AZ index {pg.zone_index} "
+        "only (network.efaPlacementGroup)"
+    )
+    assert efa_placement.describe(on, False, capacity_type="reserved") == (
+        "no placement group (the reservations are not declared inPlacementGroup)"
+    )
+    assert efa_placement.describe(on, False, capacity_type="on-demand") == "no placement group"
+    assert efa_placement.describe(off, False, capacity_type="reserved") == "no placement group"
