@@ -21,6 +21,7 @@ import argparse
 import ast
 import difflib
 import json
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -50,8 +51,11 @@ def describe(module: str, mutant: str, lines: list[str], spans: dict[str, tuple[
     base = mutant.rsplit("__mutmut_", 1)[0]
     a, b = spans[f"{base}__mutmut_orig"]
     c, d = spans[mutant]
-    # The def line carries the mutant's own name: compare the bodies.
-    changed = [x for x in difflib.ndiff(lines[a:b], lines[c:d]) if x[:1] in "+-"]
+    # The def line carries each variant's own name: compare it without.
+    old_lines, new_lines = lines[a - 1 : b], lines[c - 1 : d]
+    old_lines[0] = old_lines[0].replace(f"{base}__mutmut_orig", base)
+    new_lines[0] = new_lines[0].replace(mutant, base)
+    changed = [x for x in difflib.ndiff(old_lines, new_lines) if x[:1] in "+-"]
     old = " ".join(x[1:].strip() for x in changed if x[0] == "-")
     new = " ".join(x[1:].strip() for x in changed if x[0] == "+")
     function = base.removeprefix("x_").replace("xǁ", "").replace("ǁ", ".")
@@ -78,7 +82,8 @@ def explained() -> Counter[str]:
     """The first column of the table rows in mutation-survivors.md (backquotes stripped)."""
     rows: Counter[str] = Counter()
     for line in EXPLAINED.read_text().splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        # A `|` of the code itself is escaped (`\|`) in its cell.
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
         if line.startswith("| `components.analysis.") and len(cells) >= 2:
             rows[cells[0].strip("`").replace("\\|", "|")] += 1
     return rows
