@@ -10,9 +10,10 @@ shifts whenever a function is edited. Then compares them with
 - tests/analysis/mutation-open.txt, the open ones: survivors nobody has triaged yet, each owed
   a test or an explanation (one change per line, written by `--write-open`).
 
-Exit 1 on a survivor in neither (a new one: kill it with a test, or explain it), and on a listed
-one that no longer survives (a test now kills it, or the code changed: `--write-open` rewrites the
-open list, an explanation is removed by hand). Prints the run's figures. Stdlib only.
+Exit 1 on a survivor in neither (a new one: kill it with a test, or explain it), and on an
+explanation whose mutant no longer survives (remove it by hand). An open one that no longer
+survives is reported, not fatal: the open list only shrinks (`--write-open` rewrites it after a
+run). Prints the run's figures. Stdlib only.
 """
 
 from __future__ import annotations
@@ -62,10 +63,12 @@ def describe(module: str, mutant: str, lines: list[str], spans: dict[str, tuple[
     return f"{module}.{function}: {old} => {new}"
 
 
-def undetected() -> tuple[Counter[str], Counter[str]]:
-    """(change -> how many undetected mutants make it, status -> count over every mutant)."""
+def undetected() -> tuple[Counter[str], Counter[str], dict[str, str]]:
+    """(change -> how many undetected mutants make it, status -> count over every mutant,
+    change -> its status)."""
     changes: Counter[str] = Counter()
     statuses: Counter[str] = Counter()
+    status_of: dict[str, str] = {}
     for meta in sorted((MUTANTS / "components" / "analysis").glob("*.py.meta")):
         source = meta.with_suffix("")
         module = ".".join(source.relative_to(MUTANTS).with_suffix("").parts)
@@ -74,8 +77,10 @@ def undetected() -> tuple[Counter[str], Counter[str]]:
             status = "detected" if code in DETECTED else STATUS.get(code, f"exit {code}")
             statuses[status] += 1
             if code not in DETECTED:
-                changes[describe(module, name.rsplit(".", 1)[1], lines, spans)] += 1
-    return changes, statuses
+                change = describe(module, name.rsplit(".", 1)[1], lines, spans)
+                changes[change] += 1
+                status_of[change] = status
+    return changes, statuses, status_of
 
 
 def explained() -> Counter[str]:
@@ -101,7 +106,9 @@ OPEN_HEADER = """\
 # Mutants of components/analysis/ that survive the mutation run and nobody has triaged yet
 # (issue #39): each is owed a test that kills it, or an explanation in mutation-survivors.md.
 # One change per line, as .ci/mutation_survivors.py names it; rewritten by
-# `python3 .ci/mutation_survivors.py --write-open` after a run (bash .ci/mutation).
+# `python3 .ci/mutation_survivors.py --write-open` after a run (bash .ci/mutation). Grouped by
+# status: survived (a test reached it and passed), no tests (no selected test reaches the
+# function), not run (the run that wrote this list stopped before it).
 """
 
 
@@ -109,24 +116,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--write-open", action="store_true", help="rewrite mutation-open.txt")
     args = parser.parse_args()
-    alive, statuses = undetected()
+    alive, statuses, status_of = undetected()
     known = explained()
     print("mutation run:", ", ".join(f"{v} {k}" for k, v in sorted(statuses.items())))
     if args.write_open:
         rest = alive - known
-        OPEN.write_text(OPEN_HEADER + "".join(f"{c}\n" for c in sorted(rest.elements())))
+        parts = [OPEN_HEADER]
+        for status in sorted({status_of[c] for c in rest}):
+            parts.append(f"\n# {status}\n")
+            parts += [f"{c}\n" for c in sorted(rest.elements()) if status_of[c] == status]
+        OPEN.write_text("".join(parts))
         print(f"wrote {sum(rest.values())} open survivors to {OPEN.relative_to(ROOT)}")
-    accounted = known + listed_open()
-    new = alive - accounted
-    stale = accounted - alive
+    opened = listed_open()
+    new = alive - known - opened
+    stale = known - alive
+    closed = opened - (alive - known)
     for change in sorted(new):
         print(f"unexplained survivor: {change}")
     for change in sorted(stale):
-        print(f"listed but not surviving (remove it): {change}")
+        print(f"explained but not surviving (remove it from {EXPLAINED.name}): {change}")
+    for change in sorted(closed):
+        print(f"open but no longer surviving (--write-open drops it): {change}")
     print(
         f"{sum(alive.values())} undetected: {sum(known.values())} explained, "
-        f"{sum(listed_open().values())} open, {sum(new.values())} new, "
-        f"{sum(stale.values())} stale"
+        f"{sum(opened.values())} open ({sum(closed.values())} of them now detected), "
+        f"{sum(new.values())} new, {sum(stale.values())} stale explanations"
     )
     return 1 if new or stale else 0
 
