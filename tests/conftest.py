@@ -59,7 +59,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if fixtures & SYNTH_FIXTURES or (
             "request" in fixtures
             and params is not None
-            and set(params.params.values()) & SYNTH_FIXTURES
+            and any(isinstance(v, str) and v in SYNTH_FIXTURES for v in params.params.values())
         ):
             item.add_marker(pytest.mark.synth)
     if config.getoption("hypothesis_profile", None) == "mutation":

@@ -7,6 +7,11 @@ namespace GPU limit of quota.py. Each test here calls the rule itself (pure: val
 out), on the smallest input that sits exactly on the edge, then one step past it. They are fast
 on purpose: they are also what the mutation run (tests/analysis/mutation-survivors.md,
 `.ci/mutation`) leans on to kill mutants of components/analysis/.
+
+Why this module is long: it is the one table of edges for every module of components/analysis/
+(quota, capacity, fit, nodes, resources, placement, willrun, readiness, Volcano, NCCL, costs,
+checkpoint, memory, jobs, efa_placement), kept together because the mutation run orders it first
+(tests/conftest.py): one quick module that stops most mutants at their first failing test.
 """
 
 from __future__ import annotations
