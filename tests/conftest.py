@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import settings
 
 from components import catalog
 from synth.harness import PROJECT_ROOT, SynthResult, load_stack_config, run_program
@@ -17,6 +18,54 @@ from synth.jobs import run_job_stack
 
 #: Upstream CRDs, chart values and CSI parameter lists, vendored (schemas/SOURCES.md).
 SCHEMAS = PROJECT_ROOT / "schemas"
+
+
+#: The mutation run's profile (`--hypothesis-profile=mutation`, pyproject [tool.mutmut]): the same
+#: examples on every run and no example database, so a mutant's verdict does not depend on the
+#: luck of the draw or on what an earlier mutant's run stored.
+settings.register_profile("mutation", derandomize=True, database=None)
+
+
+#: Fixtures that synthesize a whole stack (seconds each): a test that uses one is marked `synth`,
+#: which the mutation run leaves out (pyproject [tool.mutmut]) to keep every mutant's run short.
+#: `expect_config_error` is not among them: an invalid config stops the synth before anything is
+#: registered (milliseconds), and those tests are what pins the config-error rules.
+SYNTH_FIXTURES = frozenset(
+    {
+        "dev",
+        "prod",
+        "prod_jobs",
+        "prod_karpenter",
+        "prod_static",
+        "prod_use1",
+        "prod_usw2",
+        "fleet_prod",
+        "pretrain_fleet",
+        "research_dev",
+        "research_prod",
+        "pretrain_prod",
+        "make_stack",
+    }
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if "expect_config_error" in fixtures:
+            fixtures.discard("make_stack")  # its project directory only (see SYNTH_FIXTURES)
+        params = getattr(item, "callspec", None)
+        # A test parametrized by a stack's name reaches the fixture through `request`.
+        if fixtures & SYNTH_FIXTURES or (
+            "request" in fixtures
+            and params is not None
+            and any(isinstance(v, str) and v in SYNTH_FIXTURES for v in params.params.values())
+        ):
+            item.add_marker(pytest.mark.synth)
+    if config.getoption("hypothesis_profile", None) == "mutation":
+        # mutmut stops a mutant's run at the first failing test (`-x`): the boundary tests,
+        # the quickest and sharpest, go first.
+        items.sort(key=lambda item: "test_boundaries.py" not in item.nodeid)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -60,6 +60,7 @@ def test_every_digest_literal_is_in_the_inventory() -> None:
 
 def test_each_entry_has_provenance_and_its_files_hold_it() -> None:
     seen: set[str] = set()
+    assert _inventory()
     for entry in _inventory():
         digest = str(entry["digest"])
         assert DIGEST.fullmatch(digest), digest

@@ -68,6 +68,7 @@ def test_candidates_match_labels_and_taints_fitting_hold_the_pod() -> None:
 
 def test_job_facts_fit_is_the_fit_of_its_own_placement_and_requests(dev: Any) -> None:
     facts = build(dev.config)
+    assert len(facts.jobs) == len(dev.config.training_jobs) > 0
     for derived in facts.jobs:
         job = derived.job
         again = fit_sources(facts.sources, derived.placement, derived.requests)

@@ -86,3 +86,60 @@ def test_checkov_skip_reasons_cannot_break_checkov() -> None:
         pod_security.checkov_skips({"CKV_K8S_11": "limit=none"})
     with pytest.raises(ValueError):
         pod_security.checkov_skips({"CKV_K8S_11": " "})
+
+
+# --- the restricted pod's fields, one by one (the mutation run reaches them without a synth) ----
+
+
+def test_the_pod_and_container_security_contexts_are_pss_restricted_and_checkov_clean() -> None:
+    assert pod_security.pod_security_context() == {
+        "runAsNonRoot": True,
+        "runAsUser": 10001,
+        "runAsGroup": 10001,
+        "fsGroup": 10001,
+        "fsGroupChangePolicy": "OnRootMismatch",
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod_security.pod_security_context(20000)["fsGroup"] == 20000
+    container = {
+        "allowPrivilegeEscalation": False,
+        "privileged": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "runAsUser": 10001,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    assert pod_security.container_security_context() == container
+    assert pod_security.container_security_context(20000)["runAsUser"] == 20000
+    assert pod_security.restricted_container_fields() == {
+        "imagePullPolicy": "Always",
+        "securityContext": container,
+    }
+    assert pod_security.restricted_pod_fields() == {
+        "automountServiceAccountToken": False,
+        "securityContext": pod_security.pod_security_context(),
+    }
+
+
+def test_the_scratch_volume_is_a_sized_empty_dir_at_tmp() -> None:
+    assert pod_security.scratch_volume() == {"name": "scratch", "emptyDir": {"sizeLimit": "20Gi"}}
+    assert pod_security.scratch_volume("5Gi")["emptyDir"] == {"sizeLimit": "5Gi"}
+    assert pod_security.scratch_mount() == {"name": "scratch", "mountPath": "/tmp"}
+
+
+def test_checkov_skips_are_numbered_from_one_in_check_order() -> None:
+    assert pod_security.checkov_skips({"CKV_B": "b reason", "CKV_A": "a reason"}) == {
+        "checkov.io/skip1": "CKV_A=a reason",
+        "checkov.io/skip2": "CKV_B=b reason",
+    }
+    for bad in ("", "  ", "a=b"):
+        with pytest.raises(ValueError, match="CKV_X must be non-empty and have no '='"):
+            pod_security.checkov_skips({"CKV_X": bad})
+    assert pod_security.gpu_pod_skips() == {
+        "checkov.io/skip1": f"CKV_K8S_11={pod_security.NO_CPU_LIMIT_REASON}"
+    }
+    assert pod_security.runtime_template_skips() == {
+        f"checkov.io/skip{i}": f"{check}={pod_security.RUNTIME_RESOURCES_REASON}"
+        for i, check in enumerate(("CKV_K8S_10", "CKV_K8S_11", "CKV_K8S_12", "CKV_K8S_13"), 1)
+    }

@@ -523,6 +523,7 @@ def test_capacity_and_sources_do_not_depend_on_the_order_groups_and_pools_are_li
         }
 
     assert by_name(other) == by_name(cfg)
+    assert found.classes
     for gpu_class in found.classes:
         for capacity in JOB_CAPACITIES:
             job = _job(gpu_class, capacity, 2)
@@ -537,6 +538,7 @@ def test_job_instance_types_are_the_types_of_the_sources_of_its_flavors(found: P
     for the smallest of them, so a missing type lets pods outgrow a node, an extra one
     shrinks them for nothing."""
     cfg = found.config()
+    assert found.classes
     for gpu_class in found.classes:
         for capacity in JOB_CAPACITIES:
             job = _job(gpu_class, capacity, 2)
@@ -889,6 +891,7 @@ def test_a_karpenter_pool_fits_a_pod_that_fits_one_of_its_types(
     types, so it fits only a pod within all of them (an autoscaled group offers its first
     type only, the test above). Either way lowering requests never removes a fit."""
     sources = node_sources(found.config())
+    assert len(sources) == len(found.specs) > 0
     for source in sources:
         # A type other than the first where there are several: where the two kinds differ.
         names = list(source.allocatable)

@@ -194,11 +194,13 @@ def test_every_volcano_verdict_of_the_stacks_names_its_path(stack: str) -> None:
     values = namespace_values(
         {k: v if isinstance(v, str) else json.dumps(v) for k, v in stack_values(stack).items()}
     )
-    for verdict in verdicts_for(parse(values)):
-        if verdict.kind == "Volcano Job":
-            assert verdict.runnable and "-> Inqueue -> the job controller creates" in (
-                verdict.admission
-            )
+    volcano = [v for v in verdicts_for(parse(values)) if v.kind == "Volcano Job"]
+    # Prod's own config declares no job (its teams' job stacks do): nothing to name there.
+    assert len(volcano) == {"dev": 1, "prod": 0}[stack]
+    for verdict in volcano:
+        assert verdict.runnable and "-> Inqueue -> the job controller creates" in (
+            verdict.admission
+        )
 
 
 # --- the rendered objects, judged with the same arithmetic ------------------------------------
@@ -287,6 +289,8 @@ def test_rendered_queues_satisfy_volcanos_queue_webhook(
 ) -> None:
     """guarantee <= deserved <= capability (validate_queue.go), and `up` waits until Open."""
     for result in (dev, prod):
+        # One per team, and the NCCL test's where it runs (dev).
+        assert set(queues_of(result)) >= {t.name for t in result.config.teams} != set()
         for queue in queues_of(result).values():
             spec = queue["spec"]
             guarantee = resources(spec["guarantee"]["resource"])

@@ -419,16 +419,17 @@ def test_checkpoint_claim_the_analysis_names_is_the_one_storage_creates(dev: Any
     claims = dev.of_type("kubernetes:core/v1:PersistentVolumeClaim")
     assert claims
     cfg = _cfg("dev")
-    for verdict in verdicts_for(cfg):
-        if verdict.key.startswith("trainingJobs"):
-            namespace, claim = verdict.storage.split("`")[1].split("/")
-            match = [
-                c
-                for c in claims
-                if c.inputs["metadata"]["name"] == claim
-                and c.inputs["metadata"]["namespace"] == namespace
-            ]
-            assert match and match[0].inputs["spec"]["accessModes"] == ["ReadWriteMany"]
+    jobs = [v for v in verdicts_for(cfg) if v.key.startswith("trainingJobs")]
+    assert len(jobs) == len(cfg.training_jobs) > 0
+    for verdict in jobs:
+        namespace, claim = verdict.storage.split("`")[1].split("/")
+        match = [
+            c
+            for c in claims
+            if c.inputs["metadata"]["name"] == claim
+            and c.inputs["metadata"]["namespace"] == namespace
+        ]
+        assert match and match[0].inputs["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
 # --- validation Jobs ------------------------------------------------------------------------------

@@ -184,7 +184,9 @@ def test_more_kubeconfig_readers_are_named_in_the_workers_config() -> None:
 def test_a_workers_flavors_carry_its_region_and_each_team_gets_its_regions_data(
     prod_usw2: SynthResult,
 ) -> None:
-    for flavor in _custom(prod_usw2, "ResourceFlavor"):
+    flavors = _custom(prod_usw2, "ResourceFlavor")
+    assert flavors
+    for flavor in flavors:
         assert flavor.inputs["spec"]["nodeLabels"][catalog.REGION_LABEL] == "us-west-2"
     maps = {
         m.inputs["metadata"]["namespace"]: m.inputs["data"]
@@ -226,6 +228,7 @@ def test_the_manager_dispatches_to_every_worker_through_synced_kubeconfigs(
             "kubeconfigSecretArn"
         ],
     }
+    assert set(synced) == set(arns)
     for name, spec in synced.items():
         assert spec["target"]["name"] == name
         assert spec["data"] == [{"secretKey": "kubeconfig", "remoteRef": {"key": arns[name]}}]
@@ -254,10 +257,14 @@ def test_the_managers_kueue_dispatches_only_granted_kinds_and_runs_nothing(
         "workerLostTimeout": "15m",
         "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
     }
-    for queue in _custom(fleet_prod, "ClusterQueue"):
+    queues = _custom(fleet_prod, "ClusterQueue")
+    assert queues
+    for queue in queues:
         spec = queue.inputs["spec"]
         assert spec["admissionChecksStrategy"] == {"admissionChecks": [{"name": "multikueue"}]}
-    for quota in fleet_prod.of_type("kubernetes:core/v1:ResourceQuota"):
+    quotas = fleet_prod.of_type("kubernetes:core/v1:ResourceQuota")
+    assert quotas
+    for quota in quotas:
         assert quota.inputs["spec"]["hard"]["pods"] == "0"
     runtimes = [r for r in fleet_prod.resources if r.type.endswith(":ClusterTrainingRuntime")]
     assert [r.inputs["metadata"]["name"] for r in runtimes] == sorted(trainer_runtime_names())
@@ -326,6 +333,7 @@ def test_checkpoints_and_datasets_replicate_between_every_pair_of_workers(
     assert sources == {
         b[purpose] for b in buckets.values() for purpose in ("checkpoints", "datasets")
     }
+    assert configs
     for config in configs:
         (rule,) = config.inputs["rules"]
         destination = rule["destination"]["bucket"].removeprefix("arn:aws:s3:::")

@@ -34,6 +34,7 @@ def test_the_committed_fleet_reads_clean_and_sums_each_teams_quota(read: Read) -
     ]
     research = next(t for t in fleet.teams if t.name == "research")
     per_worker = [next(t for t in w.cfg.teams if t.name == "research") for w in fleet.workers]
+    assert research.quota
     for entry in research.quota:
         assert entry.gpus == sum(
             e.gpus for team in per_worker for e in team.quota if e.flavor == entry.flavor

@@ -71,12 +71,16 @@ def test_runbook_anchors_exist() -> None:
         for line in RUNBOOKS.read_text().splitlines()
         if line.startswith("## ")
     }
-    for alert in alerts.alerts(AlertThresholds()):
+    rules = alerts.alerts(AlertThresholds())
+    assert rules
+    for alert in rules:
         assert alert.anchor in headings, f"docs/runbooks.md lacks '## {alert.name}'"
 
 
 def test_every_rule_metric_is_produced_by_an_exporter() -> None:
-    for alert in alerts.alerts(AlertThresholds()):
+    rules = alerts.alerts(AlertThresholds())
+    assert rules
+    for alert in rules:
         names = alerts.metric_names(alert.expr)
         assert names, alert.name
         assert names <= alerts.ALL_METRICS, (alert.name, names - alerts.ALL_METRICS)

@@ -337,9 +337,12 @@ def test_a_group_confined_by_zone_index_launches_in_that_subnet_only(dev: SynthR
 
 def test_every_node_source_names_its_provisioner(prod: SynthResult, dev: SynthResult) -> None:
     for result in (prod, dev):
-        for group in result.of_type("eks:index:ManagedNodeGroup"):
+        groups = result.of_type("eks:index:ManagedNodeGroup")
+        pools = result.of_type("kubernetes:karpenter.sh/v1:NodePool")
+        assert groups and pools
+        for group in groups:
             assert group.inputs["labels"][catalog.LABEL_PROVISIONER] == "node-group"
-        for pool in result.of_type("kubernetes:karpenter.sh/v1:NodePool"):
+        for pool in pools:
             labels = pool.inputs["spec"]["template"]["metadata"]["labels"]
             assert labels[catalog.LABEL_PROVISIONER] == "karpenter"
 
@@ -380,7 +383,9 @@ def test_gpu_daemons_tolerate_every_taint_of_every_gpu_source(
     for result in (prod, dev):
         values = _release(result, "gpu-operator").inputs["values"]
         daemons = tuple(values["daemonsets"]["tolerations"])
-        for source in sources_of(result.config):
+        sources = sources_of(result.config)
+        assert sources and all(source.taints for source in sources)
+        for source in sources:
             for taint in source.taints:
                 assert tolerates(taint, daemons), (source.name, taint)
     assert not tolerates(catalog.spot_taint(), (catalog.gpu_toleration(),))

@@ -292,7 +292,9 @@ def test_every_node_group_uses_an_imdsv2_encrypted_launch_template(
     (term,) = node_class.inputs["spec"]["securityGroupSelectorTerms"]
     node_sg = term["id"]
     assert node_sg.startswith("sg-")
-    for group in prod.of_type("eks:index:ManagedNodeGroup"):
+    groups = prod.of_type("eks:index:ManagedNodeGroup")
+    assert groups
+    for group in groups:
         template = templates[group.name]
         assert template.urn in group.dependencies
         assert template.inputs["metadataOptions"]["httpTokens"] == "required"

@@ -257,6 +257,7 @@ def test_efa_values_keys_exist_in_the_vendored_chart(prod: SynthResult) -> None:
                 out += paths(value, (*prefix, key))
         return out
 
+    assert paths(values)
     for path in paths(values):
         node: Any = upstream
         for part in path:

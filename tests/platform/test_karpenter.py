@@ -299,6 +299,7 @@ def test_controller_runs_on_the_system_node_group(stack: SynthResult) -> None:
     (controller,) = [r for r in stack.of_type(RELEASE) if r.inputs["name"] == "karpenter"]
     selector = controller.inputs["values"]["nodeSelector"]
     system = _one(stack, "eks:index:ManagedNodeGroup", "cluster-system")
+    assert catalog.system_node_labels()
     for key, value in catalog.system_node_labels().items():
         assert selector[key] == value == system.inputs["labels"][key]
     assert system.urn in controller.dependencies
@@ -434,7 +435,9 @@ def test_every_kubernetes_resource_uses_the_cluster_provider(stack: SynthResult)
 
 def test_report_lists_every_pool_with_cost_and_the_idle_cost(stack: SynthResult) -> None:
     text = report.report(stack)
-    for pool in stack.of_type(NODEPOOL):
+    pools = stack.of_type(NODEPOOL)
+    assert pools
+    for pool in pools:
         assert f"| {pool.inputs['metadata']['name']} |" in text
     assert "## Idle cost" in text and "EKS control plane" in text and "NAT gateways" in text
 

@@ -97,6 +97,7 @@ def test_every_table_routes_by_standalone_routes_and_subnets_switch_after_them(
 
 
 def test_private_subnets_carry_discovery_tags_and_no_public_ips(prod: SynthResult) -> None:
+    assert len(_subnets(prod, "private")) == len(_subnets(prod, "public")) == 3
     for subnet in _subnets(prod, "private"):
         assert subnet["tags"]["karpenter.sh/discovery"] == "gpu-prod"
     for subnet in _subnets(prod, "public"):

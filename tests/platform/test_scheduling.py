@@ -140,6 +140,7 @@ def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> N
 
 def test_flavor_labels_and_toleration_are_the_node_groups_own() -> None:
     prod = _config("prod")
+    assert flavors(build(prod))
     for flavor in flavors(build(prod)):
         spec = resource_flavor_spec(flavor)
         spot_group = flavor.provisioner == "node-group" and flavor.capacity_type == "spot"

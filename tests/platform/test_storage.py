@@ -103,6 +103,7 @@ def test_kms_key_policy_lets_only_the_fsx_s3_role_use_the_key_through_s3() -> No
 def test_efs_csi_policy_is_scoped_to_one_file_system_and_tagged_access_points() -> None:
     arn = "arn:aws:elasticfilesystem:us-east-1:1:file-system/fs-1"
     policy = storage_builders.efs_csi_policy(arn, "us-east-1", "1")
+    assert policy["Statement"]
     for statement in policy["Statement"]:
         resources = statement["Resource"]
         resources = resources if isinstance(resources, list) else [resources]

@@ -159,16 +159,20 @@ def test_team_policies_grant_no_wildcard_action_and_no_wildcard_s3_resource(
     result = {"dev": dev, "prod": prod}[stack]
     documents = _policies(result)
     assert set(documents) == {t.name for t in _config(stack).teams}
+    s3_resources = 0
     for team, document in documents.items():
+        assert _statements(document), team
         for statement in _statements(document):
             for action in _as_list(statement["Action"]):
                 assert "*" not in action, (team, action)
             for resource in _as_list(statement["Resource"]):
                 if statement["Action"] and str(_as_list(statement["Action"])[0]).startswith("s3:"):
+                    s3_resources += 1
                     assert resource != "*" and not resource.startswith("arn:aws:s3:::*"), resource
                     bucket = resource.removeprefix("arn:aws:s3:::").split("/", 1)[0]
                     assert "*" not in bucket, resource
                 assert resource != "*", (team, resource)
+    assert s3_resources
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
@@ -206,6 +210,7 @@ def test_each_team_reaches_only_its_own_prefixes(
             f"arn:aws:s3:::{buckets['artifacts']}/{team.name}/*",
         }
         others = [t for t in cfg.teams if t.name != team.name]
+        assert others
         text = json.dumps(documents[team.name])
         for other in others:
             assert f"/{other.name}/" not in text

@@ -111,6 +111,7 @@ def test_jobs_land_only_on_gpu_nodes_with_digest_images(dev: SynthResult) -> Non
         template = nodepool.inputs["spec"]["template"]
         labels = template["metadata"]["labels"]
         pools[labels[catalog.LABEL_NODE_POOL]] = (labels, bool(template["spec"].get("taints")))
+    assert _jobs(dev)
     for job in _jobs(dev):
         pod = job.inputs["spec"]["template"]["spec"]
         selector = pod["nodeSelector"]

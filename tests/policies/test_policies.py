@@ -157,10 +157,13 @@ def test_stack_config_file_matches_the_rule_schemas(stack: str) -> None:
 
 
 def test_schema_defaults_are_valid_values() -> None:
+    checked = 0
     for policy in POLICIES:
         for key, spec in (policy.config_schema.properties if policy.config_schema else {}).items():
             assert "default" in spec, (policy.name, key)
             jsonschema.validate(spec["default"], spec)
+            checked += 1
+    assert checked
 
 
 @pytest.mark.parametrize(

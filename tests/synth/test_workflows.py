@@ -229,6 +229,7 @@ def test_every_action_is_pinned_to_a_commit_with_its_release_named() -> None:
 
 
 def test_no_workflow_grants_write_at_workflow_level() -> None:
+    assert _workflows()
     for name, workflow in _workflows().items():
         assert workflow["permissions"] == {}, name
         for job_name, job in workflow["jobs"].items():
@@ -236,14 +237,18 @@ def test_no_workflow_grants_write_at_workflow_level() -> None:
 
 
 def test_every_checkout_drops_its_credentials() -> None:
+    checkouts = 0
     for name, workflow in _workflows().items():
         for job in workflow["jobs"].values():
             for step in job["steps"]:
                 if step.get("uses", "").startswith("actions/checkout@"):
                     assert step["with"]["persist-credentials"] is False, name
+                    checkouts += 1
+    assert checkouts >= len(_workflows())
 
 
 def test_no_expression_of_matrix_inputs_or_event_data_in_a_script() -> None:
+    assert _workflows()
     for name, workflow in _workflows().items():
         for job in workflow["jobs"].values():
             for step in job["steps"]:

@@ -183,6 +183,7 @@ def test_hf_model_prefix_downloads_once_then_loads(
     local = download_prefix(s3, f"s3://{BUCKET}/models/tiny", tmp_path / "cache" / "m")
     assert (local / "config.json").is_file() and (local / ".complete").is_file()
     loaded = models.build("hf:s3://unused", local_dir=local)
+    assert loaded.module.state_dict().keys() == source.module.state_dict().keys() != set()
     for key, value in loaded.module.state_dict().items():
         assert torch.equal(value, source.module.state_dict()[key]), key
     s3.delete_object(Bucket=BUCKET, Key="models/tiny/config.json")

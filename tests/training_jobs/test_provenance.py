@@ -80,6 +80,7 @@ def test_synth_ignores_the_callers_environment(
 ) -> None:
     monkeypatch.setenv(job_plan.DEPLOYED_BY_ENV, "someone-local")
     result = run_program("dev")
+    assert _launchers(result)
     for inputs in _launchers(result).values():
         assert inputs["metadata"]["annotations"][BY] == "unknown"
     # ...and restores it afterwards.
