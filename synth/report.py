@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 from components import catalog
-from components.analysis.capacity import reservations
+from components.analysis.capacity import ReservationRow
 from components.analysis.costs import nodepool_max_cost
-from components.analysis.quota import unreachable_sources
 from synth.harness import Registration, SynthResult
 
 
@@ -293,7 +292,7 @@ def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
             )
         )
     # A reservation bills every hour whether or not a job runs on it (analysis/capacity.py).
-    for row in reservations(result.config) if result.config is not None else []:
+    for row in _reservations(result):
         label = f"capacity reservation {row.name} ({row.instance_type}, {row.type})"
         items.append((label, row.count, row.usd_per_hour / row.count))
     items.append(
@@ -415,7 +414,7 @@ def _unqueued(result: SynthResult) -> str:
     (`unqueuedReason`; without one the config check refuses it)."""
     if result.facts is None:
         return ""
-    found = unreachable_sources(result.config, result.facts.sources)
+    found = result.facts.unqueued
     if not found:
         return "\n\nEvery GPU node source is a flavor of some team's ClusterQueue."
     lines = [f"- `{s.name}` ({s.key}): {s.unqueued_reason}" for s in found]
@@ -424,9 +423,13 @@ def _unqueued(result: SynthResult) -> str:
     )
 
 
-#: (heading, renderer). Areas add their sections here.
+def _reservations(result: SynthResult) -> tuple[ReservationRow, ...]:
+    """The stack's capacity reservations as its facts hold them (a fleet's manager has none)."""
+    return result.facts.reservations if result.facts is not None else ()
+
+
 def _reserved_capacity(result: SynthResult) -> str:
-    rows = reservations(result.config) if result.config is not None else []
+    rows = _reservations(result)
     if not rows:
         return "No capacity reservations (`karpenter.reservations`)."
     table = _table(
@@ -452,6 +455,7 @@ def _reserved_capacity(result: SynthResult) -> str:
     )
 
 
+#: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Queues and quotas", _queues),

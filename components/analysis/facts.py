@@ -4,14 +4,15 @@
 job's team exists, its GPU class and capacity types are ones the pools provide — and computes,
 eagerly and once, the figures several rules and components need: the GPU capacity per flavor,
 each flavor's provisioner, the flavors behind Kueue's ProvisioningRequest check, the node sources
-and which of them join the EFA placement group or one zone, Kueue's waitForPodsReady timeouts,
-the NCCL test's host, and per training job (`JobFacts`) its instance types, pod resources and
+and which of them join the EFA placement group or one zone, the sources no team's queue
+reaches, the capacity reservations, Kueue's waitForPodsReady timeouts, the NCCL test's host,
+and per training job (`JobFacts`) its instance types, pod resources and
 requests, placement and zone pin, the node sources that admit and fit it, its flavors and
 provisioners, checkpoint interval and planned waste, model-state memory and image source.
 
-The rules that derive them (capacity.py, resources.py, placement.py, fit.py, checkpoint.py,
-memory.py, readiness.py, nccl.py, images.py, efa_placement.py) take values and never ask for the
-facts; judgements built on the facts (quota, will it run, Volcano) take the facts
+The rules that derive them (capacity.py, quota.py, resources.py, placement.py, fit.py,
+checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py) take values and
+never ask for the facts; judgements built on the facts (quota, will it run, Volcano) take the facts
 (`analysis.judge`). `__main__.py` holds the one `StackFacts` of a run and hands it, or the parts
 a component needs, to whoever reads it — the way Kueue's scheduler computes one flavor
 assignment per workload and every consumer reads it. Nothing is cached between calls: a test's
@@ -24,8 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components import catalog
-from components.analysis import capacity, efa_placement, memory, nccl, nodes, readiness
+from components.analysis import capacity, efa_placement, memory, nccl, nodes, quota, readiness
 from components.analysis import checkpoint as checkpointing
+from components.analysis.capacity import ReservationRow
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource, image_source
@@ -120,6 +122,11 @@ class StackFacts:
     teams: Mapping[str, TeamConfig]
     #: One per `trainingJobs` entry, in config order.
     jobs: tuple[JobFacts, ...]
+    #: The GPU node sources no team's quota reaches (quota.unreachable_sources): the config
+    #: check refuses those without an `unqueuedReason`, the report lists the others.
+    unqueued: tuple[NodeSource, ...]
+    #: The capacity reservations with their $/h, billed used or not (capacity.reservations).
+    reservations: tuple[ReservationRow, ...]
 
     @property
     def placement_group_needed(self) -> bool:
@@ -201,4 +208,6 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
             job_facts(cfg, index, job, teams[job.team], sources=sources, provisioners=provisioners)
             for index, job in enumerate(cfg.training_jobs)
         ),
+        unqueued=tuple(quota.unreachable_sources(cfg, sources)),
+        reservations=tuple(capacity.reservations(cfg)),
     )

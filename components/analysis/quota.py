@@ -183,9 +183,10 @@ def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list
     return [s for s in sources if (s.gpu_class, s.capacity_type) not in offered]
 
 
-def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[Problem]:
-    """A GPU node source no team's queue reaches is a config error unless it says what it is
-    for (`unqueuedReason`, which the report prints)."""
+def check_reachable_sources(unqueued: Sequence[NodeSource]) -> list[Problem]:
+    """A GPU node source no team's queue reaches (`StackFacts.unqueued`, unreachable_sources)
+    is a config error unless it says what it is for (`unqueuedReason`, which the report
+    prints)."""
     return [
         Problem(
             f"{source.key}.unqueuedReason",
@@ -196,6 +197,6 @@ def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> 
             "job can land there: add a quota entry for it to a team, remove the source, or say "
             "here what it is for",
         )
-        for source in unreachable_sources(cfg, sources)
+        for source in unqueued
         if not source.unqueued_reason
     ]

@@ -72,6 +72,8 @@ COUNTED = {
     "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
     "flavor_provisioners": capacity.flavor_provisioners,
+    "reservations": capacity.reservations,
+    "unreachable_sources": quota.unreachable_sources,
     "plan_job": job_plan.plan_job,
     "verdict": willrun.training_verdict,
 }
@@ -96,6 +98,9 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         memberships=1,
         flavor_provisioners=1,
         check_teams=1,
+        # Read by the config check and the report alike (StackFacts.unqueued, .reservations).
+        reservations=1,
+        unreachable_sources=1,
         job_instance_types=jobs,
         job_resources=jobs,
         # The quota rule judges Kueue jobs (Volcano queues have their own).
