@@ -6,17 +6,17 @@ eagerly and once, the figures several rules and components need: the GPU capacit
 each flavor's provisioner, the flavors behind Kueue's ProvisioningRequest check, the node sources
 and which of them join the EFA placement group or one zone, the sources no team's queue
 reaches, the capacity reservations, Kueue's waitForPodsReady timeouts, the NCCL test's host,
-and per training job (`JobFacts`) its instance types, pod resources and
-requests, placement and zone pin, the node sources that admit and fit it, its flavors and
-provisioners, checkpoint interval and planned waste, model-state memory and image source.
+and per training job (`JobFacts`) its instance types, pod resources and requests, placement
+and zone pin, the node sources that admit and fit it, its flavors and provisioners, checkpoint
+interval and planned waste, model-state memory, image source and time to first step.
 
 The rules that derive them (capacity.py, quota.py, resources.py, placement.py, fit.py,
-checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py) take values and
-never ask for the facts; judgements built on the facts (quota, will it run, Volcano) take the facts
-(`analysis.judge`). `__main__.py` holds the one `StackFacts` of a run and hands it, or the parts
-a component needs, to whoever reads it — the way Kueue's scheduler computes one flavor
-assignment per workload and every consumer reads it. Nothing is cached between calls: a test's
-variant of a config is a new `build`.
+checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py, startup.py) take
+values and never ask for the facts; judgements built on the facts (quota, will it run, Volcano)
+take the facts (`analysis.judge`). `__main__.py` holds the one `StackFacts` of a run and hands
+it, or the parts a component needs, to whoever reads it — the way Kueue's scheduler computes
+one flavor assignment per workload and every consumer reads it. Nothing is cached between
+calls: a test's variant of a config is a new `build`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.readiness import PodsReady
 from components.analysis.resources import JobResources, pod_requests, resources_on
+from components.analysis.startup import StartupEstimate, estimate
 from components.config import StackConfig, TeamConfig, TrainingJobConfig
 
 Flavor = tuple[str, catalog.CapacityType]
@@ -85,6 +86,9 @@ class JobFacts:
     #: Where its image digest comes from (images.image_source); None for a tag no deploy can
     #: resolve (a config error).
     image: ImageSource | None
+    #: Seconds from admission to the first step, term by term (startup.estimate): the report's
+    #: "time to first step" line.
+    startup: StartupEstimate
 
     @property
     def key(self) -> str:
@@ -156,6 +160,7 @@ def job_facts(
     )
     requests = pod_requests(job, pod)
     where = job_placement(job, pod.efa_devices)
+    fit = fit_sources(sources, where, requests)
     return JobFacts(
         index=index,
         job=job,
@@ -165,7 +170,7 @@ def job_facts(
         requests=requests,
         placement=where,
         zone_pin=zone_pin_index(cfg, job, pod.efa_devices),
-        fit=fit_sources(sources, where, requests),
+        fit=fit,
         provisioners=frozenset(
             provisioners[(job.gpu_class, c)]
             for c in job.capacity_types
@@ -182,6 +187,7 @@ def job_facts(
         ),
         model_state_gib=memory.model_state_gib(job, job.world_size),
         image=image_source(cfg, job),
+        startup=estimate(cfg, job, pod.instance_type, fit.fitting),
     )
 
 

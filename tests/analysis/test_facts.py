@@ -28,6 +28,7 @@ from components.analysis import (
     placement,
     quota,
     resources,
+    startup,
     willrun,
 )
 from components.training_jobs import plan as job_plan
@@ -71,6 +72,7 @@ COUNTED = {
     "model_state": memory.model_state_gib,
     "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
+    "startup": startup.estimate,
     "flavor_provisioners": capacity.flavor_provisioners,
     "reservations": capacity.reservations,
     "unreachable_sources": quota.unreachable_sources,
@@ -110,6 +112,8 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         fit=jobs,
         model_state=jobs,
         waste=jobs,
+        # The time to first step the report prints, estimated with the facts.
+        startup=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in cfg.training_jobs),
         # One plan per job per synth (the components and the report read the same plans), one
