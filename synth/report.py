@@ -708,10 +708,10 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 #: Launcher objects of training jobs (components/training_jobs/training.py).
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
     """One row per training job, from the plan the program built its objects from (the
-    composition root's `plans`, components/training_jobs/plan.py) and the job's facts (planned
-    waste at the plan's checkpoint interval). The plan annotations on the launcher objects are
-    deployed metadata for operators, never read back here: they are rounded (the checkpoint
-    interval to a second)."""
+    composition root's `plans`, components/training_jobs/plan.py) and the job's facts (its
+    nodes' $/h, planned waste at the plan's checkpoint interval). The plan annotations on the
+    launcher objects are deployed metadata for operators, never read back here: they are
+    rounded (the checkpoint interval to a second)."""
     rows = []
     for plan in result.plans or ():
         job = plan.job
@@ -725,8 +725,8 @@ def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
                 "placement": f"{nodes} x {instance} ({job.gpu_class}, {job.capacity})",
                 "world_size": plan.world_size,
                 "effective_batch": plan.effective_batch or "-",
-                "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
-                "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
+                "spot_usd_h": plan.facts.hourly.spot,
+                "on_demand_usd_h": plan.facts.hourly.on_demand,
                 "interval_s": plan.interval_s,
                 "waste": plan.facts.planned_waste,
             }

@@ -1,8 +1,11 @@
-"""Cost arithmetic: what a NodePool can cost at most under its limits (catalog planning prices).
-The report asks here instead of computing costs itself."""
+"""Cost arithmetic at the catalog's planning prices: what a NodePool can cost at most under its
+limits, what a training job's nodes cost per hour. The facts (facts.build / facts.job_facts)
+call these once and hold the results; the report renders those values and computes no cost
+itself."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from components import catalog
@@ -48,3 +51,20 @@ def nodepool_max_cost(
         if cost > worst_cost:
             worst_nodes, worst_cost = nodes, cost
     return worst_nodes, worst_cost
+
+
+@dataclass(frozen=True)
+class HourlyCost:
+    """What a job's nodes cost per hour on spot and on-demand capacity."""
+
+    spot: float
+    on_demand: float
+
+
+def job_hourly_cost(nodes: int, instance_type: str) -> HourlyCost:
+    """`nodes` x the planning price of `instance_type` (the smallest type the pools launch for
+    the job's class: the one its pods are sized for), on each capacity type."""
+    return HourlyCost(
+        spot=nodes * catalog.price_per_hour(instance_type, "spot"),
+        on_demand=nodes * catalog.price_per_hour(instance_type, "on-demand"),
+    )

@@ -8,15 +8,16 @@ and which of them join the EFA placement group or one zone, the sources no team'
 reaches, the capacity reservations, Kueue's waitForPodsReady timeouts, the NCCL test's host,
 and per training job (`JobFacts`) its instance types, pod resources and requests, placement
 and zone pin, the node sources that admit and fit it, its flavors and provisioners, checkpoint
-interval and planned waste, model-state memory, image source and time to first step.
+interval and planned waste, model-state memory, image source, time to first step and $/h.
 
 The rules that derive them (capacity.py, quota.py, resources.py, placement.py, fit.py,
-checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py, startup.py) take
-values and never ask for the facts; judgements built on the facts (quota, will it run, Volcano)
-take the facts (`analysis.judge`). `__main__.py` holds the one `StackFacts` of a run and hands
-it, or the parts a component needs, to whoever reads it — the way Kueue's scheduler computes
-one flavor assignment per workload and every consumer reads it. Nothing is cached between
-calls: a test's variant of a config is a new `build`.
+checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py, startup.py,
+costs.py) take values and never ask for the facts; judgements built on the facts (quota, will
+it run, Volcano) take the facts (`analysis.judge`). `__main__.py` holds the one `StackFacts` of
+a run and hands it, or the parts a component needs, to whoever reads it — the way Kueue's
+scheduler computes one flavor assignment per workload and every consumer reads it; the report
+renders these values and derives none of them again. Nothing is cached between calls: a test's
+variant of a config is a new `build`.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from components import catalog
 from components.analysis import capacity, efa_placement, memory, nccl, nodes, quota, readiness
 from components.analysis import checkpoint as checkpointing
 from components.analysis.capacity import ReservationRow
+from components.analysis.costs import HourlyCost, job_hourly_cost
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource, image_source
@@ -89,6 +91,9 @@ class JobFacts:
     #: Seconds from admission to the first step, term by term (startup.estimate): the report's
     #: "time to first step" line.
     startup: StartupEstimate
+    #: Its nodes' $/h on spot and on-demand at the planning price of the type its pods are
+    #: sized for (costs.job_hourly_cost).
+    hourly: HourlyCost
 
     @property
     def key(self) -> str:
@@ -188,6 +193,7 @@ def job_facts(
         model_state_gib=memory.model_state_gib(job, job.world_size),
         image=image_source(cfg, job),
         startup=estimate(cfg, job, pod.instance_type, fit.fitting),
+        hourly=job_hourly_cost(job.nodes, pod.instance_type),
     )
 
 

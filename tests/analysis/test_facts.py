@@ -20,6 +20,7 @@ import pytest
 from components.analysis import (
     capacity,
     checkpoint,
+    costs,
     efa_placement,
     facts,
     fit,
@@ -73,6 +74,7 @@ COUNTED = {
     "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
     "startup": startup.estimate,
+    "hourly": costs.job_hourly_cost,
     "flavor_provisioners": capacity.flavor_provisioners,
     "reservations": capacity.reservations,
     "unreachable_sources": quota.unreachable_sources,
@@ -114,6 +116,7 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         waste=jobs,
         # The time to first step the report prints, estimated with the facts.
         startup=jobs,
+        hourly=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in cfg.training_jobs),
         # One plan per job per synth (the components and the report read the same plans), one
