@@ -5,10 +5,11 @@ job's team exists, its GPU class and capacity types are ones the pools provide â
 eagerly and once, the figures several rules and components need: the GPU capacity per flavor,
 each flavor's provisioner, the flavors behind Kueue's ProvisioningRequest check, the node sources
 and which of them join the EFA placement group or one zone, the sources no team's queue
-reaches, the capacity reservations, Kueue's waitForPodsReady timeouts, the NCCL test's host,
-and per training job (`JobFacts`) its instance types, pod resources and requests, placement
-and zone pin, the node sources that admit and fit it, its flavors and provisioners, checkpoint
-interval and planned waste, model-state memory, image source, time to first step and $/h.
+reaches, the capacity reservations, the costs (managed groups, NodePools, idle, storage),
+Kueue's waitForPodsReady timeouts, the NCCL test's host, and per training job (`JobFacts`)
+its instance types, pod resources and requests, placement and zone pin, the node sources that
+admit and fit it, its flavors and provisioners, checkpoint interval and planned waste,
+model-state memory, image source, time to first step and $/h.
 
 The rules that derive them (capacity.py, quota.py, resources.py, placement.py, fit.py,
 checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py, startup.py,
@@ -29,7 +30,7 @@ from components import catalog
 from components.analysis import capacity, efa_placement, memory, nccl, nodes, quota, readiness
 from components.analysis import checkpoint as checkpointing
 from components.analysis.capacity import ReservationRow
-from components.analysis.costs import HourlyCost, job_hourly_cost
+from components.analysis.costs import HourlyCost, PlatformCosts, job_hourly_cost, platform_costs
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource, image_source
@@ -136,6 +137,9 @@ class StackFacts:
     unqueued: tuple[NodeSource, ...]
     #: The capacity reservations with their $/h, billed used or not (capacity.reservations).
     reservations: tuple[ReservationRow, ...]
+    #: Managed groups idle and at max, NodePools at their limits, the idle cost the config
+    #: makes, storage prices (costs.platform_costs).
+    costs: PlatformCosts
 
     @property
     def placement_group_needed(self) -> bool:
@@ -205,6 +209,7 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
     sources = tuple(nodes.node_sources(cfg, groups, pools, region))
     provisioners = capacity.flavor_provisioners(cfg)
     teams = {team.name: team for team in reversed(cfg.teams)}
+    reservations = tuple(capacity.reservations(cfg))
     return StackFacts(
         cfg=cfg,
         capacity=capacity.gpu_capacity(cfg),
@@ -221,5 +226,12 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
             for index, job in enumerate(cfg.training_jobs)
         ),
         unqueued=tuple(quota.unreachable_sources(cfg, sources)),
-        reservations=tuple(capacity.reservations(cfg)),
+        reservations=reservations,
+        costs=platform_costs(
+            cfg.node_groups,
+            autoscaled=frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g)),
+            pools=cfg.karpenter.pools,
+            reservations=reservations,
+            rwx=cfg.storage.rwx,
+        ),
     )

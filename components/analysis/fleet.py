@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import judge, validate
+from components.analysis.costs import PlatformCosts, manager_costs
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.readiness import PodsReady, minutes
 from components.analysis.willrun import Verdict, limit_range_problems
@@ -115,6 +116,8 @@ class FleetFacts:
     #: (GPU class, capacity type) of every manager flavor, in a ClusterQueue's order.
     flavors: tuple[tuple[str, catalog.CapacityType], ...]
     pods_ready: PodsReady
+    #: The manager's own cost figures, as report.md renders them (costs.manager_costs).
+    costs: PlatformCosts
 
     @property
     def regions(self) -> tuple[str, ...]:
@@ -158,6 +161,7 @@ def read_workers(
         teams=teams,
         flavors=manager_flavors(teams),
         pods_ready=manager_pods_ready(workers),
+        costs=manager_costs(cfg.system_nodes),
     )
 
 

@@ -75,6 +75,7 @@ COUNTED = {
     "young_daly": checkpoint.young_daly_interval_s,
     "startup": startup.estimate,
     "hourly": costs.job_hourly_cost,
+    "platform_costs": costs.platform_costs,
     "flavor_provisioners": capacity.flavor_provisioners,
     "reservations": capacity.reservations,
     "unreachable_sources": quota.unreachable_sources,
@@ -105,6 +106,8 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         # Read by the config check and the report alike (StackFacts.unqueued, .reservations).
         reservations=1,
         unreachable_sources=1,
+        # Groups, NodePools, idle and storage: the report's cost sections read these.
+        platform_costs=1,
         job_instance_types=jobs,
         job_resources=jobs,
         # The quota rule judges Kueue jobs (Volcano queues have their own).
