@@ -1,11 +1,12 @@
 """Cost arithmetic at the catalog's planning prices: what each managed node group costs idle and
 at its maximum, what a NodePool can cost at most under its limits, what runs with no job (the
-idle cost), the storage that is paid for before any data, and what a training job's nodes cost
-per hour. The facts (facts.build, facts.job_facts; a fleet's manager: fleet.read_workers) call
-these once and hold the results (`PlatformCosts`, `JobFacts.hourly`); the report renders those
-values and computes no cost itself. What only the rendered stack knows — how many control
-planes, NAT gateways and KMS keys Pulumi creates — the report counts and hands to the value's
-methods (`PlatformCosts.idle_cost`, `StorageCost.fixed_usd_per_month`), which price it here."""
+idle cost), the storage that is paid for before any data, what a training job's nodes cost per
+hour and what a fleet job's checkpoints cost to replicate across regions. The analysis calls
+these once and holds the results (`StackFacts.costs`, `JobFacts.hourly`; a fleet manager's
+`FleetFacts.costs`, a fleet job's `FleetJob.replication`); the report renders those values and
+computes no cost itself. What only the rendered stack knows — how many control planes, NAT
+gateways and KMS keys Pulumi creates — the report counts and hands to the value's methods
+(`PlatformCosts.idle_cost`, `StorageCost.fixed_usd_per_month`), which price it here."""
 
 from __future__ import annotations
 
@@ -347,3 +348,29 @@ def job_hourly_cost(nodes: int, instance_type: str) -> HourlyCost:
         spot=nodes * catalog.price_per_hour(instance_type, "spot"),
         on_demand=nodes * catalog.price_per_hour(instance_type, "on-demand"),
     )
+
+
+@dataclass(frozen=True)
+class Replication:
+    """What keeping a fleet job's checkpoints in every other worker's region moves and costs
+    (docs/fleet.md: S3 replicates each worker's checkpoints to every other)."""
+
+    #: The workers its checkpoints are copied to.
+    other_workers: int
+    #: Its model states per checkpoint x checkpoints per hour x other workers; None without
+    #: `modelParameters` (no size to plan with).
+    gib_per_hour: float | None
+    #: That volume at the inter-region transfer price (GiB -> GB); None with it.
+    usd_per_hour: float | None
+
+
+def replication(
+    model_state_gib: float | None, checkpoint_interval_s: float, other_workers: int
+) -> Replication:
+    """The replication of a job whose ranks hold `model_state_gib` (the ZeRO/FSDP figure,
+    memory.model_state_gib) and checkpoint every `checkpoint_interval_s`, to `other_workers`."""
+    if model_state_gib is None:
+        return Replication(other_workers, None, None)
+    per_hour = 3600 / checkpoint_interval_s
+    gib = model_state_gib * per_hour * other_workers
+    return Replication(other_workers, gib, gib * catalog.INTER_REGION_USD_PER_GB * (1024**3 / 1e9))

@@ -29,12 +29,12 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from components import catalog
 from components.analysis import judge, validate
-from components.analysis.costs import PlatformCosts, manager_costs
+from components.analysis.costs import PlatformCosts, Replication, manager_costs, replication
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.readiness import PodsReady, minutes
 from components.analysis.willrun import Verdict, limit_range_problems
@@ -118,10 +118,18 @@ class FleetFacts:
     pods_ready: PodsReady
     #: The manager's own cost figures, as report.md renders them (costs.manager_costs).
     costs: PlatformCosts
+    #: (team, flavor) -> each worker's nominal GPUs of it, what `teams` adds up (worker_quota).
+    worker_quota: Mapping[tuple[str, str], tuple[tuple[str, int], ...]]
 
     @property
     def regions(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(w.region for w in self.workers))
+
+    @property
+    def replication_pairs(self) -> int:
+        """Ordered worker pairs: S3 replicates checkpoints and datasets from every worker to
+        every other (components/platform/fleet/links.py)."""
+        return len(self.workers) * (len(self.workers) - 1)
 
 
 def _stack_problem(index: int, ref: WorkerRef, allowed: str) -> Problem:
@@ -162,6 +170,7 @@ def read_workers(
         flavors=manager_flavors(teams),
         pods_ready=manager_pods_ready(workers),
         costs=manager_costs(cfg.system_nodes),
+        worker_quota=worker_quota(workers, teams),
     )
 
 
@@ -339,6 +348,22 @@ def manager_teams(workers: Sequence[Worker]) -> tuple[TeamConfig, ...]:
     return tuple(out)
 
 
+def worker_quota(
+    workers: Sequence[Worker], teams: Sequence[TeamConfig]
+) -> dict[tuple[str, str], tuple[tuple[str, int], ...]]:
+    """Per manager team (`teams`: manager_teams) and flavor of its quota, each worker's
+    nominal GPUs of that flavor: the terms of the manager's sum."""
+    out: dict[tuple[str, str], tuple[tuple[str, int], ...]] = {}
+    for team in teams:
+        mine = [next(t for t in w.cfg.teams if t.name == team.name) for w in workers]
+        for entry in team.quota:
+            out[(team.name, entry.flavor)] = tuple(
+                (w.name, sum(e.gpus for e in t.quota if e.flavor == entry.flavor))
+                for w, t in zip(workers, mine, strict=True)
+            )
+    return out
+
+
 def manager_flavors(teams: Sequence[TeamConfig]) -> tuple[tuple[str, catalog.CapacityType], ...]:
     """The flavors any team's quota names, reserved, spot, on-demand within a GPU class."""
     found = {(q.gpu_class, q.capacity_type) for team in teams for q in team.quota}
@@ -385,6 +410,9 @@ class FleetJob:
     #: The regions the analysis pinned a job to that named none, because only the workers there
     #: can run it (region_pin); empty when the job named its regions or runs everywhere.
     auto_pinned: tuple[str, ...] = ()
+    #: Its checkpoints copied to the other workers' regions, sized on its home worker
+    #: (costs.replication); None for a job refused before any worker judged it.
+    replication: Replication | None = None
 
     @property
     def key(self) -> str:
@@ -560,7 +588,15 @@ def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> Fl
             for p in on_manager
         )
         return FleetJob(index, final, rekeyed, regions, pin)
-    return FleetJob(index, final, (), regions, pin)
+    judged = FleetJob(index, final, (), regions, pin)
+    home = judged.home.job if judged.home is not None else None
+    others = len(fleet.workers) - 1
+    return replace(
+        judged,
+        replication=replication(home.model_state_gib, home.checkpoint_interval_s, others)
+        if home is not None
+        else Replication(others, None, None),
+    )
 
 
 def region_pin(

@@ -144,3 +144,13 @@ def test_max_cost_at_limit_uses_the_dearest_type_that_fits() -> None:
     at_limit = costs.pool_max_cost(cpu)
     expected = 2 * catalog.instance("m6i.xlarge").on_demand_usd_per_hour
     assert (at_limit.nodes, at_limit.usd_per_hour) == (2, pytest.approx(expected))
+
+
+def test_a_fleet_jobs_replication_is_its_states_per_checkpoint_to_every_other_worker() -> None:
+    copied = costs.replication(100.0, 1800.0, 2)
+    assert copied.other_workers == 2
+    assert copied.gib_per_hour == pytest.approx(100 * 2 * 2)
+    assert copied.usd_per_hour == pytest.approx(
+        400 * catalog.INTER_REGION_USD_PER_GB * 1024**3 / 1e9
+    )
+    assert costs.replication(None, 1800.0, 2) == costs.Replication(2, None, None)
