@@ -1,8 +1,11 @@
 """`report.md`: what a reviewer reads — node groups and NodePools with GPU limits and $/h, idle
 cost, storage and its cost, queues and quotas against capacity, alerts, validation jobs, training
-jobs, the policy summary and resources by type. Built from the captured resources (what would be
-deployed); the cost arithmetic comes from `components.analysis.costs`. "Will it run" and
-"Deploy plan" render in synth/report_plan.py.
+jobs, the policy summary and resources by type. Every figure is one the analysis produced — the
+facts (`StackFacts`, `JobFacts`; a fleet manager's `FleetFacts`), which the composition root
+built once — rendered next to what the captured resources say Pulumi will create (alerts,
+buckets, node classes, validation Jobs, resource counts); the report computes no price,
+capacity or estimate itself (tests/synth/test_report_from_facts.py holds it to that).
+"Will it run" and "Deploy plan" render in synth/report_plan.py.
 
 Why this module is long: one small renderer per platform area, kept together so the section
 order a reviewer reads is visible in one list (REPORT_SECTIONS)."""
@@ -39,19 +42,6 @@ def _costs(result: SynthResult) -> PlatformCosts:
         return costs
     fleet_costs: PlatformCosts = result.fleet.costs
     return fleet_costs
-
-
-def _group_types(result: SynthResult, group: Registration) -> list[str]:
-    """A managed group's instance types: on the node group, or (a Capacity Block group) the one
-    type of its launch template, which the Cluster component names like the group."""
-    types = list(group.inputs.get("instanceTypes", []))
-    if types:
-        return types
-    return [
-        str(template.inputs["instanceType"])
-        for template in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
-        if template.name == group.name and template.inputs.get("instanceType")
-    ]
 
 
 def _node_groups(result: SynthResult) -> str:
@@ -282,14 +272,17 @@ _NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
-    """GPUs the pools whose labels include `node_labels` can provide at most."""
+    """GPUs the pools whose labels include `node_labels` can provide at most: managed groups
+    at maxSize (GroupCost.max_gpus) and NodePool GPU limits. The one figure the report still
+    sums itself — on a fleet worker the flavors carry the region label no rendered pool does,
+    so it reads 0 there; the analysis's StackFacts.capacity is the real figure, and moving to it
+    changes the workers' reports (docs/architecture.md, "The report renders the facts")."""
+    at_max = {group.name: group.max_gpus for group in _costs(result).node_groups}
     total = 0
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         labels = group.inputs.get("labels", {})
-        types = _group_types(result, group)
-        if types and node_labels.items() <= labels.items():
-            max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
-            total += catalog.instance(types[0]).gpus * max_size
+        if node_labels.items() <= labels.items():
+            total += at_max[labels.get(catalog.LABEL_NODE_POOL, group.name)]
     for pool in result.of_type(_NODE_POOL):
         spec = pool.inputs.get("spec", {})
         labels = spec.get("template", {}).get("metadata", {}).get("labels", {})

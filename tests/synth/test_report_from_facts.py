@@ -39,8 +39,7 @@ COMMITMENTS = "the flavor commitments table (docs/architecture.md, left to move)
 #: (module, function, finding) -> why it is no derivation the analysis owns.
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("synth.report", "<module>", "Sub"): "a list index (the section before the last)",
-    ("synth.report", "_flavor_capacity", "Mult"): COMMITMENTS,
-    ("synth.report", "_flavor_capacity", "components.catalog.instance"): COMMITMENTS,
+    ("synth.report", "_flavor_capacity", "AugAdd"): COMMITMENTS,
     ("synth.report", "_flavor_commitments", "Div"): COMMITMENTS,
     ("synth.report", "_flavor_commitments", "Mult"): COMMITMENTS,
     ("synth.report", "_queue_rows", "AugAdd"): COMMITMENTS,
@@ -81,6 +80,13 @@ def _is_text(node: ast.expr) -> bool:
     )
 
 
+def _is_built(node: ast.expr) -> bool:
+    """Text or a list being put together (what `+=` on a name may add without a figure)."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _is_built(node.left) or _is_built(node.right)
+    return _is_text(node) or isinstance(node, ast.List | ast.ListComp | ast.Name)
+
+
 def _called(module: types.ModuleType, func: ast.expr) -> object | None:
     """What a call's function names: a module global, or an attribute of an imported module."""
     if isinstance(func, ast.Name):
@@ -115,9 +121,12 @@ def derivations(name: str) -> set[tuple[str, str, str]]:
             and not (_is_text(node.left) or _is_text(node.right))
         ):
             found.add((name, where, type(node.op).__name__))
-        # `x[k] += n` tallies; `text += "..."` on a name is string building.
+        # `x[k] += n` and `total += n` tally; `text += "..."`, `rows += [...]` and
+        # `parts += lines` build text and lists.
         if isinstance(node, ast.AugAssign) and (
-            not isinstance(node.op, ast.Add) or not isinstance(node.target, ast.Name)
+            not isinstance(node.op, ast.Add)
+            or not isinstance(node.target, ast.Name)
+            or not _is_built(node.value)
         ):
             found.add((name, where, "Aug" + type(node.op).__name__))
         for child in ast.iter_child_nodes(node):
@@ -145,6 +154,7 @@ def test_the_report_derives_nothing_the_analysis_owns() -> None:
         "def f(result):\n    return unreachable_sources(result.config, result.facts.sources)\n",
         "def f(rows):\n    return sum(r.usd for r in rows)\n",
         "def f(counts, k):\n    counts[k] += 1\n",
+        "def f(groups):\n    total = 0\n    for g in groups:\n        total += g.gpus\n",
     ],
 )
 def test_the_scan_sees_a_derivation(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
