@@ -36,6 +36,7 @@ from components import catalog
 from components.analysis import judge, validate
 from components.analysis.costs import PlatformCosts, Replication, manager_costs, replication
 from components.analysis.facts import JobFacts, StackFacts, build
+from components.analysis.quota import worker_quota
 from components.analysis.readiness import PodsReady, minutes
 from components.analysis.willrun import Verdict, limit_range_problems
 from components.config import (
@@ -118,7 +119,8 @@ class FleetFacts:
     pods_ready: PodsReady
     #: The manager's own cost figures, as report.md renders them (costs.manager_costs).
     costs: PlatformCosts
-    #: (team, flavor) -> each worker's nominal GPUs of it, what `teams` adds up (worker_quota).
+    #: (team, flavor) -> each worker's nominal GPUs of it, what `teams` adds up
+    #: (quota.worker_quota).
     worker_quota: Mapping[tuple[str, str], tuple[tuple[str, int], ...]]
 
     @property
@@ -170,7 +172,7 @@ def read_workers(
         flavors=manager_flavors(teams),
         pods_ready=manager_pods_ready(workers),
         costs=manager_costs(cfg.system_nodes),
-        worker_quota=worker_quota(workers, teams),
+        worker_quota=worker_quota(teams, [(w.name, w.cfg.teams) for w in workers]),
     )
 
 
@@ -346,22 +348,6 @@ def manager_teams(workers: Sequence[Worker]) -> tuple[TeamConfig, ...]:
         ]
         out.append(team.model_copy(update={"quota": quota, "deploy": None}))
     return tuple(out)
-
-
-def worker_quota(
-    workers: Sequence[Worker], teams: Sequence[TeamConfig]
-) -> dict[tuple[str, str], tuple[tuple[str, int], ...]]:
-    """Per manager team (`teams`: manager_teams) and flavor of its quota, each worker's
-    nominal GPUs of that flavor: the terms of the manager's sum."""
-    out: dict[tuple[str, str], tuple[tuple[str, int], ...]] = {}
-    for team in teams:
-        mine = [next(t for t in w.cfg.teams if t.name == team.name) for w in workers]
-        for entry in team.quota:
-            out[(team.name, entry.flavor)] = tuple(
-                (w.name, sum(e.gpus for e in t.quota if e.flavor == entry.flavor))
-                for w, t in zip(workers, mine, strict=True)
-            )
-    return out
 
 
 def manager_flavors(teams: Sequence[TeamConfig]) -> tuple[tuple[str, catalog.CapacityType], ...]:

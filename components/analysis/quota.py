@@ -200,3 +200,19 @@ def check_reachable_sources(unqueued: Sequence[NodeSource]) -> list[Problem]:
         for source in unqueued
         if not source.unqueued_reason
     ]
+
+
+def worker_quota(
+    teams: Sequence[TeamConfig], workers: Sequence[tuple[str, Sequence[TeamConfig]]]
+) -> dict[tuple[str, str], tuple[tuple[str, int], ...]]:
+    """Per team of a fleet's manager (`teams`, analysis/fleet.py manager_teams) and flavor of
+    its quota, each worker's nominal GPUs of that flavor: the terms of the manager's sum.
+    `workers`: (name, its teams) in the fleet's order."""
+    out: dict[tuple[str, str], tuple[tuple[str, int], ...]] = {}
+    for team in teams:
+        mine = [(name, next(t for t in own if t.name == team.name)) for name, own in workers]
+        for entry in team.quota:
+            out[(team.name, entry.flavor)] = tuple(
+                (name, sum(e.gpus for e in t.quota if e.flavor == entry.flavor)) for name, t in mine
+            )
+    return out
