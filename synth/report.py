@@ -1,8 +1,11 @@
 """`report.md`: what a reviewer reads — node groups and NodePools with GPU limits and $/h, idle
 cost, storage and its cost, queues and quotas against capacity, alerts, validation jobs, training
-jobs, the policy summary and resources by type. Built from the captured resources (what would be
-deployed); the cost arithmetic comes from `components.analysis.costs`. "Will it run" and
-"Deploy plan" render in synth/report_plan.py.
+jobs, the policy summary and resources by type. Every figure is one the analysis produced — the
+facts (`StackFacts`, `JobFacts`; a fleet manager's `FleetFacts`), which the composition root
+built once — rendered next to what the captured resources say Pulumi will create (alerts,
+buckets, node classes, validation Jobs, resource counts); the report computes no price,
+capacity or estimate itself (tests/synth/test_report_from_facts.py holds it to that).
+"Will it run" and "Deploy plan" render in synth/report_plan.py.
 
 Why this module is long: one small renderer per platform area, kept together so the section
 order a reviewer reads is visible in one list (REPORT_SECTIONS)."""
@@ -14,9 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from components import catalog
-from components.analysis.capacity import reservations
-from components.analysis.costs import nodepool_max_cost
-from components.analysis.quota import unreachable_sources
+from components.analysis.capacity import ReservationRow
+from components.analysis.costs import EfsCost, FsxCost, GroupCost, IdleCost, PlatformCosts
 from synth.harness import Registration, SynthResult
 
 
@@ -32,35 +34,18 @@ def _resources_by_type(result: SynthResult) -> str:
     return _table(["type", "count"], rows) + f"\n\n{len(result.resources)} resources in all."
 
 
-#: EKS capacity type -> the platform's (catalog.EKS_CAPACITY_TYPE read backwards).
-_FROM_EKS_CAPACITY: dict[str, catalog.CapacityType] = {
-    eks: ours for ours, eks in catalog.EKS_CAPACITY_TYPE.items()
-}
-
-
-def _group_capacity(inputs: dict[str, Any]) -> catalog.CapacityType:
-    """A group's capacity type as its labels and queues name it (a Capacity Block: reserved;
-    EKS's default, unset: on-demand)."""
-    return _FROM_EKS_CAPACITY.get(str(inputs.get("capacityType")), "on-demand")
-
-
-def _group_types(result: SynthResult, group: Registration) -> list[str]:
-    """A managed group's instance types: on the node group, or (a Capacity Block group) the one
-    type of its launch template, which the Cluster component names like the group."""
-    types = list(group.inputs.get("instanceTypes", []))
-    if types:
-        return types
-    return [
-        str(template.inputs["instanceType"])
-        for template in result.of_type("aws:ec2/launchTemplate:LaunchTemplate")
-        if template.name == group.name and template.inputs.get("instanceType")
-    ]
+def _costs(result: SynthResult) -> PlatformCosts:
+    """The cost figures the composition root's analysis built: a platform stack's facts, or a
+    fleet manager's (FleetFacts.costs). The platform sections render these, never a price."""
+    if result.facts is not None:
+        costs: PlatformCosts = result.facts.costs
+        return costs
+    fleet_costs: PlatformCosts = result.fleet.costs
+    return fleet_costs
 
 
 def _node_groups(result: SynthResult) -> str:
-    rows = [
-        _node_group_row(result, group) for group in result.of_type("eks:index:ManagedNodeGroup")
-    ]
+    rows = [_node_group_row(group) for group in _costs(result).node_groups]
     return _table(
         [
             "node group",
@@ -84,32 +69,22 @@ def _node_groups(result: SynthResult) -> str:
     )
 
 
-def _node_group_row(result: SynthResult, group: Registration) -> list[Any]:
-    """One managed group's row: its shape, who scales it, and what it costs idle and at max."""
-    inputs = group.inputs
-    types = _group_types(result, group)
-    scaling = inputs.get("scalingConfig", {})
-    capacity = _group_capacity(inputs)
-    gpus = catalog.instance(types[0]).gpus if types else 0
-    max_size = int(scaling.get("maxSize", 0))
-    desired = int(scaling.get("desiredSize", 0))
-    # nodeRepairConfig reaches the group's EKS node group through a transform.
-    repair = group.child_inputs(catalog.EKS_NODE_GROUP_TYPE, {}).get("nodeRepairConfig", {})
-    worst = max((catalog.price_per_hour(t, capacity) for t in types), default=0.0)
-    idle = desired * catalog.price_per_hour(types[0], capacity) if types else 0.0
+def _node_group_row(group: GroupCost) -> list[Any]:
+    """One managed group's row: its shape, who scales it, and what it costs idle and at max
+    (analysis/costs.py GroupCost)."""
     return [
-        inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name),
-        inputs.get("labels", {}).get(catalog.LABEL_GPU_CLASS, "cpu"),
-        capacity,
-        ", ".join(types),
-        f"{scaling.get('minSize', 0)}/{max_size}",
-        gpus,
-        gpus * max_size,
+        group.name,
+        group.gpu_class,
+        group.capacity_type,
+        ", ".join(group.instance_types),
+        f"{group.min_size}/{group.max_size}",
+        group.gpus_per_node,
+        group.max_gpus,
         # Pulumi leaves desiredSize to the cluster-autoscaler on the groups it resizes.
-        "cluster-autoscaler" if inputs.get("ignoreScalingChanges") else "fixed",
-        f"{idle:,.2f}",
-        f"{worst * max_size:,.2f}",
-        "on" if repair.get("enabled") else "off",
+        "cluster-autoscaler" if group.autoscaled else "fixed",
+        f"{group.idle_usd_per_hour:,.2f}",
+        f"{group.max_usd_per_hour:,.2f}",
+        "on" if group.auto_repair else "off",
     ]
 
 
@@ -220,28 +195,31 @@ def _node_class_text(result: SynthResult) -> dict[str, str]:
 
 
 def _karpenter_pools(result: SynthResult) -> str:
+    """The NodePools Pulumi creates, each with the most nodes and $/h its limits allow
+    (analysis/costs.py pool_max_cost, read from the facts by the pool's name)."""
     rows = []
+    costs = _costs(result)
     classes = _node_class_text(result)
     for pool in result.of_type(NODEPOOL_TYPE):
         spec = pool.inputs.get("spec", {})
         labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
         capacities = _requirement(spec, "karpenter.sh/capacity-type")
-        capacity: catalog.CapacityType = "spot" if capacities == ["spot"] else "on-demand"
         types = _requirement(spec, "node.kubernetes.io/instance-type")
         limits = spec.get("limits", {})
-        nodes, cost = nodepool_max_cost(types, capacity, limits)
+        name = pool.inputs.get("metadata", {}).get("name", pool.name)
+        at_limit = costs.pools[name]
         class_name = spec.get("template", {}).get("spec", {}).get("nodeClassRef", {}).get("name")
         rows.append(
             [
-                pool.inputs.get("metadata", {}).get("name", pool.name),
+                name,
                 labels.get(catalog.LABEL_GPU_CLASS, "cpu"),
                 ", ".join(capacities),
                 spec.get("weight", ""),
                 ", ".join(types),
                 limits.get(catalog.GPU_RESOURCE, "-"),
                 ", ".join(f"{k}={v}" for k, v in sorted(limits.items())),
-                nodes,
-                f"{cost:,.2f}",
+                at_limit.nodes,
+                f"{at_limit.usd_per_hour:,.2f}",
                 classes.get(class_name, class_name),
             ]
         )
@@ -266,53 +244,22 @@ def _karpenter_pools(result: SynthResult) -> str:
     )
 
 
-def idle_items(result: SynthResult) -> list[tuple[str, int, float]]:
-    """(item, count, $/h each) for everything that runs with no job: control plane, managed
-    node groups at their desired size, NAT gateways."""
-    items = [
-        (
-            "EKS control plane",
-            len(result.of_type("eks:index:Cluster")),
-            catalog.EKS_CONTROL_PLANE_USD_PER_HOUR,
-        )
-    ]
-    for group in result.of_type("eks:index:ManagedNodeGroup"):
-        inputs = group.inputs
-        types = _group_types(result, group)
-        desired = int(inputs.get("scalingConfig", {}).get("desiredSize", 0))
-        if not types or desired == 0:
-            continue
-        capacity = _group_capacity(inputs)
-        pool = inputs.get("labels", {}).get(catalog.LABEL_NODE_POOL, group.name)
-        # EKS fills on-demand groups in the order the types are listed.
-        items.append(
-            (
-                f"node group {pool} ({types[0]}, desired size)",
-                desired,
-                catalog.price_per_hour(types[0], capacity),
-            )
-        )
-    # A reservation bills every hour whether or not a job runs on it (analysis/capacity.py).
-    for row in reservations(result.config) if result.config is not None else []:
-        label = f"capacity reservation {row.name} ({row.instance_type}, {row.type})"
-        items.append((label, row.count, row.usd_per_hour / row.count))
-    items.append(
-        (
-            "NAT gateways",
-            len(result.of_type("aws:ec2/natGateway:NatGateway")),
-            catalog.NAT_GATEWAY_USD_PER_HOUR,
-        )
+def idle_cost(result: SynthResult) -> IdleCost:
+    """Everything that runs with no job: what the facts priced (managed groups at their desired
+    size, reservations) and the control plane and NAT gateways the stack creates (counted here:
+    resource counts only the rendered stack has)."""
+    return _costs(result).idle_cost(
+        control_planes=len(result.of_type("eks:index:Cluster")),
+        nat_gateways=len(result.of_type("aws:ec2/natGateway:NatGateway")),
     )
-    return items
 
 
 def _idle_cost(result: SynthResult) -> str:
-    items = idle_items(result)
+    idle = idle_cost(result)
     rows: list[list[Any]] = [
-        [item, count, f"{each:.3f}", f"{count * each:,.2f}"] for item, count, each in items
+        [i.item, i.count, f"{i.usd_each:.3f}", f"{i.usd_per_hour:,.2f}"] for i in idle.items
     ]
-    total = sum(count * each for _, count, each in items)
-    rows.append(["**idle total**", "", "", f"**{total:,.2f}**"])
+    rows.append(["**idle total**", "", "", f"**{idle.usd_per_hour:,.2f}**"])
     return _table(["item", "count", "$/h each", "$/h"], rows) + (
         "\n\nKarpenter NodePools start empty and add nothing while idle; data transfer, "
         "storage and NAT processing are usage-based and not included."
@@ -325,14 +272,17 @@ _NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
 def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
-    """GPUs the pools whose labels include `node_labels` can provide at most."""
+    """GPUs the pools whose labels include `node_labels` can provide at most: managed groups
+    at maxSize (GroupCost.max_gpus) and NodePool GPU limits. The one figure the report still
+    sums itself — on a fleet worker the flavors carry the region label no rendered pool does,
+    so it reads 0 there; the analysis's StackFacts.capacity is the real figure, and moving to it
+    changes the workers' reports (docs/architecture.md, "The report renders the facts")."""
+    at_max = {group.name: group.max_gpus for group in _costs(result).node_groups}
     total = 0
     for group in result.of_type("eks:index:ManagedNodeGroup"):
         labels = group.inputs.get("labels", {})
-        types = _group_types(result, group)
-        if types and node_labels.items() <= labels.items():
-            max_size = int(group.inputs.get("scalingConfig", {}).get("maxSize", 0))
-            total += catalog.instance(types[0]).gpus * max_size
+        if node_labels.items() <= labels.items():
+            total += at_max[labels.get(catalog.LABEL_NODE_POOL, group.name)]
     for pool in result.of_type(_NODE_POOL):
         spec = pool.inputs.get("spec", {})
         labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
@@ -415,7 +365,7 @@ def _unqueued(result: SynthResult) -> str:
     (`unqueuedReason`; without one the config check refuses it)."""
     if result.facts is None:
         return ""
-    found = unreachable_sources(result.config, result.facts.sources)
+    found = result.facts.unqueued
     if not found:
         return "\n\nEvery GPU node source is a flavor of some team's ClusterQueue."
     lines = [f"- `{s.name}` ({s.key}): {s.unqueued_reason}" for s in found]
@@ -424,9 +374,13 @@ def _unqueued(result: SynthResult) -> str:
     )
 
 
-#: (heading, renderer). Areas add their sections here.
+def _reservations(result: SynthResult) -> tuple[ReservationRow, ...]:
+    """The stack's capacity reservations as its facts hold them (a fleet's manager has none)."""
+    return result.facts.reservations if result.facts is not None else ()
+
+
 def _reserved_capacity(result: SynthResult) -> str:
-    rows = reservations(result.config) if result.config is not None else []
+    rows = _reservations(result)
     if not rows:
         return "No capacity reservations (`karpenter.reservations`)."
     table = _table(
@@ -452,6 +406,7 @@ def _reserved_capacity(result: SynthResult) -> str:
     )
 
 
+#: (heading, renderer). Areas add their sections here.
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Queues and quotas", _queues),
@@ -578,109 +533,98 @@ def _bucket_row(result: SynthResult, bucket: Registration) -> list[str]:
 CostRow = list[str]
 
 
-def _fsx(result: SynthResult) -> tuple[list[str], list[CostRow], float]:
-    """FSx for Lustre file systems: a line each, cost rows, fixed monthly cost."""
-    parts: list[str] = []
-    cost_rows: list[CostRow] = []
-    fixed = 0.0
-    for fs in result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem"):
-        inputs = fs.inputs
-        capacity = int(inputs["storageCapacity"])
-        tier = int(inputs["perUnitStorageThroughput"])
-        deployment = str(inputs["deploymentType"])
-        price = catalog.FSX_LUSTRE_USD_PER_GB_MONTH[(deployment, tier)]
-        throughput = capacity / 1024 * tier
-        parts.append(
-            f"RWX file system: FSx for Lustre `{deployment}`, {capacity:,} GiB SSD, "
-            f"{tier} MB/s/TiB → {throughput:,.0f} MB/s aggregate, compression "
-            f"{inputs.get('dataCompressionType', 'NONE')}, KMS-encrypted: "
-            f"{'yes' if inputs.get('kmsKeyId') else 'no'}, subnet `{inputs.get('subnetIds')}`."
-        )
-        cost_rows.append(
-            [
-                f"FSx for Lustre {deployment}/{tier}",
-                f"{capacity:,} GiB provisioned",
-                f"{price:.3f}/GB",
-                f"{capacity * price:,.2f}",
-            ]
-        )
-        fixed += capacity * price
-    return parts, cost_rows, fixed
+def _fsx(result: SynthResult, cost: FsxCost | None) -> tuple[list[str], list[CostRow]]:
+    """The FSx for Lustre file system Pulumi creates (compression, key, subnet) with the
+    figures the facts priced it at (analysis/costs.py FsxCost): a line and a cost row."""
+    if cost is None:
+        return [], []
+    (fs,) = result.of_type("aws:fsx/lustreFileSystem:LustreFileSystem")
+    inputs = fs.inputs
+    line = (
+        f"RWX file system: FSx for Lustre `{cost.deployment}`, {cost.capacity_gib:,} GiB SSD, "
+        f"{cost.tier} MB/s/TiB → {cost.throughput_mbps:,.0f} MB/s aggregate, compression "
+        f"{inputs.get('dataCompressionType', 'NONE')}, KMS-encrypted: "
+        f"{'yes' if inputs.get('kmsKeyId') else 'no'}, subnet `{inputs.get('subnetIds')}`."
+    )
+    row = [
+        f"FSx for Lustre {cost.deployment}/{cost.tier}",
+        f"{cost.capacity_gib:,} GiB provisioned",
+        f"{cost.rate.usd_per_gb_month:.3f}/GB",
+        f"{cost.usd_per_month:,.2f}",
+    ]
+    return [line], [row]
 
 
-def _efs(result: SynthResult) -> tuple[list[str], list[CostRow], float]:
-    """EFS file systems: a line each, cost rows, fixed monthly cost (provisioned throughput)."""
-    parts: list[str] = []
-    cost_rows: list[CostRow] = []
-    fixed = 0.0
-    for fs in result.of_type("aws:efs/fileSystem:FileSystem"):
-        inputs = fs.inputs
-        targets = [
-            m for m in result.of_type("aws:efs/mountTarget:MountTarget") if m.parent == fs.parent
+def _efs(result: SynthResult, cost: EfsCost | None) -> tuple[list[str], list[CostRow]]:
+    """The EFS file system Pulumi creates (modes, encryption, mount targets) with the figures
+    the facts priced it at (analysis/costs.py EfsCost): a line and its cost rows."""
+    if cost is None:
+        return [], []
+    (fs,) = result.of_type("aws:efs/fileSystem:FileSystem")
+    inputs = fs.inputs
+    targets = [
+        m for m in result.of_type("aws:efs/mountTarget:MountTarget") if m.parent == fs.parent
+    ]
+    mode = inputs.get("throughputMode", "bursting")
+    line = (
+        f"RWX file system: EFS `{inputs.get('performanceMode')}`, throughput mode `{mode}`"
+        + (
+            f" ({inputs.get('provisionedThroughputInMibps')} MiB/s)"
+            if mode == "provisioned"
+            else ""
+        )
+        + f", encrypted: {'yes' if inputs.get('encrypted') else 'no'}, "
+        f"{len(targets)} mount targets (one per private subnet)."
+    )
+    rows = [
+        [
+            "EFS Standard",
+            "per GB stored",
+            f"{cost.rate.usd_per_gb_month:.2f}/GB",
+            f"{cost.rate.usd_per_tib_month:,.2f} per TiB",
         ]
-        mode = inputs.get("throughputMode", "bursting")
-        parts.append(
-            f"RWX file system: EFS `{inputs.get('performanceMode')}`, throughput mode `{mode}`"
-            + (
-                f" ({inputs.get('provisionedThroughputInMibps')} MiB/s)"
-                if mode == "provisioned"
-                else ""
-            )
-            + f", encrypted: {'yes' if inputs.get('encrypted') else 'no'}, "
-            f"{len(targets)} mount targets (one per private subnet)."
-        )
-        cost_rows.append(
+    ]
+    if cost.provisioned_mibps is not None:
+        rows.append(
             [
-                "EFS Standard",
-                "per GB stored",
-                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH:.2f}/GB",
-                f"{catalog.EFS_STANDARD_USD_PER_GB_MONTH * 1024:,.2f} per TiB",
+                "EFS provisioned throughput",
+                f"{cost.provisioned_mibps:g} MiB/s",
+                f"{catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:.2f}/MiB/s",
+                f"{cost.throughput_usd_per_month:,.2f}",
             ]
         )
-        if mode == "provisioned":
-            mibps = float(inputs.get("provisionedThroughputInMibps", 0))
-            cost_rows.append(
-                [
-                    "EFS provisioned throughput",
-                    f"{mibps:g} MiB/s",
-                    f"{catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:.2f}/MiB/s",
-                    f"{mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH:,.2f}",
-                ]
-            )
-            fixed += mibps * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH
-    return parts, cost_rows, fixed
+    return [line], rows
 
 
 def _storage(result: SynthResult) -> str:
-    """Buckets with their protections, the RWX file system, throughput and monthly cost."""
+    """Buckets with their protections, the RWX file system, throughput and monthly cost (the
+    prices and figures: analysis/costs.py StorageCost; the KMS keys: a count of the stack)."""
+    cost = _costs(result).storage
     parts = [_bucket_table(result)]
-    s3 = catalog.S3_USD_PER_GB_MONTH
     keys = len(result.of_type("aws:kms/key:Key"))
     cost_rows = [
         [
             "S3 STANDARD",
             "per GB stored",
-            f"{s3['STANDARD']:.4f}/GB",
-            f"{s3['STANDARD'] * 1024:,.2f} per TiB",
+            f"{cost.s3_standard.usd_per_gb_month:.4f}/GB",
+            f"{cost.s3_standard.usd_per_tib_month:,.2f} per TiB",
         ],
         [
             "S3 STANDARD_IA (old checkpoints)",
             "per GB stored",
-            f"{s3['STANDARD_IA']:.4f}/GB",
-            f"{s3['STANDARD_IA'] * 1024:,.2f} per TiB",
+            f"{cost.s3_standard_ia.usd_per_gb_month:.4f}/GB",
+            f"{cost.s3_standard_ia.usd_per_tib_month:,.2f} per TiB",
         ],
         [
             "KMS customer keys (all areas)",
             f"{keys} keys",
             f"{catalog.KMS_KEY_USD_PER_MONTH:.2f}/key",
-            f"{keys * catalog.KMS_KEY_USD_PER_MONTH:,.2f}",
+            f"{cost.kms_usd_per_month(keys):,.2f}",
         ],
     ]
-    fixed = keys * catalog.KMS_KEY_USD_PER_MONTH
-    for part, rows, cost in (_fsx(result), _efs(result)):
-        parts += part
+    for lines, rows in (_fsx(result, cost.fsx), _efs(result, cost.efs)):
+        parts += lines
         cost_rows += rows
-        fixed += cost
     classes = [
         r.inputs["metadata"]["name"]
         for r in result.of_type("kubernetes:storage.k8s.io/v1:StorageClass")
@@ -689,8 +633,9 @@ def _storage(result: SynthResult) -> str:
     parts.append(_table(["item", "basis", "USD/month unit", "USD/month"], cost_rows))
     parts.append(
         f"Fixed monthly storage cost (provisioned capacity and keys, before any data): "
-        f"**${fixed:,.2f}**; S3 and EFS add the per-GB figures above for what is stored. "
-        "Prices: components/catalog.py (us-east-1 list prices, date and source there)."
+        f"**${cost.fixed_usd_per_month(keys):,.2f}**; S3 and EFS add the per-GB figures above "
+        "for what is stored. Prices: components/catalog.py (us-east-1 list prices, date and "
+        "source there)."
     )
     return "\n\n".join(parts)
 
@@ -704,10 +649,10 @@ REPORT_SECTIONS.insert(len(REPORT_SECTIONS) - 1, ("Storage", _storage))
 #: Launcher objects of training jobs (components/training_jobs/training.py).
 def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
     """One row per training job, from the plan the program built its objects from (the
-    composition root's `plans`, components/training_jobs/plan.py) and the job's facts (planned
-    waste at the plan's checkpoint interval). The plan annotations on the launcher objects are
-    deployed metadata for operators, never read back here: they are rounded (the checkpoint
-    interval to a second)."""
+    composition root's `plans`, components/training_jobs/plan.py) and the job's facts (its
+    nodes' $/h, planned waste at the plan's checkpoint interval). The plan annotations on the
+    launcher objects are deployed metadata for operators, never read back here: they are
+    rounded (the checkpoint interval to a second)."""
     rows = []
     for plan in result.plans or ():
         job = plan.job
@@ -721,8 +666,8 @@ def training_job_rows(result: SynthResult) -> list[dict[str, Any]]:
                 "placement": f"{nodes} x {instance} ({job.gpu_class}, {job.capacity})",
                 "world_size": plan.world_size,
                 "effective_batch": plan.effective_batch or "-",
-                "spot_usd_h": nodes * catalog.price_per_hour(instance, "spot"),
-                "on_demand_usd_h": nodes * catalog.price_per_hour(instance, "on-demand"),
+                "spot_usd_h": plan.facts.hourly.spot,
+                "on_demand_usd_h": plan.facts.hourly.on_demand,
                 "interval_s": plan.interval_s,
                 "waste": plan.facts.planned_waste,
             }

@@ -20,17 +20,6 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
-def replication_gib_per_hour(fj: FleetJob, fleet: FleetFacts) -> float | None:
-    """GiB a job's checkpoints copy to the other regions per hour: its model states per
-    checkpoint (the analysis's ZeRO/FSDP figure) x checkpoints per hour x other workers; None
-    without `modelParameters` (no size to plan with)."""
-    home = fj.home
-    if home is None or home.job is None or home.job.model_state_gib is None:
-        return None
-    per_hour = 3600 / home.job.checkpoint_interval_s
-    return home.job.model_state_gib * per_hour * (len(fleet.workers) - 1)
-
-
 def fleet_will_it_run(result: SynthResult) -> str:
     """A job stack on a manager: each job's regions, and the home worker's verdict."""
     fleet_jobs = result.fleet_jobs
@@ -70,7 +59,7 @@ def fleet_will_it_run(result: SynthResult) -> str:
                 f"- gang: {text.gang}" + (f"; {text.zone}" if text.zone else ""),
             ]
         lines.append(_image_line(fj, fleet))
-        lines.append(_data_line(fj, fleet))
+        lines.append(_data_line(fj))
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + (
         "\n\nEach job is judged by each worker's own rules on its own config (the fleet's "
@@ -103,21 +92,24 @@ def _trainer_line(fleet: FleetFacts) -> str:
     )
 
 
-def _data_line(fj: FleetJob, fleet: FleetFacts) -> str:
-    """Where its checkpoints live and what keeping them in every region costs."""
+def _data_line(fj: FleetJob) -> str:
+    """Where its checkpoints live and what keeping them in every region costs
+    (FleetJob.replication: analysis/costs.py)."""
     prefix = fj.job.checkpoint.s3_prefix
     if prefix is None:
         return "- data: checkpoints on the region's RWX volume only (pinned to one region)"
-    gib = replication_gib_per_hour(fj, fleet)
-    others = len(fleet.workers) - 1
+    copied = fj.replication
+    assert copied is not None, "a judged fleet job carries its replication (analysis/fleet.py)"
     where = (
         f"- data: checkpoints in the running region's bucket (`$(CHECKPOINT_BUCKET)`/"
-        f"{fj.job.team}/{prefix}), replicated to {others} other region(s)"
+        f"{fj.job.team}/{prefix}), replicated to {copied.other_workers} other region(s)"
     )
-    if gib is None:
+    if copied.gib_per_hour is None or copied.usd_per_hour is None:
         return where + " (no modelParameters: no size to price the replication by)"
-    usd = gib * catalog.INTER_REGION_USD_PER_GB * (1024**3 / 1e9)
-    return where + f": ≈ {gib:.0f} GiB/h, ≈ ${usd:.2f}/h cross-region transfer"
+    return (
+        where + f": ≈ {copied.gib_per_hour:.0f} GiB/h, ≈ ${copied.usd_per_hour:.2f}/h cross-region "
+        "transfer"
+    )
 
 
 def fleet_section(result: SynthResult) -> str:
@@ -145,8 +137,8 @@ def fleet_section(result: SynthResult) -> str:
                 entry.flavor,
                 entry.gpus,
                 ", ".join(
-                    f"{w.name} {_entry_gpus(w.cfg.teams, team.name, entry.flavor)}"
-                    for w in fleet.workers
+                    f"{worker} {gpus}"
+                    for worker, gpus in fleet.worker_quota[team.name, entry.flavor]
                 ),
             ]
             for team in fleet.teams
@@ -154,7 +146,6 @@ def fleet_section(result: SynthResult) -> str:
         ],
     )
     mk = fleet.cfg.multi_kueue
-    pairs = len(fleet.workers) * (len(fleet.workers) - 1)
     return (
         f"Fleet `{fleet.cfg.name}`: manager in {fleet.region}, {len(fleet.workers)} worker(s), "
         f"dispatch {mk.dispatcher}, workerLostTimeout {mk.worker_lost_timeout}, manager "
@@ -162,12 +153,8 @@ def fleet_section(result: SynthResult) -> str:
         f"{workers}\n\n{_trainer_line(fleet)}\n\n### Manager quota\n\n{quota}\n\n"
         "The manager admits a job against the fleet's total and mirrors it to every worker; "
         "each worker admits against its own quota (Kueue MultiKueue). Checkpoints and datasets "
-        f"replicate between every pair of workers ({pairs} S3 replication rules per bucket "
-        f"kind); cross-region transfer is priced at ${catalog.INTER_REGION_USD_PER_GB}/GB "
-        "(planning figure, components/catalog.py); each job stack's report prices its own."
+        f"replicate between every pair of workers ({fleet.replication_pairs} S3 replication "
+        "rules per bucket kind); cross-region transfer is priced at "
+        f"${catalog.INTER_REGION_USD_PER_GB}/GB (planning figure, components/catalog.py); "
+        "each job stack's report prices its own."
     )
-
-
-def _entry_gpus(teams: Any, team: str, flavor: str) -> int:
-    mine = next(t for t in teams if t.name == team)
-    return sum(e.gpus for e in mine.quota if e.flavor == flavor)

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from components.analysis.startup import by_workload
 from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
 from synth.harness import SynthResult
 from synth.verdict_text import render
@@ -38,7 +37,8 @@ def will_it_run(result: SynthResult) -> str:
         found = [v for v in found if v.key.startswith("trainingJobs")]
     if not found:
         return "No workloads declared."
-    startup = by_workload(result.facts)
+    # The time to first step the facts estimated for each training job (JobFacts.startup).
+    startup = {jf.workload: jf.startup for jf in result.facts.jobs}
     blocks = []
     for v in found:
         text = render(result.facts.cfg, v)

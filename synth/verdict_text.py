@@ -152,10 +152,7 @@ def placement_text(placed: Placed) -> str:
     if placed.efa_devices and placed.fitting:
         text += (
             f"; EFA nodes: {placed.efa_devices} `{catalog.EFA_RESOURCE}` per pod, allocatable "
-            + ", ".join(
-                f"{max(a.efa for a in s.allocatable.values())} on `{s.name}`"
-                for s in placed.fitting
-            )
+            + ", ".join(f"{s.efa_per_node} on `{s.name}`" for s in placed.fitting)
         )
     return text
 

@@ -63,7 +63,7 @@ def judge(facts: StackFacts) -> Judgement:
     quota = quota_problems(facts)
     found = [
         *check_teams(cfg, facts.capacity),
-        *check_reachable_sources(cfg, facts.sources),
+        *check_reachable_sources(facts.unqueued),
         *check_pods_ready(cfg, facts.sources),
         *check_queues(cfg),
         *judge_training_jobs(facts),

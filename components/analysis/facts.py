@@ -4,17 +4,20 @@
 job's team exists, its GPU class and capacity types are ones the pools provide — and computes,
 eagerly and once, the figures several rules and components need: the GPU capacity per flavor,
 each flavor's provisioner, the flavors behind Kueue's ProvisioningRequest check, the node sources
-and which of them join the EFA placement group or one zone, Kueue's waitForPodsReady timeouts,
-the NCCL test's host, and per training job (`JobFacts`) its instance types, pod resources and
-requests, placement and zone pin, the node sources that admit and fit it, its flavors and
-provisioners, checkpoint interval and planned waste, model-state memory and image source.
+and which of them join the EFA placement group or one zone, the sources no team's queue
+reaches, the capacity reservations, the costs (managed groups, NodePools, idle, storage),
+Kueue's waitForPodsReady timeouts, the NCCL test's host, and per training job (`JobFacts`)
+its instance types, pod resources and requests, placement and zone pin, the node sources that
+admit and fit it, its flavors and provisioners, checkpoint interval and planned waste,
+model-state memory, image source, time to first step and $/h.
 
-The rules that derive them (capacity.py, resources.py, placement.py, fit.py, checkpoint.py,
-memory.py, readiness.py, nccl.py, images.py, efa_placement.py) take values and never ask for the
-facts; judgements built on the facts (quota, will it run, Volcano) take the facts
-(`analysis.judge`). `__main__.py` holds the one `StackFacts` of a run and hands it, or the parts
-a component needs, to whoever reads it — the way Kueue's scheduler computes one flavor
-assignment per workload and every consumer reads it. Nothing is cached between calls: a test's
+The rules that derive them (capacity.py, quota.py, resources.py, placement.py, fit.py,
+checkpoint.py, memory.py, readiness.py, nccl.py, images.py, efa_placement.py, startup.py,
+costs.py) take values and never ask for the facts; judgements built on the facts (quota, will
+it run, Volcano) take the facts (`analysis.judge`). `__main__.py` holds the one `StackFacts` of
+a run and hands it, or the parts a component needs, to whoever reads it — the way Kueue's
+scheduler computes one flavor assignment per workload and every consumer reads it; the report
+renders these values and derives none of them again. Nothing is cached between calls: a test's
 variant of a config is a new `build`.
 """
 
@@ -24,8 +27,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components import catalog
-from components.analysis import capacity, efa_placement, memory, nccl, nodes, readiness
+from components.analysis import capacity, efa_placement, memory, nccl, nodes, quota, readiness
 from components.analysis import checkpoint as checkpointing
+from components.analysis.capacity import ReservationRow
+from components.analysis.costs import HourlyCost, PlatformCosts, job_hourly_cost, platform_costs
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource, image_source
@@ -34,6 +39,7 @@ from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.readiness import PodsReady
 from components.analysis.resources import JobResources, pod_requests, resources_on
+from components.analysis.startup import StartupEstimate, estimate
 from components.config import StackConfig, TeamConfig, TrainingJobConfig
 
 Flavor = tuple[str, catalog.CapacityType]
@@ -83,6 +89,12 @@ class JobFacts:
     #: Where its image digest comes from (images.image_source); None for a tag no deploy can
     #: resolve (a config error).
     image: ImageSource | None
+    #: Seconds from admission to the first step, term by term (startup.estimate): the report's
+    #: "time to first step" line.
+    startup: StartupEstimate
+    #: Its nodes' $/h on spot and on-demand at the planning price of the type its pods are
+    #: sized for (costs.job_hourly_cost).
+    hourly: HourlyCost
 
     @property
     def key(self) -> str:
@@ -120,6 +132,14 @@ class StackFacts:
     teams: Mapping[str, TeamConfig]
     #: One per `trainingJobs` entry, in config order.
     jobs: tuple[JobFacts, ...]
+    #: The GPU node sources no team's quota reaches (quota.unreachable_sources): the config
+    #: check refuses those without an `unqueuedReason`, the report lists the others.
+    unqueued: tuple[NodeSource, ...]
+    #: The capacity reservations with their $/h, billed used or not (capacity.reservations).
+    reservations: tuple[ReservationRow, ...]
+    #: Managed groups idle and at max, NodePools at their limits, the idle cost the config
+    #: makes, storage prices (costs.platform_costs).
+    costs: PlatformCosts
 
     @property
     def placement_group_needed(self) -> bool:
@@ -149,6 +169,7 @@ def job_facts(
     )
     requests = pod_requests(job, pod)
     where = job_placement(job, pod.efa_devices)
+    fit = fit_sources(sources, where, requests)
     return JobFacts(
         index=index,
         job=job,
@@ -158,7 +179,7 @@ def job_facts(
         requests=requests,
         placement=where,
         zone_pin=zone_pin_index(cfg, job, pod.efa_devices),
-        fit=fit_sources(sources, where, requests),
+        fit=fit,
         provisioners=frozenset(
             provisioners[(job.gpu_class, c)]
             for c in job.capacity_types
@@ -175,6 +196,8 @@ def job_facts(
         ),
         model_state_gib=memory.model_state_gib(job, job.world_size),
         image=image_source(cfg, job),
+        startup=estimate(cfg, job, pod.instance_type, fit.fitting),
+        hourly=job_hourly_cost(job.nodes, pod.instance_type),
     )
 
 
@@ -186,6 +209,7 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
     sources = tuple(nodes.node_sources(cfg, groups, pools, region))
     provisioners = capacity.flavor_provisioners(cfg)
     teams = {team.name: team for team in reversed(cfg.teams)}
+    reservations = tuple(capacity.reservations(cfg))
     return StackFacts(
         cfg=cfg,
         capacity=capacity.gpu_capacity(cfg),
@@ -200,5 +224,14 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
         jobs=tuple(
             job_facts(cfg, index, job, teams[job.team], sources=sources, provisioners=provisioners)
             for index, job in enumerate(cfg.training_jobs)
+        ),
+        unqueued=tuple(quota.unreachable_sources(cfg, sources)),
+        reservations=reservations,
+        costs=platform_costs(
+            cfg.node_groups,
+            autoscaled=frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g)),
+            pools=cfg.karpenter.pools,
+            reservations=reservations,
+            rwx=cfg.storage.rwx,
         ),
     )

@@ -37,6 +37,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis.addons import allowed, manager_installed, reserved
+from components.analysis.costs import PlatformCosts, manager_costs
 from components.analysis.facts import StackFacts, build
 from components.analysis.fleet_trainer import (
     FleetTrainer,
@@ -44,6 +45,7 @@ from components.analysis.fleet_trainer import (
     parse_trainer,
     trainer_problems,
 )
+from components.analysis.quota import worker_quota
 from components.analysis.readiness import PodsReady, minutes
 from components.config import (
     ConfigError,
@@ -155,10 +157,21 @@ class FleetFacts:
     #: (GPU class, capacity type) of every manager flavor, in a ClusterQueue's order.
     flavors: tuple[tuple[str, catalog.CapacityType], ...]
     pods_ready: PodsReady
+    #: The manager's own cost figures, as report.md renders them (costs.manager_costs).
+    costs: PlatformCosts
+    #: (team, flavor) -> each worker's nominal GPUs of it, what `teams` adds up
+    #: (quota.worker_quota).
+    worker_quota: Mapping[tuple[str, str], tuple[tuple[str, int], ...]]
 
     @property
     def regions(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(w.region for w in self.workers))
+
+    @property
+    def replication_pairs(self) -> int:
+        """Ordered worker pairs: S3 replicates checkpoints and datasets from every worker to
+        every other (components/platform/fleet/links.py)."""
+        return len(self.workers) * (len(self.workers) - 1)
 
     @property
     def trainer_image(self) -> str:
@@ -206,6 +219,8 @@ def read_workers(
         teams=teams,
         flavors=manager_flavors(teams),
         pods_ready=manager_pods_ready(workers),
+        costs=manager_costs(cfg.system_nodes),
+        worker_quota=worker_quota(teams, [(w.name, w.cfg.teams) for w in workers]),
     )
 
 

@@ -9,9 +9,10 @@ MultiKueue needs each rule is in that module's docstring.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from components.analysis import judge, validate
+from components.analysis.costs import Replication, replication
 from components.analysis.facts import JobFacts, StackFacts, build
 from components.analysis.fleet import FleetFacts, Worker
 from components.analysis.fleet_trainer import job_image_problems
@@ -48,6 +49,9 @@ class FleetJob:
     #: The regions the analysis pinned a job to that named none, because only the workers there
     #: can run it (region_pin); empty when the job named its regions or runs everywhere.
     auto_pinned: tuple[str, ...] = ()
+    #: Its checkpoints copied to the other workers' regions, sized on its home worker
+    #: (costs.replication); None for a job refused before any worker judged it.
+    replication: Replication | None = None
 
     @property
     def key(self) -> str:
@@ -217,7 +221,15 @@ def judge_fleet_job(fleet: FleetFacts, index: int, job: TrainingJobConfig) -> Fl
             for p in on_manager
         )
         return FleetJob(index, final, rekeyed, regions, pin)
-    return FleetJob(index, final, (), regions, pin)
+    judged = FleetJob(index, final, (), regions, pin)
+    home = judged.home.job if judged.home is not None else None
+    others = len(fleet.workers) - 1
+    return replace(
+        judged,
+        replication=replication(home.model_state_gib, home.checkpoint_interval_s, others)
+        if home is not None
+        else Replication(others, None, None),
+    )
 
 
 def region_pin(

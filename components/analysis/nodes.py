@@ -92,6 +92,12 @@ class NodeSource:
         return catalog.instance(self.instance_types[0]).gpus
 
     @property
+    def efa_per_node(self) -> int:
+        """The most EFA devices a node of the source offers pods (over its types' allocatable):
+        the report's "allocatable N on `source`"."""
+        return max(a.efa for a in self.allocatable.values())
+
+    @property
     def provisioner(self) -> catalog.Provisioner:
         return "node-group" if self.kind == "managed" else "karpenter"
 

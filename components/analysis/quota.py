@@ -183,9 +183,10 @@ def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list
     return [s for s in sources if (s.gpu_class, s.capacity_type) not in offered]
 
 
-def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[Problem]:
-    """A GPU node source no team's queue reaches is a config error unless it says what it is
-    for (`unqueuedReason`, which the report prints)."""
+def check_reachable_sources(unqueued: Sequence[NodeSource]) -> list[Problem]:
+    """A GPU node source no team's queue reaches (`StackFacts.unqueued`, unreachable_sources)
+    is a config error unless it says what it is for (`unqueuedReason`, which the report
+    prints)."""
     return [
         Problem(
             f"{source.key}.unqueuedReason",
@@ -196,6 +197,22 @@ def check_reachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> 
             "job can land there: add a quota entry for it to a team, remove the source, or say "
             "here what it is for",
         )
-        for source in unreachable_sources(cfg, sources)
+        for source in unqueued
         if not source.unqueued_reason
     ]
+
+
+def worker_quota(
+    teams: Sequence[TeamConfig], workers: Sequence[tuple[str, Sequence[TeamConfig]]]
+) -> dict[tuple[str, str], tuple[tuple[str, int], ...]]:
+    """Per team of a fleet's manager (`teams`, analysis/fleet.py manager_teams) and flavor of
+    its quota, each worker's nominal GPUs of that flavor: the terms of the manager's sum.
+    `workers`: (name, its teams) in the fleet's order."""
+    out: dict[tuple[str, str], tuple[tuple[str, int], ...]] = {}
+    for team in teams:
+        mine = [(name, next(t for t in own if t.name == team.name)) for name, own in workers]
+        for entry in team.quota:
+            out[(team.name, entry.flavor)] = tuple(
+                (name, sum(e.gpus for e in t.quota if e.flavor == entry.flavor)) for name, t in mine
+            )
+    return out

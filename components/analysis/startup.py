@@ -24,13 +24,14 @@ real cluster.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from components import catalog
-from components.analysis.facts import JobFacts, StackFacts
+from components.analysis.nodes import NodeSource
 from components.analysis.readiness import pull_rate
-from components.config import StackConfig
+from components.config import StackConfig, TrainingJobConfig
 
 #: The pull figures (PULL_MIBPS, PARALLEL_PULL_MIBPS, NVME_MIBPS) live with the readiness model,
 #: which sizes Kueue's waitForPodsReady from the same pull (analysis/readiness.py pull_rate).
@@ -73,15 +74,17 @@ class StartupEstimate:
         )
 
 
-def estimate(cfg: StackConfig, derived: JobFacts) -> StartupEstimate:
-    """The estimate for one job on the instance type its pods land on, pulled the way that
-    type's source pulls (a Karpenter pool's node class or a managed group's launch template)."""
-    job = derived.job
-    instance_type = derived.resources.instance_type
+def estimate(
+    cfg: StackConfig, job: TrainingJobConfig, instance_type: str, fitting: Sequence[NodeSource]
+) -> StartupEstimate:
+    """The estimate for `job` on `instance_type`, the type its pods land on, pulled the way
+    that type's source pulls (a Karpenter pool's node class or a managed group's launch
+    template); `fitting`: the node sources that hold one of its pods (fit.fit_sources).
+    Computed once per job by facts.job_facts (`JobFacts.startup`), which the report reads."""
     # The source of the job's first capacity type (the flavor Kueue tries first).
     order = {capacity: rank for rank, capacity in enumerate(job.capacity_types)}
     sources = sorted(
-        (s for s in derived.fit.fitting if instance_type in s.allocatable),
+        (s for s in fitting if instance_type in s.allocatable),
         key=lambda s: order.get(s.capacity_type, len(order)),
     )
     source = sources[0] if sources else None
@@ -97,8 +100,3 @@ def estimate(cfg: StackConfig, derived: JobFacts) -> StartupEstimate:
         parallel_pull=rate.parallel_pull,
         rendezvous_s=RENDEZVOUS_BASE_SECONDS + RENDEZVOUS_PER_NODE_SECONDS * job.nodes,
     )
-
-
-def by_workload(facts: StackFacts) -> dict[str, StartupEstimate]:
-    """Estimates keyed like willrun's verdicts (`<team namespace>/<job name>`)."""
-    return {jf.workload: estimate(facts.cfg, jf) for jf in facts.jobs}

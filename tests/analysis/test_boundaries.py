@@ -42,7 +42,12 @@ from components.analysis.fit import shortfall
 from components.analysis.jobs import judge_training_jobs, validate_training_jobs
 from components.analysis.nodes import Allocatable, NodeSource, tolerates
 from components.analysis.placement import needs_single_zone
-from components.analysis.quota import check_reachable_sources, check_teams, job_quota_problems
+from components.analysis.quota import (
+    check_reachable_sources,
+    check_teams,
+    job_quota_problems,
+    unreachable_sources,
+)
 from components.analysis.resources import JobResources, efa_on, resources_on
 from components.analysis.willrun import (
     Awaits,
@@ -866,31 +871,45 @@ def test_model_state_per_rank_by_mode_and_zero_stage() -> None:
     assert memory.model_state_gib(_job(), 4) is None
 
 
-def test_limit_values_in_the_catalogs_units() -> None:
-    assert costs.limit_value("memory", "2Ti") == 2048
-    assert costs.limit_value("memory", "512Mi") == 0.5
-    assert costs.limit_value("memory", "3Gi") == 3
-    assert costs.limit_value("memory", 2**31) == 2
-    assert costs.limit_value("cpu", "1500m") == 1.5
-    assert costs.limit_value(catalog.GPU_RESOURCE, 16) == 16
+def _pool(
+    types: list[str],
+    capacity: str,
+    *,
+    gpus: int | None = None,
+    cpu: int | None = None,
+    memory_gib: int | None = None,
+) -> Any:
+    """A Karpenter pool of `types` on `capacity` with typed limits (gpus, cpu, memory_gib),
+    built without the model's pool rules (a GPU limit, three spot types): the arithmetic alone."""
+    from components.config import KarpenterPool
+    from components.config.karpenter import KarpenterLimits
+
+    return KarpenterPool.model_construct(
+        name="p",
+        capacity_type=capacity,
+        instance_types=types,
+        limits=KarpenterLimits.model_construct(gpus=gpus, cpu=cpu, memory_gib=memory_gib),
+    )
+
+
+def _reach(pool: Any) -> tuple[int, float]:
+    found = costs.pool_max_cost(pool)
+    return found.nodes, found.usd_per_hour
 
 
 def test_a_pool_reaches_the_whole_nodes_every_limit_admits_at_the_dearest_type() -> None:
     price = catalog.price_per_hour("g5.xlarge", "on-demand")
     # 4 vCPU per node: a 7-CPU limit admits one node, 8 two.
-    assert costs.nodepool_max_cost(["g5.xlarge"], "on-demand", {"cpu": 7}) == (1, price)
-    assert costs.nodepool_max_cost(["g5.xlarge"], "on-demand", {"cpu": 8}) == (2, 2 * price)
-    # The tightest limit wins; a resource the type has none of does not limit it.
-    assert costs.nodepool_max_cost(
-        ["g5.xlarge"], "on-demand", {"cpu": 8, "memory": "16Gi", "example.com/x": 1}
-    ) == (1, price)
-    assert costs.nodepool_max_cost(["g5.xlarge"], "on-demand", {"example.com/x": 1}) == (0, 0.0)
+    assert _reach(_pool(["g5.xlarge"], "on-demand", cpu=7)) == (1, price)
+    assert _reach(_pool(["g5.xlarge"], "on-demand", cpu=8)) == (2, 2 * price)
+    # The tightest limit wins (16 GiB: one 16-GiB g5.xlarge).
+    assert _reach(_pool(["g5.xlarge"], "on-demand", cpu=8, memory_gib=16)) == (1, price)
     # 8 CPUs: two g5.xlarge or one g5.2xlarge (8 vCPU); the dearer reach is the pool's.
     dearer = catalog.price_per_hour("g5.2xlarge", "on-demand")
     expected = max([(2, 2 * price), (1, dearer)], key=lambda row: row[1])
-    both = costs.nodepool_max_cost(["g5.xlarge", "g5.2xlarge"], "on-demand", {"cpu": 8})
+    both = _reach(_pool(["g5.xlarge", "g5.2xlarge"], "on-demand", cpu=8))
     assert both == expected
-    assert costs.nodepool_max_cost(["g5.2xlarge", "g5.xlarge"], "on-demand", {"cpu": 8}) == both
+    assert _reach(_pool(["g5.2xlarge", "g5.xlarge"], "on-demand", cpu=8)) == both
 
 
 # --- jobs.py: EFA asks -----------------------------------------------------------------------
@@ -953,19 +972,15 @@ def test_a_gpu_limit_counts_whole_nodes_and_skips_types_without_gpus() -> None:
     spot = catalog.price_per_hour("g5.xlarge", "spot")
     assert spot != catalog.price_per_hour("g5.xlarge", "on-demand")
     # One GPU per g5.xlarge: a 2-GPU limit is two nodes, at the spot price.
-    assert costs.nodepool_max_cost(["g5.xlarge"], "spot", {catalog.GPU_RESOURCE: 2}) == (
-        2,
-        2 * spot,
-    )
+    assert _reach(_pool(["g5.xlarge"], "spot", gpus=2)) == (2, 2 * spot)
     # A CPU type under a GPU limit: the GPU limit does not bound it (no division by its 0 GPUs),
     # and a type that no limit bounds is passed over, not the end of the search.
     cpu_price = catalog.price_per_hour("m6i.xlarge", "on-demand")
-    assert costs.nodepool_max_cost(
-        ["m6i.xlarge"], "on-demand", {catalog.GPU_RESOURCE: 8, "cpu": 8}
-    ) == (2, 2 * cpu_price)
-    assert costs.nodepool_max_cost(
-        ["m6i.xlarge", "g5.xlarge"], "spot", {catalog.GPU_RESOURCE: 2}
-    ) == (2, 2 * spot)
+    assert _reach(_pool(["m6i.xlarge"], "on-demand", gpus=8, cpu=8)) == (
+        2,
+        2 * cpu_price,
+    )
+    assert _reach(_pool(["m6i.xlarge", "g5.xlarge"], "spot", gpus=2)) == (2, 2 * spot)
 
 
 def test_a_fraction_of_a_resource_over_nothing_is_short() -> None:
@@ -1015,10 +1030,10 @@ def test_a_source_no_team_queue_reaches_is_named_at_its_unqueued_reason() -> Non
         for t in cfg.teams
     ]
     bare = cfg.model_copy(update={"teams": teams})
-    (problem,) = check_reachable_sources(bare, sources)
+    (problem,) = check_reachable_sources(unreachable_sources(bare, sources))
     assert problem.key == "nodeGroups.gpu[0].unqueuedReason" and problem.value is None
     assert problem.allowed.startswith("ng-l4-spot serves l4-x1 spot, which no team's quota lists")
-    assert check_reachable_sources(cfg, sources) == []
+    assert check_reachable_sources(unreachable_sources(cfg, sources)) == []
 
 
 def test_job_resources_reads_the_types_its_pools_launch() -> None:

@@ -20,6 +20,7 @@ import pytest
 from components.analysis import (
     capacity,
     checkpoint,
+    costs,
     efa_placement,
     facts,
     fit,
@@ -28,6 +29,7 @@ from components.analysis import (
     placement,
     quota,
     resources,
+    startup,
     willrun,
 )
 from components.training_jobs import plan as job_plan
@@ -71,7 +73,12 @@ COUNTED = {
     "model_state": memory.model_state_gib,
     "waste": checkpoint.wasted_fraction,
     "young_daly": checkpoint.young_daly_interval_s,
+    "startup": startup.estimate,
+    "hourly": costs.job_hourly_cost,
+    "platform_costs": costs.platform_costs,
     "flavor_provisioners": capacity.flavor_provisioners,
+    "reservations": capacity.reservations,
+    "unreachable_sources": quota.unreachable_sources,
     "plan_job": job_plan.plan_job,
     "verdict": willrun.training_verdict,
 }
@@ -96,6 +103,11 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         memberships=1,
         flavor_provisioners=1,
         check_teams=1,
+        # Read by the config check and the report alike (StackFacts.unqueued, .reservations).
+        reservations=1,
+        unreachable_sources=1,
+        # Groups, NodePools, idle and storage: the report's cost sections read these.
+        platform_costs=1,
         job_instance_types=jobs,
         job_resources=jobs,
         # The quota rule judges Kueue jobs (Volcano queues have their own).
@@ -105,6 +117,9 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         fit=jobs,
         model_state=jobs,
         waste=jobs,
+        # The time to first step the report prints, estimated with the facts.
+        startup=jobs,
+        hourly=jobs,
         # Young/Daly only for the jobs that do not set their own interval.
         young_daly=sum(j.checkpoint.interval_seconds is None for j in cfg.training_jobs),
         # One plan per job per synth (the components and the report read the same plans), one

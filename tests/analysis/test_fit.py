@@ -74,3 +74,12 @@ def test_job_facts_fit_is_the_fit_of_its_own_placement_and_requests(dev: Any) ->
         again = fit_sources(facts.sources, derived.placement, derived.requests)
         assert derived.fit == again
         assert derived.fit.fitting, f"{job.name}: the dev stack's jobs all run"
+
+
+def test_a_sources_efa_per_node_is_the_most_any_of_its_types_offers() -> None:
+    """What the report prints as a fitting source's allocatable EFA devices
+    (verdict_text.placement_text): a property of the source, never recomputed there."""
+    efa = replace(LARGE, efa=4)
+    source = _source("mixed", "karpenter", {"g6.xlarge": SMALL, "g6.4xlarge": efa})
+    assert source.efa_per_node == 4
+    assert _source("plain", "managed", {"g6.xlarge": SMALL}).efa_per_node == 0

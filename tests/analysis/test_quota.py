@@ -13,7 +13,7 @@ import pytest
 
 from components import config as stack_config
 from components.analysis.facts import build
-from components.analysis.quota import unreachable_sources
+from components.analysis.quota import unreachable_sources, worker_quota
 from synth import __main__ as synth_cli
 from tests.conftest import stack_values
 
@@ -74,3 +74,33 @@ def test_an_unqueued_source_with_a_reason_is_allowed_and_reported(
     report = (project / "build" / "t" / "report.md").read_text()
     assert f"- `ng-l40s-spot` (nodeGroups.gpu[1]): {reason}" in report
     assert f"- `kp-l40s-od` (karpenter.pools[3]): {reason}" in report
+
+
+def _team_with(gpus: dict[str, int]) -> stack_config.TeamConfig:
+    quota = [
+        {"gpuClass": "l4-x1", "capacityType": capacity, "gpus": n, "cpu": 8, "memoryGib": 32}
+        for capacity, n in gpus.items()
+    ]
+    return stack_config.TeamConfig.model_validate(
+        {
+            "name": "research",
+            "namespace": "team-research",
+            "group": "gpu-platform:team-research",
+            "datasetPrefix": "research",
+            "quota": quota,
+            "limits": {"gpus": 64, "cpu": 512, "memoryGib": 2048},
+        }
+    )
+
+
+def test_worker_quota_holds_each_workers_term_of_the_managers_sum() -> None:
+    """A fleet's manager quota per flavor is the workers' sum (analysis/fleet.py
+    manager_teams); worker_quota keeps the terms, in the workers' order, 0 where a worker
+    has none of the flavor."""
+    manager = _team_with({"spot": 12, "on-demand": 4})
+    west, east = _team_with({"spot": 8}), _team_with({"spot": 4, "on-demand": 4})
+    found = worker_quota([manager], [("usw2", [west]), ("use1", [east])])
+    assert found == {
+        ("research", "l4-x1-spot"): (("usw2", 8), ("use1", 4)),
+        ("research", "l4-x1-on-demand"): (("usw2", 0), ("use1", 4)),
+    }

@@ -24,7 +24,8 @@ def _prod(change: dict[str, Any] | None = None) -> StackConfig:
 
 
 def _pretrain(cfg: StackConfig) -> startup.StartupEstimate:
-    return startup.by_workload(build(cfg))["team-pretrain/pretrain-7b"]
+    (pretrain,) = (jf for jf in build(cfg).jobs if jf.workload == "team-pretrain/pretrain-7b")
+    return pretrain.startup
 
 
 def test_p5_job_pulls_with_soci_onto_nvme() -> None:
@@ -86,3 +87,15 @@ def test_without_raid0_the_gp3_root_holds_the_images_and_can_bound_the_pull() ->
     assert on_nvme.image_store.startswith("NVMe RAID0")
     assert on_nvme.pull_mibps == readiness.PARALLEL_PULL_MIBPS
     assert on_nvme.image_pull_s < est.image_pull_s
+
+
+def test_the_estimate_is_a_function_of_values_the_facts_hold_once() -> None:
+    """`estimate` takes the job, its pods' type and the sources that fit them: the facts call it
+    once per job (JobFacts.startup) and the report reads that field."""
+    cfg = _prod()
+    (jf,) = (jf for jf in build(cfg).jobs if jf.workload == "team-pretrain/pretrain-7b")
+    assert startup.estimate(cfg, jf.job, jf.resources.instance_type, jf.fit.fitting) == jf.startup
+    # No fitting source: pulled the way a node of a Karpenter GPU pool pulls.
+    bare = startup.estimate(cfg, jf.job, "p5.48xlarge", ())
+    expected = readiness.pull_rate(cfg, "karpenter", "", "p5.48xlarge")
+    assert (bare.pull_mibps, bare.image_store) == (expected.mibps, expected.image_store)

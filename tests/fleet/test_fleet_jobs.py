@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components import catalog
+from components.analysis import costs
 from components.config import ConfigError
 from synth.harness import SynthResult
 from synth.jobs import run_job_stack
@@ -79,6 +80,23 @@ def test_will_it_run_names_the_regions_that_can_and_cannot(pretrain_fleet: Synth
     assert "— **runs in 1 of 2 regions**: use1 (us-east-1)" in section
     assert "- not on usw2 (us-west-2): `trainingJobs[0].regions`" in section
     assert "≈ $" in section and "cross-region transfer" in section
+
+
+def test_a_fleet_jobs_replication_is_sized_once_on_its_home_worker(
+    pretrain_fleet: SynthResult,
+) -> None:
+    """The analysis sizes it (FleetJob.replication, analysis/costs.py replication) from the
+    home worker's facts; the report prints that value."""
+    judged = {fj.job.name: fj for fj in pretrain_fleet.fleet_jobs.judgement.jobs}
+    pretrain, evaluation = judged["pretrain-7b"], judged["eval-l4"]
+    home = pretrain.home.job if pretrain.home is not None else None
+    assert home is not None and home.model_state_gib is not None
+    assert pretrain.replication == costs.replication(
+        home.model_state_gib, home.checkpoint_interval_s, len(pretrain.regions) - 1
+    )
+    assert evaluation.replication is not None and evaluation.replication.gib_per_hour is None
+    section = report(pretrain_fleet)
+    assert f"≈ {pretrain.replication.gib_per_hour:.0f} GiB/h" in section
 
 
 def test_the_pod_is_pinned_to_what_every_capable_worker_offers(pretrain_fleet: SynthResult) -> None:

@@ -343,6 +343,21 @@ def test_checkpoints_and_datasets_replicate_between_every_pair_of_workers(
         assert rule["destination"]["encryptionConfiguration"]["replicaKmsKeyId"].startswith(
             "arn:aws:kms:"
         )
+    # The count the report prints is the analysis's (FleetFacts.replication_pairs), per kind.
+    rules = sum(len(c.inputs["rules"]) for c in configs)
+    assert rules == 2 * fleet_prod.fleet.replication_pairs
+
+
+def test_the_managers_quota_is_the_sum_of_each_workers(fleet_prod: SynthResult) -> None:
+    """FleetFacts.worker_quota holds the terms the manager's quota adds up (the report's
+    per-worker column): one per worker, in the workers' order."""
+    fleet = fleet_prod.fleet
+    workers = [w.name for w in fleet.workers]
+    for team in fleet.teams:
+        for entry in team.quota:
+            terms = fleet.worker_quota[team.name, entry.flavor]
+            assert [name for name, _ in terms] == workers
+            assert sum(gpus for _, gpus in terms) == entry.gpus
 
 
 def test_the_eso_role_name_fits_iam_for_the_longest_fleet_name() -> None:

@@ -12,7 +12,6 @@ import pytest
 import yaml
 
 from components import catalog
-from components.analysis import costs
 from components.config import (
     KarpenterConfig,
     KarpenterFeatureGates,
@@ -442,18 +441,8 @@ def test_report_lists_every_pool_with_cost_and_the_idle_cost(stack: SynthResult)
     assert "## Idle cost" in text and "EKS control plane" in text and "NAT gateways" in text
 
 
-def test_max_cost_at_limit_uses_the_dearest_type_that_fits() -> None:
-    nodes, cost = costs.nodepool_max_cost(
-        ["g6.xlarge", "g6.16xlarge"], "on-demand", {"nvidia.com/gpu": 4}
-    )
-    assert nodes == 4
-    assert cost == pytest.approx(4 * catalog.instance("g6.16xlarge").on_demand_usd_per_hour)
-    nodes, cost = costs.nodepool_max_cost(["m6i.xlarge"], "spot", {"cpu": 16, "memory": "32Gi"})
-    assert (nodes, cost) == (2, pytest.approx(2 * catalog.instance("m6i.xlarge").spot_usd_per_hour))
-
-
 def test_idle_cost_counts_control_plane_system_nodes_and_nat(prod: SynthResult) -> None:
-    items = {item: (count, each) for item, count, each in report.idle_items(prod)}
+    items = {i.item: (i.count, i.usd_each) for i in report.idle_cost(prod).items}
     assert items["EKS control plane"] == (1, catalog.EKS_CONTROL_PLANE_USD_PER_HOUR)
     assert items["NAT gateways"] == (3, catalog.NAT_GATEWAY_USD_PER_HOUR)
     system = [v for k, v in items.items() if k.startswith("node group system")]

@@ -1,0 +1,156 @@
+"""Cost figures (components/analysis/costs.py): pure functions over values at the catalog's
+planning prices, each called once by the facts; the report renders what they return."""
+
+from __future__ import annotations
+
+import pytest
+
+from components import catalog
+from components.analysis import costs
+from components.analysis.capacity import ReservationRow
+from components.config import KarpenterPool, NodeGroupsConfig, RwxConfig
+
+
+def test_a_jobs_hourly_cost_is_its_nodes_at_the_planning_price_of_its_type() -> None:
+    cost = costs.job_hourly_cost(4, "p5.48xlarge")
+    row = catalog.instance("p5.48xlarge")
+    assert cost.spot == pytest.approx(4 * row.spot_usd_per_hour)
+    assert cost.on_demand == pytest.approx(4 * row.on_demand_usd_per_hour)
+    assert costs.job_hourly_cost(0, "g6.xlarge") == costs.HourlyCost(0.0, 0.0)
+
+
+def _groups(*gpu: dict[str, object]) -> NodeGroupsConfig:
+    return NodeGroupsConfig.model_validate(
+        {
+            "system": {"instanceTypes": ["m6i.large", "m6i.xlarge"], "desiredSize": 2},
+            "gpu": list(gpu),
+        }
+    )
+
+
+H100 = {"name": "ng-h100", "instanceTypes": ["p5.48xlarge"], "capacityType": "on-demand"}
+L40S = {
+    "name": "a-l40s",
+    "instanceTypes": ["g6e.xlarge", "g6e.4xlarge", "g6e.2xlarge"],
+    "capacityType": "spot",
+    "desiredSize": 1,
+}
+
+
+def test_node_groups_are_priced_idle_on_the_first_type_and_at_max_on_the_dearest() -> None:
+    groups = costs.node_group_costs(
+        _groups({**H100, "maxSize": 2}, {**L40S, "maxSize": 3}), frozenset({"ng-h100"})
+    )
+    assert [g.name for g in groups] == ["a-l40s", "ng-h100", "system"], "by name"
+    l40s, h100, system = groups
+    assert (h100.gpu_class, h100.gpus_per_node, h100.max_gpus) == ("h100-x8", 8, 16)
+    assert h100.autoscaled and not l40s.autoscaled and not system.autoscaled
+    assert h100.idle_usd_per_hour == 0.0
+    assert h100.max_usd_per_hour == pytest.approx(2 * _price("p5.48xlarge", "on-demand"))
+    assert l40s.idle_usd_per_hour == pytest.approx(_price("g6e.xlarge", "spot"))
+    assert l40s.max_usd_per_hour == pytest.approx(3 * _price("g6e.4xlarge", "spot"))
+    assert (system.gpu_class, system.capacity_type, system.max_gpus) == ("cpu", "on-demand", 0)
+    assert system.idle_usd_per_hour == pytest.approx(2 * _price("m6i.large", "on-demand"))
+
+
+def test_the_idle_cost_is_groups_at_desired_size_reservations_and_what_synth_counts() -> None:
+    groups = costs.node_group_costs(_groups({**H100, "maxSize": 2}), frozenset())
+    reservation = ReservationRow(
+        "r", "cr-0", "on-demand-reservation", "p5.48xlarge", 2, 16, "", 110
+    )
+    items = costs.idle_items(groups, [reservation])
+    assert [i.item for i in items] == [
+        "node group system (m6i.large, desired size)",
+        "capacity reservation r (p5.48xlarge, on-demand-reservation)",
+    ], "a group holding no node costs nothing idle"
+    assert items[1].usd_each == 55 and items[1].usd_per_hour == 110
+    platform = costs.PlatformCosts(groups, {}, items, costs.StorageCost())
+    idle = platform.idle_cost(control_planes=1, nat_gateways=3)
+    assert [i.item for i in idle.items] == [
+        "EKS control plane",
+        *(i.item for i in items),
+        "NAT gateways",
+    ]
+    assert idle.usd_per_hour == pytest.approx(
+        catalog.EKS_CONTROL_PLANE_USD_PER_HOUR
+        + 2 * _price("m6i.large", "on-demand")
+        + 110
+        + 3 * catalog.NAT_GATEWAY_USD_PER_HOUR
+    )
+
+
+def test_storage_is_priced_from_the_rwx_config() -> None:
+    fsx = costs.storage_cost(
+        RwxConfig.model_validate(
+            {
+                "type": "fsx",
+                "deploymentType": "PERSISTENT_2",
+                "perUnitStorageThroughput": 500,
+                "storageCapacityGib": 4800,
+            }
+        )
+    )
+    assert fsx.efs is None and fsx.fsx is not None
+    assert fsx.fsx.throughput_mbps == pytest.approx(4800 / 1024 * 500)
+    price = catalog.FSX_LUSTRE_USD_PER_GB_MONTH[("PERSISTENT_2", 500)]
+    assert fsx.fixed_usd_per_month(5) == pytest.approx(
+        5 * catalog.KMS_KEY_USD_PER_MONTH + 4800 * price
+    )
+    provisioned = costs.storage_cost(
+        RwxConfig.model_validate(
+            {"type": "efs", "throughputMode": "provisioned", "provisionedThroughputMibps": 10}
+        )
+    )
+    assert provisioned.efs == costs.EfsCost(10.0)
+    assert provisioned.fixed_usd_per_month(0) == pytest.approx(
+        10 * catalog.EFS_PROVISIONED_USD_PER_MIBPS_MONTH
+    )
+    elastic = costs.storage_cost(RwxConfig.model_validate({"type": "efs"}))
+    assert elastic.efs == costs.EfsCost(None) and elastic.fixed_usd_per_month(2) == 2.0
+    assert elastic.efs.rate.usd_per_tib_month == pytest.approx(
+        catalog.EFS_STANDARD_USD_PER_GB_MONTH * 1024
+    )
+    assert costs.storage_cost(None) == costs.StorageCost(), "a fleet's manager has no RWX"
+
+
+def _price(name: str, capacity: catalog.CapacityType) -> float:
+    return catalog.price_per_hour(name, capacity)
+
+
+def test_max_cost_at_limit_uses_the_dearest_type_that_fits() -> None:
+    pool = KarpenterPool.model_validate(
+        dict(
+            name="l4",
+            gpuClass="l4-x1",
+            capacityType="on-demand",
+            instanceTypes=["g6.xlarge", "g6.16xlarge"],
+            limits={"gpus": 4},
+        )
+    )
+    at_limit = costs.pool_max_cost(pool)
+    assert at_limit.nodes == 4
+    expected = 4 * catalog.instance("g6.16xlarge").on_demand_usd_per_hour
+    assert at_limit.usd_per_hour == pytest.approx(expected)
+    # The tighter limit stops it: 32 GiB / 16 GiB per node before 16 vCPU / 4 per node.
+    cpu = KarpenterPool.model_validate(
+        dict(
+            name="general",
+            capacityType="on-demand",
+            workloadType="general",
+            instanceTypes=["m6i.xlarge"],
+            limits={"cpu": 16, "memoryGib": 32},
+        )
+    )
+    at_limit = costs.pool_max_cost(cpu)
+    expected = 2 * catalog.instance("m6i.xlarge").on_demand_usd_per_hour
+    assert (at_limit.nodes, at_limit.usd_per_hour) == (2, pytest.approx(expected))
+
+
+def test_a_fleet_jobs_replication_is_its_states_per_checkpoint_to_every_other_worker() -> None:
+    copied = costs.replication(100.0, 1800.0, 2)
+    assert copied.other_workers == 2
+    assert copied.gib_per_hour == pytest.approx(100 * 2 * 2)
+    assert copied.usd_per_hour == pytest.approx(
+        400 * catalog.INTER_REGION_USD_PER_GB * 1024**3 / 1e9
+    )
+    assert costs.replication(None, 1800.0, 2) == costs.Replication(2, None, None)
