@@ -1,6 +1,7 @@
 """`report.md`: what a reviewer reads — node groups and NodePools with GPU limits and $/h, idle
-cost, storage and its cost, queues and quotas against capacity, alerts, validation jobs, training
-jobs, the policy summary and resources by type. Built from the captured resources (what would be
+cost, storage and its cost, queues and quotas against capacity, the GPU classes placed by the
+network (synth/report_topology.py), alerts, validation jobs, training jobs, the policy summary
+and resources by type. Built from the captured resources (what would be
 deployed); the cost arithmetic comes from `components.analysis.costs`. "Will it run" and
 "Deploy plan" render in synth/report_plan.py.
 
@@ -18,6 +19,7 @@ from components.analysis.capacity import reservations
 from components.analysis.costs import nodepool_max_cost
 from components.analysis.quota import unreachable_sources
 from synth.harness import Registration, SynthResult
+from synth.report_topology import network_topology
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -455,6 +457,7 @@ def _reserved_capacity(result: SynthResult) -> str:
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Queues and quotas", _queues),
+    ("Network topology", network_topology),
     ("Karpenter NodePools", _karpenter_pools),
     ("Reserved capacity", _reserved_capacity),
     ("Idle cost", _idle_cost),
@@ -471,6 +474,7 @@ PLATFORM_SECTIONS: frozenset[str] = frozenset(
     {
         "Managed node groups",
         "Queues and quotas",
+        "Network topology",
         "Karpenter NodePools",
         "Reserved capacity",
         "Idle cost",

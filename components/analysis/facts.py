@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components import catalog
-from components.analysis import capacity, efa_placement, memory, nccl, nodes, readiness
+from components.analysis import capacity, efa_placement, memory, nccl, nodes, readiness, topology
 from components.analysis import checkpoint as checkpointing
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
@@ -34,7 +34,8 @@ from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement, job_placement, zone_pin_index
 from components.analysis.readiness import PodsReady
 from components.analysis.resources import JobResources, pod_requests, resources_on
-from components.config import StackConfig, TeamConfig, TrainingJobConfig
+from components.analysis.topology import JobTopology
+from components.config import StackConfig, TeamConfig, TopologyLevel, TrainingJobConfig
 
 Flavor = tuple[str, catalog.CapacityType]
 
@@ -83,6 +84,9 @@ class JobFacts:
     #: Where its image digest comes from (images.image_source); None for a tag no deploy can
     #: resolve (a config error).
     image: ImageSource | None
+    #: The network block its gang asks for on its class's Topology (topology.job_topology):
+    #: its own request or the default; None when its class is not placed by the network.
+    topology: JobTopology | None = None
 
     @property
     def key(self) -> str:
@@ -118,6 +122,9 @@ class StackFacts:
     nccl_host: NcclHost | None
     #: Team name -> its config.
     teams: Mapping[str, TeamConfig]
+    #: GPU class -> the levels of its Topology, for the classes placed by the network
+    #: (`scheduling.topology.gpuClasses`; topology.opted_in).
+    topologies: Mapping[str, tuple[TopologyLevel, ...]]
     #: One per `trainingJobs` entry, in config order.
     jobs: tuple[JobFacts, ...]
 
@@ -136,9 +143,10 @@ def job_facts(
     *,
     sources: tuple[NodeSource, ...],
     provisioners: Mapping[Flavor, catalog.Provisioner],
+    topologies: Mapping[str, tuple[TopologyLevel, ...]] | None = None,
 ) -> JobFacts:
     """The derived facts of `job` (at `trainingJobs[index]`, of `team`), from the stack's node
-    sources and flavor provisioners."""
+    sources, flavor provisioners and Topologies (None: computed from `cfg`)."""
     types = tuple(capacity.job_instance_types(cfg, job))
     pod = resources_on(job, types)
     checkpoint = job.checkpoint
@@ -175,6 +183,11 @@ def job_facts(
         ),
         model_state_gib=memory.model_state_gib(job, job.world_size),
         image=image_source(cfg, job),
+        topology=topology.job_topology(
+            job,
+            pod.efa_devices,
+            topologies if topologies is not None else topology.opted_in(cfg),
+        ),
     )
 
 
@@ -186,6 +199,7 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
     sources = tuple(nodes.node_sources(cfg, groups, pools, region))
     provisioners = capacity.flavor_provisioners(cfg)
     teams = {team.name: team for team in reversed(cfg.teams)}
+    topologies = topology.opted_in(cfg)
     return StackFacts(
         cfg=cfg,
         capacity=capacity.gpu_capacity(cfg),
@@ -197,8 +211,17 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
         pods_ready=readiness.pods_ready(cfg, sources),
         nccl_host=nccl.nccl_host(cfg, sources),
         teams=teams,
+        topologies=topologies,
         jobs=tuple(
-            job_facts(cfg, index, job, teams[job.team], sources=sources, provisioners=provisioners)
+            job_facts(
+                cfg,
+                index,
+                job,
+                teams[job.team],
+                sources=sources,
+                provisioners=provisioners,
+                topologies=topologies,
+            )
             for index, job in enumerate(cfg.training_jobs)
         ),
     )

@@ -111,6 +111,13 @@ from components.config.teams import (
     TeamEgress,
     VolcanoQueue,
 )
+from components.config.topology import (
+    TOPOLOGY_LEVELS,
+    TopologyConfig,
+    TopologyLevel,
+    TopologyMode,
+    TopologyRequest,
+)
 from components.config.training import (
     JOB_PRIORITIES,
     MAX_SAVE_SECONDS,
@@ -151,6 +158,7 @@ __all__ = [
     "RESERVED_NAMESPACES",
     "SPOT_NOTICE_SECONDS",
     "SUPPORTED_KUBERNETES_VERSIONS",
+    "TOPOLOGY_LEVELS",
     "AddonVersion",
     "AddonVersions",
     "AlertThresholds",
@@ -209,6 +217,10 @@ __all__ = [
     "TeamDeploy",
     "TeamEgress",
     "TimeSlicingConfig",
+    "TopologyConfig",
+    "TopologyLevel",
+    "TopologyMode",
+    "TopologyRequest",
     "TrainingConfig",
     "TrainingJobConfig",
     "ValidationConfig",

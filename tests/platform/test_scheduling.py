@@ -26,9 +26,8 @@ from components.platform.scheduling.scheduling import (
     kueue_values,
     resource_flavor_spec,
     trainer_values,
-    volcano_scheduler_conf,
-    volcano_values,
 )
+from components.platform.scheduling.volcano_builders import volcano_scheduler_conf, volcano_values
 from synth.harness import SynthResult
 from tests.conftest import SCHEMAS, STATIC_GPU_GROUPS, node_group_overrides, stack_values
 from tests.helm_values import missing_keys
