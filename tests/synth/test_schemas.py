@@ -57,7 +57,7 @@ def test_every_upstream_file_names_repository_tag_commit_path_and_license() -> N
         assert entry.repo and entry.path and (entry.tag or entry.note), entry.dest
         assert entry.license == "Apache-2.0", entry.dest
     crds = {e.dest for e in entries if e.dest.startswith("crds/")}
-    assert len(crds) == 24
+    assert len(crds) == 25
 
 
 @pytest.fixture
