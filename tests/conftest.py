@@ -66,6 +66,15 @@ STATIC_GPU_GROUPS: list[dict[str, Any]] = [
 ]
 
 
+#: Prod's on-demand L40S capacity as a Karpenter NodePool (ng-l40s-od's before it was a group).
+KP_L40S_OD: dict[str, Any] = {
+    "name": "kp-l40s-od",
+    "gpuClass": "l40s-x1",
+    "capacityType": "on-demand",
+    "limits": {"gpus": 4},
+}
+
+
 def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
     """Prod's config with `groups` as its GPU node groups: the Karpenter GPU pools serving the
     same (GPU class, capacity type) removed (one provisioner per flavor), the teams' quota
@@ -85,6 +94,10 @@ def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
         for pool in karpenter["pools"]
         if (pool.get("gpuClass"), pool.get("capacityType", "on-demand")) not in served
     ]
+    if ("l40s-x1", "on-demand") not in served:
+        # Prod's on-demand L40S as the NodePool it was before ng-l40s-od: these variants keep
+        # their third NodePool and an L40S source (none places a class by the network).
+        pools.insert(-1, dict(KP_L40S_OD))
     served |= {(p.get("gpuClass"), p.get("capacityType", "on-demand")) for p in pools}
     teams = [
         {
@@ -102,12 +115,23 @@ def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
             **validation,
             "nccl": {**validation["nccl"], "pool": groups[0]["name"]},
         },
+        **without_topology(values),
     }
+
+
+def without_topology(values: dict[str, Any]) -> dict[str, Any]:
+    """`values`' scheduling section with no class placed by the network: for variants that move
+    a class prod places by the network (l40s-x1) to Karpenter or drop its groups, which the
+    opt-in would refuse (docs/topology.md)."""
+    scheduling = dict(values.get("gpu-platform:scheduling") or {})
+    scheduling.pop("topology", None)
+    return {"gpu-platform:scheduling": scheduling}
 
 
 def karpenter_gpu_overrides() -> dict[str, Any]:
     """Prod with every GPU node from Karpenter: its node groups' capacity as the NodePools it
-    was before the groups (kp-h100-od in the EFA placement group, kp-l40s-spot), so tests of
+    was before the groups (kp-h100-od in the EFA placement group, kp-l40s-spot, kp-l40s-od),
+    no class placed by the network, so tests of
     Karpenter-only behaviour (the gpu-efa node class) keep a stack that has it."""
     values = stack_values("prod")
     karpenter = values["gpu-platform:karpenter"]
@@ -130,6 +154,8 @@ def karpenter_gpu_overrides() -> dict[str, Any]:
             "limits": {"gpus": 16},
         },
     )
+    if not any(p["name"] == KP_L40S_OD["name"] for p in pools):
+        pools.insert(5, dict(KP_L40S_OD))
     validation = values["gpu-platform:validation"]
     return {
         "gpu-platform:nodeGroups": {**values["gpu-platform:nodeGroups"], "gpu": []},
@@ -138,6 +164,7 @@ def karpenter_gpu_overrides() -> dict[str, Any]:
             **validation,
             "nccl": {**validation["nccl"], "pool": "kp-h100-od"},
         },
+        **without_topology(values),
     }
 
 
