@@ -1786,3 +1786,7 @@ CASES += [
         False,
     ),
 ]
+
+from tests.policies.topology_cases import TOPOLOGY_CASES  # noqa: E402
+
+CASES += TOPOLOGY_CASES
