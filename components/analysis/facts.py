@@ -157,6 +157,7 @@ def job_facts(
     )
     requests = pod_requests(job, pod)
     where = job_placement(job, pod.efa_devices)
+    fit = fit_sources(sources, where, requests)
     return JobFacts(
         index=index,
         job=job,
@@ -166,7 +167,7 @@ def job_facts(
         requests=requests,
         placement=where,
         zone_pin=zone_pin_index(cfg, job, pod.efa_devices),
-        fit=fit_sources(sources, where, requests),
+        fit=fit,
         provisioners=frozenset(
             provisioners[(job.gpu_class, c)]
             for c in job.capacity_types
@@ -187,6 +188,8 @@ def job_facts(
             job,
             pod.efa_devices,
             topologies if topologies is not None else topology.opted_in(cfg),
+            fit.fitting,
+            cfg.network.zone_count,
         ),
     )
 

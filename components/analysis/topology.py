@@ -57,6 +57,7 @@ from typing import Any, Final
 
 from components import catalog
 from components.analysis import placement
+from components.analysis.nodes import NodeSource
 from components.config import (
     TOPOLOGY_LEVELS,
     Problem,
@@ -280,32 +281,49 @@ def lowest_network_level(levels: Sequence[TopologyLevel]) -> TopologyLevel:
     return levels[-2]
 
 
+def one_zone_flavors(fitting: Sequence[NodeSource], zone_count: int) -> bool:
+    """Whether each capacity type's sources among `fitting` launch into one and the same zone
+    (a TAS assignment stays inside one flavor, so such a flavor cannot spread a gang)."""
+    if zone_count < 2:
+        return True
+    by_capacity: dict[str, set[int | None]] = {}
+    for source in fitting:
+        by_capacity.setdefault(source.capacity_type, set()).add(source.zone_index)
+    return all(None not in zones and len(zones) == 1 for zones in by_capacity.values())
+
+
 def default_request(
-    nodes: int, single_zone: bool, levels: Sequence[TopologyLevel]
+    nodes: int, single_zone: bool, one_zone: bool, levels: Sequence[TopologyLevel]
 ) -> tuple[TopologyRequest, str]:
     """The platform's choice for a gang that asks for nothing (docs/topology.md, "Defaults"):
     - one node: unconstrained. No traffic between nodes; the annotation only lets the pod use
       a Topology flavor at all (a podset without one is refused there).
-    - a gang held to one zone (EFA, or `zones: single`): required at the zone. EFA does not
-      cross zones, and within the zone Kueue's BestFit descent packs the gang into the fewest
-      layer-1, then layer-2, then layer-3 domains (tas_flavor_snapshot.go
-      updateCountsToMinimumGeneric); it never waits for a block that may not exist, and it is
-      safe on autoscaled one-zone groups (the second pass needs only the zone to hold it).
-    - any other gang (TCP, may span zones): preferred at the closest network layer. Kueue
-      tries one block first and relaxes level by level (findLevelWithFitDomains), never waits
-      for a block."""
+    - a gang held to one zone (EFA, or `zones: single`) whose flavors reach several zones:
+      required at the zone. EFA does not cross zones; inside it Kueue's BestFit descent packs
+      the gang level by level (tas_flavor_snapshot.go updateCountsToMinimumGeneric), greedily:
+      on the real engines it chose the smaller layer-2 domain and split a 2-pod gang over two
+      blocks while a whole free block sat in the other (docs/real-engines.md).
+    - any other gang of several nodes (TCP, or held to one zone by flavors that are anyway):
+      preferred at the closest network layer. Kueue tries one block first and relaxes level by
+      level (findLevelWithFitDomains); it never waits for a block and, on one-zone flavors,
+      cannot leave the zone."""
     if nodes < 2:
         return TopologyRequest(mode="unconstrained"), "one node: no traffic between nodes"
-    if single_zone:
+    if single_zone and not one_zone:
         return (
             TopologyRequest(mode="required", level="zone"),
-            "a gang held to one zone (EFA does not cross zones): the zone is required, and "
-            "Kueue packs the gang into the fewest network blocks inside it",
+            "a gang held to one zone (EFA does not cross zones) on flavors that reach several: "
+            "the zone is required, and Kueue packs the gang into few network blocks inside it",
         )
     closest = lowest_network_level(levels)
+    why = (
+        "a gang held to one zone on one-zone flavors"
+        if single_zone
+        else "a TCP gang that may span zones"
+    )
     return (
         TopologyRequest(mode="preferred", level=closest),
-        f"a TCP gang that may span zones: one {closest} block first, relaxed level by level",
+        f"{why}: one {closest} block first, relaxed level by level",
     )
 
 
@@ -313,16 +331,17 @@ def resolve(
     asked: TopologyRequest | None,
     nodes: int,
     single_zone: bool,
+    one_zone: bool,
     levels: tuple[TopologyLevel, ...] | None,
 ) -> JobTopology | None:
     """A gang's request on its class's Topology (`levels`): its own, else the default; None
     when the class has none (nothing is rendered; an explicit request there is refused by
-    topology_problems)."""
+    topology_checks)."""
     if levels is None:
         return None
     if asked is not None:
         return JobTopology(asked.mode, asked.level, levels, False, "asked")
-    request, why = default_request(nodes, single_zone, levels)
+    request, why = default_request(nodes, single_zone, one_zone, levels)
     return JobTopology(request.mode, request.level, levels, True, why)
 
 
@@ -330,12 +349,16 @@ def job_topology(
     job: TrainingJobConfig,
     efa_devices: int,
     topologies: Mapping[str, tuple[TopologyLevel, ...]],
+    fitting: Sequence[NodeSource],
+    zone_count: int,
 ) -> JobTopology | None:
-    """A training job's request (`resolve` on its class)."""
+    """A training job's request (`resolve` on its class; `fitting`: the sources its pods fit,
+    whose zones the default depends on)."""
     return resolve(
         job.topology,
         job.nodes,
         placement.needs_single_zone(job, efa_devices),
+        one_zone_flavors(fitting, zone_count),
         topologies.get(job.gpu_class),
     )
 

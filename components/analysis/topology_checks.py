@@ -14,13 +14,13 @@ the requests that can never be met — each a `Problem` naming its key.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from components import catalog
 from components.analysis.nodes import NodeSource
-from components.analysis.topology import VOLCANO_TIERS, JobTopology
+from components.analysis.topology import VOLCANO_TIERS, JobTopology, one_zone_flavors
 from components.config import Problem, TopologyLevel, TopologyRequest
 
 Honour = Literal["yes", "best effort", "no"]
@@ -169,12 +169,11 @@ def topology_problems(
     gang: Gang,
     request: JobTopology | None,
     *,
-    zone_indexes: Mapping[str, int | None],
     zone_count: int,
     opted: Sequence[str],
 ) -> list[Problem]:
-    """What keeps a gang's topology request from ever being met (module docstring).
-    `zone_indexes`: managed group name -> the one private subnet it launches into (None: all)."""
+    """What keeps a gang's topology request from ever being met (module docstring);
+    `zone_count`: the stack's private subnets (zones)."""
     if request is None:
         if gang.asked is None:
             return []
@@ -202,7 +201,7 @@ def topology_problems(
     return [
         *_level_problems(gang, request),
         *_blind_problems(gang, request),
-        *_zone_problems(gang, request, zone_indexes, zone_count),
+        *_zone_problems(gang, request, zone_count),
     ]
 
 
@@ -264,42 +263,20 @@ def _blind_problems(gang: Gang, request: JobTopology) -> list[Problem]:
     ]
 
 
-def _zone_problems(
-    gang: Gang,
-    request: JobTopology,
-    zone_indexes: Mapping[str, int | None],
-    zone_count: int,
-) -> list[Problem]:
+def _zone_problems(gang: Gang, request: JobTopology, zone_count: int) -> list[Problem]:
     """A gang held to one zone whose Kueue request may spread it over zones."""
     if not gang.single_zone or gang.nodes < 2 or request.mode == "required" or gang.volcano:
         return []
-    spread = _spreading_flavors(gang.fitting, zone_indexes, zone_count)
-    if not spread:
+    if one_zone_flavors(gang.fitting, zone_count):
         return []
     return [
         Problem(
             f"{gang.key}.topology.mode",
             request.mode,
             "required (at the zone or below) for a gang held to one zone: a "
-            f"{request.mode} request may spread it over zones where "
-            + ", ".join(spread)
-            + " reach more than one, while its pods' zone podAffinity keeps every pod "
-            "in pod 0's zone: the stray pods would stay Pending",
+            f"{request.mode} request may spread it over zones, the sources of a flavor ("
+            + ", ".join(s.name for s in gang.fitting)
+            + ") reaching more than one, while its pods' zone podAffinity keeps every pod in "
+            "pod 0's zone: the stray pods would stay Pending",
         )
     ]
-
-
-def _spreading_flavors(
-    fitting: Sequence[NodeSource], zone_indexes: Mapping[str, int | None], zone_count: int
-) -> list[str]:
-    """The capacity types whose fitting sources together reach more than one zone (a TAS
-    assignment stays inside one flavor, so a flavor confined to one zone cannot spread)."""
-    by_capacity: dict[str, set[int | None]] = {}
-    for source in fitting:
-        zone = zone_indexes.get(source.name) if source.zones == 1 else None
-        by_capacity.setdefault(source.capacity_type, set()).add(zone)
-    return sorted(
-        f"the {capacity} nodes"
-        for capacity, zones in by_capacity.items()
-        if zone_count > 1 and (None in zones or len(zones) > 1)
-    )

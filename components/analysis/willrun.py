@@ -639,7 +639,6 @@ def network_part(
     problems = topology_checks.topology_problems(
         gang,
         request,
-        zone_indexes={name: m.zone_index for name, m in facts.node_groups.items()},
         zone_count=facts.cfg.network.zone_count,
         opted=list(facts.topologies),
     )

@@ -57,18 +57,24 @@ def test_levels_are_the_zone_the_layers_and_the_node_top_down() -> None:
 
 
 @pytest.mark.parametrize(
-    ("nodes", "single_zone", "layers", "want"),
+    ("nodes", "single_zone", "one_zone", "layers", "want"),
     [
-        (1, True, 3, ("unconstrained", None)),
-        (4, True, 3, ("required", "zone")),
-        (4, False, 3, ("preferred", "layer-3")),
-        (4, False, 4, ("preferred", "layer-4")),
+        (1, True, False, 3, ("unconstrained", None)),
+        # An EFA gang on flavors that reach several zones: the zone is required.
+        (4, True, False, 3, ("required", "zone")),
+        # ... on one-zone flavors: one block first (the engines found required-zone's greedy
+        # descent splitting a gang a free block would hold; docs/real-engines.md).
+        (4, True, True, 3, ("preferred", "layer-3")),
+        (4, False, False, 3, ("preferred", "layer-3")),
+        (4, False, False, 4, ("preferred", "layer-4")),
     ],
 )
-def test_default_follows_size_and_efa(
-    nodes: int, single_zone: bool, layers: int, want: tuple[str, str | None]
+def test_default_follows_size_efa_and_zones(
+    nodes: int, single_zone: bool, one_zone: bool, layers: int, want: tuple[str, str | None]
 ) -> None:
-    request, why = topology.default_request(nodes, single_zone, topology.levels_of(layers))
+    request, why = topology.default_request(
+        nodes, single_zone, one_zone, topology.levels_of(layers)
+    )
     assert (request.mode, request.level) == want
     assert why
 
@@ -204,6 +210,18 @@ def test_an_efa_gang_may_not_spread_over_zones() -> None:
     )
     assert "trainingJobs[0].topology.mode" in _keys(spread)
     assert problems(_with_jobs(raw, _job(gpuClass="h100-x8", nodes=2))) == []
+
+
+def test_an_efa_gang_defaults_to_its_zone_only_where_its_flavor_spans_zones() -> None:
+    one_zone = check(_with_jobs(h100_static_values(), _job(gpuClass="h100-x8", nodes=2)))[0]
+    request = one_zone.jobs[0].topology
+    assert request is not None and (request.mode, request.level) == ("preferred", "layer-3")
+    raw = h100_static_values()
+    raw["gpu-platform:network"] = {"efaPlacementGroup": {"enabled": False}}
+    spread = check(_with_jobs(raw, _job(gpuClass="h100-x8", nodes=2)))[0]
+    request = spread.jobs[0].topology
+    assert request is not None and (request.mode, request.level) == ("required", "zone")
+    assert request.default and "several" in request.why
 
 
 def test_a_request_on_a_class_not_placed_by_the_network_is_refused() -> None:

@@ -60,6 +60,7 @@ JOBS = [
     _job("near-3", 3, {"mode": "preferred", "level": "layer-3"}),
     _job("block-trainjob", 2, {"mode": "required", "level": "layer-3"}, launcher="kubeflow"),
     _job("zone-2", 2, {"mode": "required", "level": "zone"}),
+    _job("default-2", 2, None),
 ]
 
 
@@ -225,9 +226,20 @@ def test_a_gang_requiring_its_zone_is_packed_greedily(
 ) -> None:
     """Required at the zone, Kueue's BestFit descent picks the smallest layer-2 domain that holds
     the gang (two blocks of one node) over the one whose blocks hold two: the gang stays in its
-    zone but spans two blocks while a whole free block exists."""
+    zone but spans two blocks while a whole free block exists. Why the default for an EFA gang
+    on one-zone flavors is `preferred` at layer-3 (components/analysis/topology.py)."""
     booted, out = cluster
     run = _run(booted, out, stack, "zone-2")
     assert run.ok, run.problems
     assert len(_levels(booted, run, catalog.ZONE_LABEL)) == 1
     assert len(_levels(booted, run, LAYER3)) == 2
+
+
+def test_an_efa_gang_by_default_takes_one_free_block(
+    cluster: tuple[Cluster, ClusterRun], stack: SynthResult
+) -> None:
+    booted, out = cluster
+    run = _run(booted, out, stack, "default-2")
+    assert run.ok, run.problems
+    assert run.predicted_topology == ("preferred", LAYER3)
+    assert len(_levels(booted, run, LAYER3)) == 1

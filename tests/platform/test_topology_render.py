@@ -30,6 +30,7 @@ from synth.validate import default_validator
 from tests.conftest import h100_static_values
 from tests.helm_values import missing_keys
 
+LAYER3 = catalog.network_node_label(3)
 JOBS: list[dict[str, Any]] = [
     {
         "name": "block-native",
@@ -100,8 +101,9 @@ def test_every_kueue_launcher_carries_one_topology_annotation(placed: SynthResul
     trainjob = _named(placed, "TrainJob", "zone-trainjob")
     patch = trainjob["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]
     template = patch["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
-    # An EFA gang: the zone required (the default), in the runtime patch's pod metadata.
-    assert template["metadata"]["annotations"][topology.KUEUE_REQUIRED] == catalog.ZONE_LABEL
+    # An EFA gang on a one-zone group (the placement group's): one block first, the default,
+    # in the runtime patch's pod metadata.
+    assert template["metadata"]["annotations"][topology.KUEUE_PREFERRED] == LAYER3
     single = _named(placed, "Job", "one-l40s")
     assert single["spec"]["template"]["metadata"]["annotations"][topology.KUEUE_UNCONSTRAINED] == (
         "true"
