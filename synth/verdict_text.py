@@ -262,7 +262,8 @@ def network_text(network: Network | None, cfg: StackConfig, gpu_class: str) -> s
     asked = f"`{request.mode}`" + (f" at `{request.level}`" if request.level else "")
     if network.volcano:
         rendered = request.volcano_network_topology()
-        how = f"Volcano `networkTopology: {rendered}`" if rendered else "no networkTopology"
+        fields = ", ".join(f"{k}: {v}" for k, v in (rendered or {}).items())
+        how = f"Volcano `networkTopology: {{{fields}}}`" if rendered else "no networkTopology"
     else:
         how = ", ".join(f"`{k}: {v}`" for k, v in request.kueue_annotations().items())
     origin = f"default: {request.why}" if request.default else "asked"

@@ -253,11 +253,6 @@ class JobTopology:
     def label(self) -> str | None:
         return level_label(self.level) if self.level is not None else None
 
-    @property
-    def network_level(self) -> bool:
-        """A network-node layer or the node itself: what provisioners cannot aim at."""
-        return self.level is not None and self.level not in ("zone",)
-
     def kueue_annotations(self) -> dict[str, str]:
         """The one podset annotation Kueue reads (module docstring)."""
         if self.mode == "unconstrained":

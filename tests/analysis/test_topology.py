@@ -303,6 +303,14 @@ def test_the_nccl_test_runs_in_one_block_only_on_static_nodes() -> None:
     assert "validation.nccl.topology.mode" in _keys(_parse(raw))
 
 
+def test_the_nccl_test_asks_for_a_block_only_on_a_class_placed_by_the_network() -> None:
+    raw = stack_values("dev")
+    raw["gpu-platform:validation"]["nccl"]["topology"] = {"mode": "preferred", "level": "layer-3"}
+    assert _keys(_parse(raw)) == ["validation.nccl.topology"]
+    del raw["gpu-platform:validation"]["nccl"]["topology"]
+    assert problems(_parse(raw)) == []
+
+
 # --- through the CLI: exit 2 naming the key ------------------------------------------------------
 
 
