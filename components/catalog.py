@@ -276,6 +276,88 @@ def efa_instance_types() -> list[str]:
     return sorted(name for name, row in INSTANCE_TYPES.items() if row.efa_devices > 0)
 
 
+# --- Network topology (EC2 instance topology, EKS network-node labels) ---------------------------
+
+#: The label EKS puts on a node for each layer of its EC2 network-node set, layer 1 the top of
+#: the hierarchy (kubernetes/cloud-provider-aws@v1.33.4 pkg/providers/v1/well_known_labels.go
+#: L19-27 `LabelNetworkNodePrefix`, "The suffix should be an incremented integer starting at 1";
+#: instances_v2.go L85-108 writes one label per network node DescribeInstanceTopology returns,
+#: `layer := index + 1`). The cloud-controller-manager sets them while it initializes the node,
+#: in the update that lifts the `node.cloudprovider.kubernetes.io/uninitialized` taint
+#: (kubernetes/cloud-provider@v0.33.13 controllers/node/node_controller.go L413-484), so every
+#: EKS node of a supported type - Karpenter's, a managed group's - has them before it takes a
+#: pod, and never gets them refreshed (L308-356). Nothing of ours may set them: a label already
+#: present is kept (L546-567).
+NETWORK_NODE_LABEL_PREFIX: Final = "topology.k8s.aws/network-node-layer-"
+#: The well-known hostname label (the lowest level of every Topology the platform renders).
+HOSTNAME_LABEL: Final = "kubernetes.io/hostname"
+#: Network-node layers EC2 DescribeInstanceTopology returns per instance family, for the
+#: catalog's GPU families: "Prerequisites for Amazon EC2 topology", Instance types
+#: (https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/ec2-instance-topology-prerequisites.html):
+#: 3 network nodes for every g6e size, p4d.24xlarge, p4de.24xlarge, p5.48xlarge, p5e.48xlarge,
+#: p5en.48xlarge; 4 for p6-b200.48xlarge. g5 and g6 are not listed: EC2 returns no topology for
+#: them and their nodes carry no network-node label. The list has grown between versions of
+#: that page: re-read it before adding a family. The topology describes the hierarchy "within
+#: an Availability Zone" (EC2 API reference, DescribeInstanceTopology).
+NETWORK_NODE_LAYERS: Final[dict[str, int]] = {
+    "g6e": 3,
+    "p4d": 3,
+    "p4de": 3,
+    "p5": 3,
+    "p5e": 3,
+    "p5en": 3,
+    "p6-b200": 4,
+}
+
+
+def network_layers(name: str) -> int:
+    """Network-node layers a node of instance type `name` is labelled with (0: none)."""
+    return NETWORK_NODE_LAYERS.get(INSTANCE_TYPES[name].family, 0)
+
+
+def network_node_label(layer: int) -> str:
+    """The label of network-node layer `layer` (1 = top of the hierarchy)."""
+    return f"{NETWORK_NODE_LABEL_PREFIX}{layer}"
+
+
+#: Baseline network bandwidth of one instance, Mbps, as EC2 DescribeInstanceTypes publishes it
+#: (Karpenter's `karpenter.k8s.aws/instance-network-bandwidth`, "Number of baseline megabits
+#: ... available on the instance": aws/karpenter-provider-aws@v1.14.1 website/content/en/docs/
+#: concepts/scheduling.md L178; the figures of schemas/karpenter-instance-types.yaml, which
+#: tests/test_catalog.py keeps these equal to). What one node can put on the network whatever
+#: its place in the topology: AWS publishes no figure per network layer (docs/topology.md).
+NETWORK_BASELINE_MBPS: Final[dict[str, int]] = {
+    "g5.xlarge": 2500,
+    "g5.2xlarge": 5000,
+    "g5.4xlarge": 10000,
+    "g5.8xlarge": 25000,
+    "g5.16xlarge": 25000,
+    "g5.12xlarge": 40000,
+    "g5.24xlarge": 50000,
+    "g5.48xlarge": 100000,
+    "g6.xlarge": 2500,
+    "g6.2xlarge": 5000,
+    "g6.4xlarge": 10000,
+    "g6.8xlarge": 25000,
+    "g6.16xlarge": 25000,
+    "g6.12xlarge": 40000,
+    "g6.24xlarge": 50000,
+    "g6.48xlarge": 100000,
+    "g6e.xlarge": 2500,
+    "g6e.2xlarge": 5000,
+    "g6e.4xlarge": 20000,
+    "g6e.12xlarge": 100000,
+    "g6e.24xlarge": 200000,
+    "g6e.48xlarge": 400000,
+    "p4d.24xlarge": 400000,
+    "p4de.24xlarge": 400000,
+    "p5.48xlarge": 3200000,
+    "p5e.48xlarge": 3200000,
+    "p5en.48xlarge": 3200000,
+    "p6-b200.48xlarge": 3200000,
+}
+
+
 # --- EKS AMI releases ---------------------------------------------------------------------------
 
 #: Release tags of awslabs/amazon-eks-ami that a pinned Karpenter alias (`al2023@vYYYYMMDD`) may

@@ -1,11 +1,12 @@
 """`report.md`: what a reviewer reads — node groups and NodePools with GPU limits and $/h, idle
-cost, storage and its cost, queues and quotas against capacity, alerts, validation jobs, training
-jobs, the policy summary and resources by type. Every figure is one the analysis produced — the
-facts (`StackFacts`, `JobFacts`; a fleet manager's `FleetFacts`), which the composition root
-built once — rendered next to what the captured resources say Pulumi will create (alerts,
-buckets, node classes, validation Jobs, resource counts); the report computes no price,
-capacity or estimate itself (tests/synth/test_report_from_facts.py holds it to that).
-"Will it run" and "Deploy plan" render in synth/report_plan.py.
+cost, storage and its cost, queues and quotas against capacity, the GPU classes placed by the
+network (synth/report_topology.py), alerts, validation jobs, training jobs, the policy summary
+and resources by type. Every figure is one the analysis produced — the facts (`StackFacts`,
+`JobFacts`; a fleet manager's `FleetFacts`), which the composition root built once — rendered
+next to what the captured resources say Pulumi will create (alerts, buckets, node classes,
+validation Jobs, resource counts); the report computes no price, capacity or estimate itself
+(tests/synth/test_report_from_facts.py holds it to that). "Will it run" and "Deploy plan"
+render in synth/report_plan.py.
 
 Why this module is long: one small renderer per platform area, kept together so the section
 order a reviewer reads is visible in one list (REPORT_SECTIONS)."""
@@ -20,6 +21,7 @@ from components import catalog
 from components.analysis.capacity import ReservationRow
 from components.analysis.costs import EfsCost, FsxCost, GroupCost, IdleCost, PlatformCosts
 from synth.harness import Registration, SynthResult
+from synth.report_topology import network_topology
 
 
 def _table(header: list[str], rows: list[list[Any]]) -> str:
@@ -410,6 +412,7 @@ def _reserved_capacity(result: SynthResult) -> str:
 REPORT_SECTIONS: list[tuple[str, Callable[[SynthResult], str]]] = [
     ("Managed node groups", _node_groups),
     ("Queues and quotas", _queues),
+    ("Network topology", network_topology),
     ("Karpenter NodePools", _karpenter_pools),
     ("Reserved capacity", _reserved_capacity),
     ("Idle cost", _idle_cost),
@@ -426,6 +429,7 @@ PLATFORM_SECTIONS: frozenset[str] = frozenset(
     {
         "Managed node groups",
         "Queues and quotas",
+        "Network topology",
         "Karpenter NodePools",
         "Reserved capacity",
         "Idle cost",

@@ -55,6 +55,7 @@ def will_it_run(result: SynthResult) -> str:
             f"- placement: {text.placement}",
             f"- scale-up: {text.scale_up}",
             f"- gang: {text.gang}" + (f"; {text.zone}" if text.zone else ""),
+            *([f"- network: {text.network}"] if text.network else []),
             f"- storage: {text.storage}",
         ]
         if text.memory:

@@ -48,10 +48,10 @@ PROGRAM_FILES = ("__main__.py", "Pulumi.yaml", "components")
 _EGRESS = ["10.0.0.0/16", "52.216.0.0/15", "54.231.0.0/16", "3.5.0.0/19"]
 #: Quota shapes teams cycle through: (GPU class, capacity type, GPUs, CPU cores, memory GiB).
 #: Only flavors that Karpenter pools provide, so that capacity can grow with the teams (prod's
-#: node groups - H100 on-demand, L40S spot - keep their fixed maxSize).
+#: node groups - H100 on-demand, L40S spot and on-demand - keep their fixed maxSize).
 _QUOTA_SHAPES: tuple[tuple[tuple[str, str, int, int, int], ...], ...] = (
     (("l4-x1", "spot", 4, 32, 128),),
-    (("l4-x1", "spot", 2, 16, 64), ("l40s-x1", "on-demand", 1, 8, 32)),
+    (("l4-x1", "spot", 2, 16, 64), ("l4-x1", "on-demand", 1, 8, 32)),
     (("l4-x1", "spot", 4, 32, 128), ("l4-x1", "on-demand", 1, 8, 32)),
 )
 

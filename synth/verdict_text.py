@@ -15,6 +15,7 @@ from components.analysis.willrun import (
     Awaits,
     Claim,
     KueueAdmission,
+    Network,
     Placed,
     Provisioning,
     ValidationAdmission,
@@ -43,6 +44,7 @@ class VerdictText:
     zone: str = ""
     image: str = ""
     ready: str = ""
+    network: str = ""
 
 
 def image_text(source: ImageSource, cluster: str) -> str:
@@ -246,6 +248,30 @@ def awaits_text(awaits: Awaits) -> str:
     return f"{extra}{kind}: a custom resource, created and not awaited"
 
 
+def network_text(network: Network | None, exclusion: str, gpu_class: str) -> str:
+    """The network block a gang asks for: the request and how it is rendered, the sources that
+    can honour it, what happens when no block has room, the expected effect; or why its class
+    keeps today's placement (components/analysis/topology.py, docs/topology.md)."""
+    if network is None:
+        why = exclusion or "not in scheduling.topology.gpuClasses"
+        return f"not placed by the network ({gpu_class}: {why}); placed as the gang line says"
+    request = network.request
+    asked = f"`{request.mode}`" + (f" at `{request.level}`" if request.level else "")
+    if network.volcano:
+        rendered = request.volcano_network_topology()
+        fields = ", ".join(f"{k}: {v}" for k, v in (rendered or {}).items())
+        how = f"Volcano `networkTopology: {{{fields}}}`" if rendered else "no networkTopology"
+    else:
+        how = ", ".join(f"`{k}: {v}`" for k, v in request.kueue_annotations().items())
+    origin = f"default: {request.why}" if request.default else "asked"
+    honours = "; ".join(f"`{h.source}` ({h.scaler}) {h.honours}: {h.how}" for h in network.honours)
+    return (
+        f"{asked} on Topology `{gpu_class}` ({' > '.join(request.levels)}) as {how} ({origin}); "
+        f"sources: {honours or 'none'}; when no block has room: {network.when_full}; expected "
+        f"effect: {network.effect.text}"
+    )
+
+
 def render(cfg: StackConfig, verdict: Verdict) -> VerdictText:
     """`verdict` in the report's words."""
     validation = isinstance(verdict.admission, ValidationAdmission)
@@ -274,4 +300,20 @@ def render(cfg: StackConfig, verdict: Verdict) -> VerdictText:
             if ready is not None
             else ""
         ),
+        network=_network_line(cfg, verdict),
     )
+
+
+def _network_line(cfg: StackConfig, verdict: Verdict) -> str:
+    """A training job's network line (always), the NCCL test's when it asks for a block."""
+    if verdict.key.startswith("trainingJobs["):
+        index = int(verdict.key.removeprefix("trainingJobs[").split("]", 1)[0])
+        if index < len(cfg.training_jobs):
+            return network_text(
+                verdict.network, verdict.network_exclusion, cfg.training_jobs[index].gpu_class
+            )
+    if verdict.network is not None and verdict.placement.fitting:
+        return network_text(
+            verdict.network, verdict.network_exclusion, verdict.placement.fitting[0].gpu_class
+        )
+    return ""

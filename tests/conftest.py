@@ -115,6 +115,15 @@ STATIC_GPU_GROUPS: list[dict[str, Any]] = [
 ]
 
 
+#: Prod's on-demand L40S capacity as a Karpenter NodePool (ng-l40s-od's before it was a group).
+KP_L40S_OD: dict[str, Any] = {
+    "name": "kp-l40s-od",
+    "gpuClass": "l40s-x1",
+    "capacityType": "on-demand",
+    "limits": {"gpus": 4},
+}
+
+
 def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
     """Prod's config with `groups` as its GPU node groups: the Karpenter GPU pools serving the
     same (GPU class, capacity type) removed (one provisioner per flavor), the teams' quota
@@ -134,6 +143,10 @@ def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
         for pool in karpenter["pools"]
         if (pool.get("gpuClass"), pool.get("capacityType", "on-demand")) not in served
     ]
+    if ("l40s-x1", "on-demand") not in served:
+        # Prod's on-demand L40S as the NodePool it was before ng-l40s-od: these variants keep
+        # their third NodePool and an L40S source (none places a class by the network).
+        pools.insert(-1, dict(KP_L40S_OD))
     served |= {(p.get("gpuClass"), p.get("capacityType", "on-demand")) for p in pools}
     teams = [
         {
@@ -151,12 +164,23 @@ def node_group_overrides(groups: list[dict[str, Any]]) -> dict[str, Any]:
             **validation,
             "nccl": {**validation["nccl"], "pool": groups[0]["name"]},
         },
+        **without_topology(values),
     }
+
+
+def without_topology(values: dict[str, Any]) -> dict[str, Any]:
+    """`values`' scheduling section with no class placed by the network: for variants that move
+    a class prod places by the network (l40s-x1) to Karpenter or drop its groups, which the
+    opt-in would refuse (docs/topology.md)."""
+    scheduling = dict(values.get("gpu-platform:scheduling") or {})
+    scheduling.pop("topology", None)
+    return {"gpu-platform:scheduling": scheduling}
 
 
 def karpenter_gpu_overrides() -> dict[str, Any]:
     """Prod with every GPU node from Karpenter: its node groups' capacity as the NodePools it
-    was before the groups (kp-h100-od in the EFA placement group, kp-l40s-spot), so tests of
+    was before the groups (kp-h100-od in the EFA placement group, kp-l40s-spot, kp-l40s-od),
+    no class placed by the network, so tests of
     Karpenter-only behaviour (the gpu-efa node class) keep a stack that has it."""
     values = stack_values("prod")
     karpenter = values["gpu-platform:karpenter"]
@@ -179,6 +203,8 @@ def karpenter_gpu_overrides() -> dict[str, Any]:
             "limits": {"gpus": 16},
         },
     )
+    if not any(p["name"] == KP_L40S_OD["name"] for p in pools):
+        pools.insert(5, dict(KP_L40S_OD))
     validation = values["gpu-platform:validation"]
     return {
         "gpu-platform:nodeGroups": {**values["gpu-platform:nodeGroups"], "gpu": []},
@@ -187,6 +213,7 @@ def karpenter_gpu_overrides() -> dict[str, Any]:
             **validation,
             "nccl": {**validation["nccl"], "pool": "kp-h100-od"},
         },
+        **without_topology(values),
     }
 
 
@@ -360,3 +387,85 @@ def config_error_test(
         expect_config_error(cfg, path, allowed)
 
     return test
+
+
+def l40s_topology_values() -> dict[str, Any]:
+    """Prod's values with its L40S capacity in managed node groups only (the on-demand pool
+    kp-l40s-od as the autoscaled group ng-l40s-od) and l40s-x1 placed by the network
+    (`scheduling.topology.gpuClasses`): what docs/topology.md's example stack is. Idempotent on
+    a prod stack file that already does so."""
+    values = stack_values("prod")
+    karpenter = values["gpu-platform:karpenter"]
+    karpenter["pools"] = [p for p in karpenter["pools"] if p.get("gpuClass") != "l40s-x1"]
+    groups = values["gpu-platform:nodeGroups"]["gpu"]
+    if not any(g["name"] == "ng-l40s-od" for g in groups):
+        groups.append(
+            {
+                "name": "ng-l40s-od",
+                "capacityType": "on-demand",
+                "instanceTypes": ["g6e.xlarge", "g6e.2xlarge", "g6e.4xlarge"],
+                "minSize": 0,
+                "desiredSize": 0,
+                "maxSize": 4,
+            }
+        )
+    scheduling = values.get("gpu-platform:scheduling") or {}
+    classes = scheduling.get("topology", {}).get("gpuClasses", [])
+    values["gpu-platform:scheduling"] = {
+        **scheduling,
+        "topology": {"gpuClasses": sorted({*classes, "l40s-x1"})},
+    }
+    return values
+
+
+#: A fixed group of H100s (an ODCR's nodes held all the time: min = desired = max), the one
+#: source of h100-x8 in `h100_static_values`.
+STATIC_H100_GROUP: dict[str, Any] = {
+    "name": "ng-h100-static",
+    "capacityType": "on-demand",
+    "instanceTypes": ["p5.48xlarge"],
+    "minSize": 6,
+    "desiredSize": 6,
+    "maxSize": 6,
+}
+
+
+def h100_static_values(nodes: int = 6) -> dict[str, Any]:
+    """`l40s_topology_values` with h100-x8 served by one fixed managed group of `nodes` p5s
+    (no Karpenter reservation, no autoscaled group) and placed by the network too: a class
+    where nodes exist before a gang, so `required` at a network layer can be met."""
+    values = l40s_topology_values()
+    karpenter = values["gpu-platform:karpenter"]
+    karpenter["pools"] = [p for p in karpenter["pools"] if p.get("gpuClass") != "h100-x8"]
+    karpenter.pop("reservations", None)
+    group = {**STATIC_H100_GROUP, "minSize": nodes, "desiredSize": nodes, "maxSize": nodes}
+    node_groups = values["gpu-platform:nodeGroups"]
+    node_groups["gpu"] = [group] + [
+        g for g in node_groups["gpu"] if not g["instanceTypes"][0].startswith("p5")
+    ]
+    # Research may run a gang of 4 there, pretrain one of 2 (6 nodes: 48 GPUs in all).
+    shares = {"research": 4, "pretrain": 2}
+    for team in values["gpu-platform:teams"]:
+        team["quota"] = [q for q in team["quota"] if q["gpuClass"] != "h100-x8"]
+        share = shares.get(team["name"], 0) * nodes // 6
+        if share:
+            team["quota"].append(
+                {
+                    "gpuClass": "h100-x8",
+                    "capacityType": "on-demand",
+                    "gpus": 8 * share,
+                    "cpu": 192 * share,
+                    "memoryGib": 2000 * share,
+                }
+            )
+            limits = team["limits"]
+            others = [q for q in team["quota"] if q["gpuClass"] != "h100-x8"]
+            limits["gpus"] = max(limits["gpus"], 8 * share + sum(q["gpus"] for q in others))
+            limits["cpu"] = max(limits["cpu"], 192 * share + sum(q["cpu"] for q in others))
+            limits["memoryGib"] = max(
+                limits["memoryGib"], 2000 * share + sum(q["memoryGib"] for q in others)
+            )
+    values["gpu-platform:validation"]["nccl"]["pool"] = group["name"]
+    topology = values["gpu-platform:scheduling"]["topology"]
+    topology["gpuClasses"] = sorted({*topology["gpuClasses"], "h100-x8"})
+    return values

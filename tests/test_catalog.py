@@ -50,3 +50,21 @@ def test_gpu_memory_is_reported_in_gib_of_the_whole_instance() -> None:
     row = catalog.instance("g5.12xlarge")
     assert row.gpu_memory_gib == pytest.approx(4 * 22888 / 1024)
     assert catalog.instance("p5.48xlarge").gpu_memory_gib == 640
+
+
+@pytest.mark.parametrize("name", sorted(catalog.GPU_INSTANCE_TYPES))
+def test_baseline_network_bandwidth_equals_karpenter_v1_14_1(name: str) -> None:
+    labels = _extract()[name]["labels"]
+    published = int(labels["karpenter.k8s.aws/instance-network-bandwidth"])
+    assert catalog.NETWORK_BASELINE_MBPS[name] == published
+
+
+def test_network_layers_follow_the_ec2_topology_prerequisites() -> None:
+    # g6e, p4d/p4de, p5/p5e/p5en: 3 network nodes; p6-b200: 4; g5 and g6: not supported.
+    assert catalog.network_layers("g6e.xlarge") == catalog.network_layers("p5.48xlarge") == 3
+    assert catalog.network_layers("p6-b200.48xlarge") == 4
+    assert catalog.network_layers("g5.48xlarge") == catalog.network_layers("g6.xlarge") == 0
+    assert catalog.network_layers("m6i.large") == 0
+    families = {row.family for row in catalog.INSTANCE_TYPES.values()}
+    assert set(catalog.NETWORK_NODE_LAYERS) <= families
+    assert catalog.network_node_label(2) == "topology.k8s.aws/network-node-layer-2"

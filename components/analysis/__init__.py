@@ -27,6 +27,7 @@ from components.analysis.facts import StackFacts, build
 from components.analysis.jobs import judge_training_jobs, quota_problems, validate_training_jobs
 from components.analysis.quota import check_reachable_sources, check_teams
 from components.analysis.readiness import check_pods_ready
+from components.analysis.topology import check_topology_classes
 from components.analysis.volcano import check_queues
 from components.analysis.willrun import Verdict, verdicts
 from components.config import ConfigError, Problem, StackConfig
@@ -53,6 +54,7 @@ def validate(cfg: StackConfig) -> list[Problem]:
         *validate_training_jobs(cfg),
         *check_placement_group(cfg),
         *check_node_group_zones(cfg),
+        *check_topology_classes(cfg),
     ]
 
 

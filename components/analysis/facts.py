@@ -27,7 +27,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from components import catalog
-from components.analysis import capacity, efa_placement, memory, nccl, nodes, quota, readiness
+from components.analysis import (
+    capacity,
+    efa_placement,
+    memory,
+    nccl,
+    nodes,
+    quota,
+    readiness,
+    topology,
+)
 from components.analysis import checkpoint as checkpointing
 from components.analysis.capacity import ReservationRow
 from components.analysis.costs import HourlyCost, PlatformCosts, job_hourly_cost, platform_costs
@@ -40,7 +49,8 @@ from components.analysis.placement import Placement, job_placement, zone_pin_ind
 from components.analysis.readiness import PodsReady
 from components.analysis.resources import JobResources, pod_requests, resources_on
 from components.analysis.startup import StartupEstimate, estimate
-from components.config import StackConfig, TeamConfig, TrainingJobConfig
+from components.analysis.topology import JobTopology
+from components.config import StackConfig, TeamConfig, TopologyLevel, TrainingJobConfig
 
 Flavor = tuple[str, catalog.CapacityType]
 
@@ -95,6 +105,9 @@ class JobFacts:
     #: Its nodes' $/h on spot and on-demand at the planning price of the type its pods are
     #: sized for (costs.job_hourly_cost).
     hourly: HourlyCost
+    #: The network block its gang asks for on its class's Topology (topology.job_topology):
+    #: its own request or the default; None when its class is not placed by the network.
+    topology: JobTopology | None = None
 
     @property
     def key(self) -> str:
@@ -130,6 +143,12 @@ class StackFacts:
     nccl_host: NcclHost | None
     #: Team name -> its config.
     teams: Mapping[str, TeamConfig]
+    #: GPU class -> the levels of its Topology, for the classes placed by the network
+    #: (`scheduling.topology.gpuClasses`; topology.opted_in).
+    topologies: Mapping[str, tuple[TopologyLevel, ...]]
+    #: GPU class -> why it is not placed by the network on this stack, in a phrase ("" when it
+    #: could be but is not opted in): every class of a source or a job (topology.why_not_eligible).
+    network_exclusions: Mapping[str, str]
     #: One per `trainingJobs` entry, in config order.
     jobs: tuple[JobFacts, ...]
     #: The GPU node sources no team's quota reaches (quota.unreachable_sources): the config
@@ -156,9 +175,10 @@ def job_facts(
     *,
     sources: tuple[NodeSource, ...],
     provisioners: Mapping[Flavor, catalog.Provisioner],
+    topologies: Mapping[str, tuple[TopologyLevel, ...]] | None = None,
 ) -> JobFacts:
     """The derived facts of `job` (at `trainingJobs[index]`, of `team`), from the stack's node
-    sources and flavor provisioners."""
+    sources, flavor provisioners and Topologies (None: computed from `cfg`)."""
     types = tuple(capacity.job_instance_types(cfg, job))
     pod = resources_on(job, types)
     checkpoint = job.checkpoint
@@ -198,6 +218,13 @@ def job_facts(
         image=image_source(cfg, job),
         startup=estimate(cfg, job, pod.instance_type, fit.fitting),
         hourly=job_hourly_cost(job.nodes, pod.instance_type),
+        topology=topology.job_topology(
+            job,
+            pod.efa_devices,
+            topologies if topologies is not None else topology.opted_in(cfg),
+            fit.fitting,
+            cfg.network.zone_count,
+        ),
     )
 
 
@@ -210,6 +237,7 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
     provisioners = capacity.flavor_provisioners(cfg)
     teams = {team.name: team for team in reversed(cfg.teams)}
     reservations = tuple(capacity.reservations(cfg))
+    topologies = topology.opted_in(cfg)
     return StackFacts(
         cfg=cfg,
         capacity=capacity.gpu_capacity(cfg),
@@ -221,8 +249,24 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
         pods_ready=readiness.pods_ready(cfg, sources),
         nccl_host=nccl.nccl_host(cfg, sources),
         teams=teams,
+        topologies=topologies,
+        network_exclusions={
+            gpu_class: topology.why_not_eligible(cfg, gpu_class)
+            for gpu_class in sorted(
+                {s.gpu_class for s in sources} | {j.gpu_class for j in cfg.training_jobs}
+            )
+            if gpu_class not in topologies
+        },
         jobs=tuple(
-            job_facts(cfg, index, job, teams[job.team], sources=sources, provisioners=provisioners)
+            job_facts(
+                cfg,
+                index,
+                job,
+                teams[job.team],
+                sources=sources,
+                provisioners=provisioners,
+                topologies=topologies,
+            )
             for index, job in enumerate(cfg.training_jobs)
         ),
         unqueued=tuple(quota.unreachable_sources(cfg, sources)),

@@ -86,6 +86,8 @@ class NodeSource:
     scale_up_seconds: int = 0
     #: Why the source exists when no team's quota reaches it (its config's `unqueuedReason`).
     unqueued_reason: str = ""
+    #: The one private subnet (AZ index) its nodes launch into; None: every zone it spans.
+    zone_index: int | None = None
 
     @property
     def gpus_per_node(self) -> int:
@@ -220,6 +222,7 @@ def _group_source(
             AUTOSCALER_SCAN_SECONDS + catalog.node_launch_seconds(types[0]) if autoscaled else 0
         ),
         unqueued_reason=group.unqueued_reason or "",
+        zone_index=where.zone_index,
     )
 
 
@@ -252,6 +255,7 @@ def _pool_source(
         placement_group=pg_name if where.placement_group else "",
         scale_up_seconds=KARPENTER_BATCH_SECONDS + catalog.node_launch_seconds(types[0]),
         unqueued_reason=pool.unqueued_reason or "",
+        zone_index=cfg.network.efa_placement_group.zone_index if where.placement_group else None,
     )
 
 

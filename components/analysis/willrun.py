@@ -30,7 +30,16 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from components import catalog
-from components.analysis import limit_range, nccl, readiness, storage, trainer, volcano
+from components.analysis import (
+    limit_range,
+    nccl,
+    readiness,
+    storage,
+    topology,
+    topology_checks,
+    trainer,
+    volcano,
+)
 from components.analysis.facts import JobFacts, StackFacts
 from components.analysis.fit import SourceFit, fit_sources
 from components.analysis.images import ImageSource
@@ -38,6 +47,8 @@ from components.analysis.nccl import NcclHost
 from components.analysis.nodes import NodeSource
 from components.analysis.placement import Placement
 from components.analysis.readiness import ReadyPath
+from components.analysis.topology import JobTopology
+from components.analysis.topology_checks import LevelEffect, SourceHonour
 from components.config import (
     GpuNodeGroup,
     KarpenterPool,
@@ -169,6 +180,19 @@ class Ready:
 
 
 @dataclass(frozen=True)
+class Network:
+    """The network block the gang asks for (topology.py): the request, which of its sources
+    can honour it and how, what happens when no block has room, and the expected effect."""
+
+    request: JobTopology
+    honours: tuple[SourceHonour, ...]
+    when_full: str
+    effect: LevelEffect
+    #: Placed by Volcano (a Volcano Job's or PodGroup's networkTopology), else by Kueue.
+    volcano: bool
+
+
+@dataclass(frozen=True)
 class Awaits:
     """What `pulumi up` waits for: a launcher (and a DeepSpeed ConfigMap), or a validation
     Job (none when no pool exists)."""
@@ -198,6 +222,11 @@ class Verdict:
     image: ImageSource | None = None
     #: Kueue jobs: the slowest path from admission to Ready pods against waitForPodsReady.
     ready: Ready | None = None
+    #: The network block asked for, on a GPU class placed by the network (topology.py).
+    network: Network | None = None
+    #: Why its GPU class is not placed by the network (StackFacts.network_exclusions), when
+    #: `network` is None.
+    network_exclusion: str = ""
     problems: tuple[Problem, ...] = field(default_factory=tuple)
 
     @property
@@ -603,10 +632,72 @@ def _memory(jf: JobFacts) -> tuple[Memory | None, list[Problem]]:
     ]
 
 
+def network_part(
+    facts: StackFacts,
+    gang: topology_checks.Gang,
+    request: JobTopology | None,
+    instance_type: str,
+) -> tuple[Network | None, list[Problem]]:
+    """The gang's topology request against the sources it may land on (topology.py)."""
+    problems = topology_checks.topology_problems(
+        gang,
+        request,
+        zone_count=facts.cfg.network.zone_count,
+        opted=list(facts.topologies),
+    )
+    if request is None:
+        return None, problems
+    part = Network(
+        request=request,
+        honours=tuple(
+            topology_checks.source_honour(request, s, volcano=gang.volcano) for s in gang.fitting
+        ),
+        when_full=topology_checks.when_full(request, volcano=gang.volcano),
+        effect=topology_checks.level_effect(request.level, request.levels, instance_type),
+        volcano=gang.volcano,
+    )
+    return part, problems
+
+
+def _network(
+    jf: JobFacts, facts: StackFacts, placed: Placed
+) -> tuple[Network | None, list[Problem]]:
+    job = jf.job
+    gang = topology_checks.Gang(
+        key=jf.key,
+        gpu_class=job.gpu_class,
+        nodes=job.nodes,
+        volcano=job.scheduler == "volcano",
+        asked=job.topology,
+        single_zone=jf.placement.single_zone,
+        fitting=placed.fitting,
+    )
+    return network_part(facts, gang, jf.topology, jf.resources.instance_type)
+
+
 KIND = {"native": "Indexed Job", "kubeflow": "TrainJob", "volcano": "Volcano Job"}
 #: The ClusterTrainingRuntimes a platform renders (components/training_jobs/manifests.py
 #: cluster_training_runtimes): a TrainJob must name one of them.
 PLATFORM_RUNTIMES: Final = frozenset(trainer_runtime_names())
+
+
+def _trainjob_problems(
+    facts: StackFacts,
+    jf: JobFacts,
+    fit: SourceFit,
+    sources: Sequence[NodeSource] | None,
+    runtimes: Collection[str],
+) -> list[Problem]:
+    """A TrainJob's runtime and its pods' tolerations as Kueue leaves them (trainer.py)."""
+    return [
+        *trainer.runtime_problems(jf.key, jf.job, runtimes),
+        *trainer.toleration_problems(
+            jf,
+            fit.candidates,
+            sources if sources is not None else facts.sources,
+            facts.provisioners,
+        ),
+    ]
 
 
 def training_verdict(
@@ -641,21 +732,13 @@ def training_verdict(
         else fit_sources(list(sources if sources is not None else facts.sources), where, requests)
     )
     placed, placement_problems = _placement(jf, where=where, fit=fit)
-    # A TrainJob's runtime and its pods' tolerations as Kueue leaves them (trainer.py).
-    trainjob_problems = [
-        *trainer.runtime_problems(jf.key, job, runtimes),
-        *trainer.toleration_problems(
-            jf,
-            fit.candidates,
-            sources if sources is not None else facts.sources,
-            facts.provisioners,
-        ),
-    ]
+    trainjob_problems = _trainjob_problems(facts, jf, fit, sources, runtimes)
     gang, scale_problems = _scale_and_gang(jf, placed.fitting)
     zone, zone_problems = _zone(facts, jf, where=where, placed=placed)
     claim, storage_problems = _storage(facts, jf, claim_mode)
     memory, memory_problems = _memory(jf)
     ready, ready_problems = _ready(facts, jf, placed.fitting)
+    network, network_problems = _network(jf, facts, placed)
     return Verdict(
         key=jf.key,
         workload=jf.workload,
@@ -671,6 +754,10 @@ def training_verdict(
         zone=zone,
         image=jf.image,
         ready=ready,
+        network=network,
+        network_exclusion=""
+        if network is not None
+        else facts.network_exclusions.get(job.gpu_class, ""),
         problems=(
             *admission_problems,
             *_namespace_limits(jf, requests),
@@ -682,6 +769,7 @@ def training_verdict(
             *storage_problems,
             *memory_problems,
             *ready_problems,
+            *network_problems,
         ),
     )
 
@@ -816,6 +904,24 @@ def _nccl_verdict(
     host, problems = _nccl_problems(facts.cfg, pool, source)
     sources = (source,) if source is not None else ()
     efa = host is not None and bool(host.efa_devices)
+    asked = validation.nccl.topology
+    network: Network | None = None
+    if source is not None:
+        network, network_problems = network_part(
+            facts,
+            topology_checks.Gang(
+                key="validation.nccl",
+                gpu_class=source.gpu_class,
+                nodes=nodes,
+                volcano=True,
+                asked=asked,
+                single_zone=efa,
+                fitting=sources,
+            ),
+            topology.nccl_topology(asked, source.gpu_class, facts.topologies),
+            host.instance_type if host is not None else source.instance_types[0],
+        )
+        problems += network_problems
     return Verdict(
         key="validation.nccl",
         workload=f"{validation.namespace}/{catalog.nccl_job_name(pool.name)}",
@@ -832,6 +938,7 @@ def _nccl_verdict(
         # Like multi-node EFA training jobs (components/platform/validation/validation.py
         # nccl_affinity): the test proves the fabric the jobs will use.
         zone=Zone(single=efa, efa_sources=sources if efa else (), efa=efa),
+        network=network,
         problems=tuple(problems),
     )
 

@@ -110,6 +110,13 @@ from components.config.teams import (
     TeamEgress,
     VolcanoQueue,
 )
+from components.config.topology import (
+    TOPOLOGY_LEVELS,
+    TopologyConfig,
+    TopologyLevel,
+    TopologyMode,
+    TopologyRequest,
+)
 from components.config.training import (
     JOB_PRIORITIES,
     MAX_SAVE_SECONDS,
@@ -149,6 +156,7 @@ __all__ = [
     "POD_GRACE_SECONDS",
     "SPOT_NOTICE_SECONDS",
     "SUPPORTED_KUBERNETES_VERSIONS",
+    "TOPOLOGY_LEVELS",
     "AddonVersion",
     "AddonVersions",
     "AlertThresholds",
@@ -207,6 +215,10 @@ __all__ = [
     "TeamDeploy",
     "TeamEgress",
     "TimeSlicingConfig",
+    "TopologyConfig",
+    "TopologyLevel",
+    "TopologyMode",
+    "TopologyRequest",
     "TrainingConfig",
     "TrainingJobConfig",
     "ValidationConfig",

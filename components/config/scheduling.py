@@ -11,6 +11,7 @@ from components.config.base import (
     Model,
     Name,
 )
+from components.config.topology import TopologyConfig
 
 
 class WaitForPodsReady(Model):
@@ -46,3 +47,5 @@ class SchedulingConfig(Model):
     #: The Kueue cohort every team ClusterQueue joins: unused quota is lent within it.
     cohort: Name = "gpu-platform"
     wait_for_pods_ready: WaitForPodsReady = Field(default_factory=WaitForPodsReady)
+    #: Topology-aware scheduling on EKS's network-node labels, per GPU class (docs/topology.md).
+    topology: TopologyConfig = Field(default_factory=TopologyConfig)

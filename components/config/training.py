@@ -18,6 +18,7 @@ from components.config.base import (
     S3Prefix,
     problems_error,
 )
+from components.config.topology import TopologyRequest
 
 #: An image reference, by tag and/or digest (`repo[:tag][@sha256:<64 hex>]`).
 ImageRef = Annotated[
@@ -242,6 +243,11 @@ class TrainingJobConfig(Model):
     #: a required node affinity on topology.kubernetes.io/region, which each worker's
     #: ResourceFlavors carry, so no worker of another region admits it. null = any worker.
     regions: Annotated[list[AwsRegion], Field(min_length=1)] | None = None
+    #: The network block the gang asks for, on a GPU class placed by the network-node labels
+    #: (`scheduling.topology.gpuClasses`): Kueue's podset topology annotation, a Volcano Job's
+    #: `networkTopology`. null = chosen from the job's size and EFA use (docs/topology.md);
+    #: on any other class it must stay null.
+    topology: TopologyRequest | None = None
     nccl_debug: Literal["WARN", "INFO", "TRACE", "VERSION"] = "WARN"
     env: dict[EnvName, str] = {}
     secret_env: list[SecretEnv] = []

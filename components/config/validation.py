@@ -12,6 +12,7 @@ from components.config.base import (
     Model,
     Name,
 )
+from components.config.topology import TopologyRequest
 
 
 class NcclTestConfig(Model):
@@ -25,6 +26,11 @@ class NcclTestConfig(Model):
     #: published nccl-tests results at 1 GiB); types without one must set it here.
     min_bus_bandwidth_gbps: Annotated[float, Field(gt=0)] | None = None
     message_size_mib: Annotated[int, Field(ge=1, le=8192)] = 1024
+    #: The network block the test's ranks ask for (its Volcano PodGroup's `networkTopology`),
+    #: on a pool whose GPU class is placed by the network-node labels. null = `preferred` (soft:
+    #: the closest nodes free, never blocked); `required` at a network layer runs the test
+    #: inside one block and only on a pool whose nodes exist before it (docs/topology.md).
+    topology: TopologyRequest | None = None
 
 
 #: How long a finished test pod keeps serving its result as Prometheus text (docs/observability.md

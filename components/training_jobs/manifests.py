@@ -270,6 +270,20 @@ def trainer_container(plan: JobPlan) -> dict[str, Any]:
     }
 
 
+def topology_annotations(plan: JobPlan) -> dict[str, str]:
+    """The one podset topology annotation Kueue reads, for a Kueue job of a class placed by the
+    network (components/analysis/topology.py): on the pod template's metadata, where Kueue
+    v0.19.2 reads it for a batch Job and, through the child JobSet it builds from the runtime
+    and the runtime patches, for a TrainJob (pkg/controller/jobs/trainjob/
+    trainjob_controller.go getChildJobSet; Trainer v2.2.1's PodTemplatePatch.metadata carries
+    "labels and annotations", pkg/apis/trainer/v1alpha1/trainjob_types.go L372-376). Volcano
+    jobs carry theirs in `networkTopology` (volcano_job)."""
+    request = plan.facts.topology
+    if request is None or plan.job.scheduler != "kueue":
+        return {}
+    return request.kueue_annotations()
+
+
 def pod_metadata(plan: JobPlan) -> dict[str, Any]:
     return {
         "labels": pod_labels(plan),
@@ -279,6 +293,7 @@ def pod_metadata(plan: JobPlan) -> dict[str, Any]:
             SAFE_TO_EVICT: "false",
             **run_annotations(plan),
             **GPU_POD_SKIPS,
+            **topology_annotations(plan),
         },
     }
 
@@ -462,11 +477,17 @@ def volcano_job(plan: JobPlan) -> dict[str, Any]:
     podFailurePolicy: evictions and exit 75 restart the job (resume from the checkpoint) and
     every restart counts against maxRetry, sized for the node count plus disruptions."""
     template = {"metadata": pod_metadata(plan), "spec": pod_spec(plan)}
+    request = plan.facts.topology
+    # A class placed by the network: the gang within one HyperNode (hard) or as close as it
+    # gets (soft); volcano-sh/volcano@v1.15.1 staging/src/volcano.sh/apis/pkg/apis/batch/
+    # v1alpha1/job.go L123-157, copied to the job's PodGroup by the job controller.
+    network = request.volcano_network_topology() if request is not None else None
     return {
         "apiVersion": VOLCANO_JOB_API,
         "kind": "Job",
         "metadata": _metadata(plan, plan.name, kueue=False),
         "spec": {
+            **({"networkTopology": network} if network is not None else {}),
             "schedulerName": VOLCANO_SCHEDULER,
             "queue": plan.team.name,
             "minAvailable": plan.job.nodes,

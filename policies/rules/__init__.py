@@ -14,6 +14,7 @@ from policies.rules import (
     placement,
     security,
     tenancy,
+    topology,
 )
 
 PACK_NAME = "gpu-platform"
@@ -28,6 +29,7 @@ def all_policies() -> list[Policy]:
         *compute.POLICIES,
         *autoscaling.POLICIES,
         *placement.POLICIES,
+        *topology.POLICIES,
         *security.POLICIES,
         *tenancy.POLICIES,
         *fleet.POLICIES,

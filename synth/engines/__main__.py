@@ -47,9 +47,12 @@ def summary(run: ClusterRun | FleetRun) -> list[str]:
         flavors = f" on {', '.join(w.admitted_flavors)}" if w.admitted_flavors else ""
         pods = f"{len(w.pods)}/{w.expected_pods} pods bound"
         on = sorted({p.source for p in w.pods})
+        blocks = sorted({p.block for p in w.pods if p.block})
         lines.append(
             f"- {w.ref}: {where}{flavors}, {pods}"
             + (f" on {', '.join(on)}" if on else "")
+            + (f", topology {', '.join(w.topology)}" if w.topology else "")
+            + (f", {len(blocks)} network block(s)" if blocks else "")
             + (f" [stand-in: {w.stand_in}]" if w.stand_in else "")
             + ("" if w.ok else " — DISAGREES")
         )

@@ -17,19 +17,30 @@ in `apis/kueue/v1beta1/*_conversion.go` and `apis/config/v1beta1/configuration_c
 Other kinds keep their fields: their v1beta1 and v1beta2 specs have the same JSON at these tags.
 
 What v0.13.1 lacks is dropped or mapped and listed, never silently: the TrainJob integration
-(`trainer.kubeflow.org/trainjob` is not among v0.13.1's frameworks). Anything this module does
+(`trainer.kubeflow.org/trainjob` is not among v0.13.1's frameworks); Topology Aware Scheduling
+is alpha there, its gate off by default (pkg/features/kube_features.go L235-237, "0.9 ... Alpha"),
+and its Topology served as `kueue.x-k8s.io/v1alpha1` only (config/components/crd/bases/
+kueue.x-k8s.io_topologies.yaml, the same `spec.levels` and CEL rules as v0.19.2's v1beta2:
+apis/kueue/v1alpha1/topology_types.go L97-141): a stack that renders a Topology runs the local
+build with the gate on (`feature_gates`), as v0.19.2 runs by default. Anything this module does
 not know is applied as it is with strict field validation, so the API server names it.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 V1BETA2: Final = "kueue.x-k8s.io/v1beta2"
 V1BETA1: Final = "kueue.x-k8s.io/v1beta1"
+V1ALPHA1: Final = "kueue.x-k8s.io/v1alpha1"
+#: Kinds v0.13.1 serves only as v1alpha1.
+ALPHA_KINDS: Final = frozenset({"Topology"})
+#: The local build's gate for Topology Aware Scheduling (beta, on by default at v0.19.2:
+#: pkg/features/kube_features.go L683-686; alpha, off at v0.13.1: L235-237).
+TAS_GATE: Final = "TopologyAwareScheduling"
 CONFIG_V1BETA2: Final = "config.kueue.x-k8s.io/v1beta2"
 CONFIG_V1BETA1: Final = "config.kueue.x-k8s.io/v1beta1"
 #: Frameworks the local build has no integration for (v0.13.1 pkg/controller/jobs: no trainjob).
@@ -92,6 +103,19 @@ TRANSLATIONS: Final = (
         "v0.19.2 apis/config/v1beta1/configuration_conversion.go",
     ),
     Translation(
+        "Topology",
+        "apiVersion kueue.x-k8s.io/v1beta2",
+        "kueue.x-k8s.io/v1alpha1 (the only version v0.13.1 serves it in; same spec.levels)",
+        "v0.13.1 apis/kueue/v1alpha1/topology_types.go",
+    ),
+    Translation(
+        "Configuration",
+        "featureGates: TopologyAwareScheduling on by default (beta since v0.14)",
+        "featureGates.TopologyAwareScheduling: true when the stack renders a Topology (alpha, "
+        "off by default in v0.13.1)",
+        "v0.13.1 pkg/features/kube_features.go L235-237",
+    ),
+    Translation(
         "Configuration",
         "integrations.frameworks: trainer.kubeflow.org/trainjob",
         "dropped (no TrainJob integration in v0.13.1); TrainJobs are run as the batch Job "
@@ -106,7 +130,7 @@ def convert_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(dict(obj))
     if out.get("apiVersion") != V1BETA2:
         return out
-    out["apiVersion"] = V1BETA1
+    out["apiVersion"] = V1ALPHA1 if out.get("kind") in ALPHA_KINDS else V1BETA1
     spec = out.get("spec")
     if not isinstance(spec, dict):
         return out
@@ -139,3 +163,11 @@ def convert_configuration(config: Mapping[str, Any]) -> dict[str, Any]:
             f for f in integrations["frameworks"] if f not in MISSING_FRAMEWORKS
         ]
     return out
+
+
+def feature_gates(objects: Iterable[Mapping[str, Any]]) -> dict[str, bool]:
+    """The gates the local build needs for what the stacks render: Topology Aware Scheduling
+    when a Topology is among them (module docstring)."""
+    if any(o.get("apiVersion") == V1BETA2 and o.get("kind") == "Topology" for o in objects):
+        return {TAS_GATE: True}
+    return {}

@@ -18,11 +18,17 @@ Where the shapes come from (never from our own analysis, which the tier checks):
 - a NodePool's requirement with one value is a label of each of its nodes (Karpenter sets
   single-valued requirements as labels);
 - the cluster-autoscaler sizes a managed group's would-be node from its FIRST instance type
-  (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cloudprovider/aws/README.md).
+  (kubernetes/autoscaler@cluster-autoscaler-1.33.6 cloudprovider/aws/README.md);
+- a node of an instance type EC2 gives a topology carries `topology.k8s.aws/network-node-layer-1..N`
+  as EKS's cloud-controller-manager sets them when it initializes the node, whoever launched it
+  (components/catalog.py NETWORK_NODE_LABEL_PREFIX cites the lines; which types and N:
+  NETWORK_NODE_LAYERS, the EC2 prerequisites page). No EC2 here: the place in the network is
+  simulated by `NetworkLayout`, deterministically (docs/real-engines.md, "Network topology").
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import time
 from collections.abc import Mapping, Sequence
@@ -32,6 +38,7 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from components import catalog
 from synth.engines.client import ApiError, Client
 from synth.harness import PROJECT_ROOT, SynthResult
 
@@ -46,6 +53,36 @@ EKS_TAINT_EFFECTS: Final = {
 EKS_CAPACITY: Final = {"SPOT": "spot", "ON_DEMAND": "on-demand", "CAPACITY_BLOCK": "reserved"}
 GPU: Final = "nvidia.com/gpu"
 ZONE_LETTERS: Final = "abcdef"
+
+
+@dataclass(frozen=True)
+class NetworkLayout:
+    """The simulated EC2 network of one region (docs/real-engines.md, "Network topology"): per
+    zone one layer-1 network node, `fanout` layer-2 nodes under it, `fanout` layer-3 nodes under
+    each of those (and, for 4-layer types, `fanout` layer-4 nodes under each layer-3 node). EC2
+    publishes neither where it places an instance nor how many share a network node, and no
+    provisioner here can aim at one (Karpenter and the cluster-autoscaler launch blind to the
+    hierarchy): the n-th labelled node created in a zone goes to its bottom block n mod B, B the
+    zone's bottom blocks — spread, the hard case for a gang. Network-node ids are `nn-` and 17
+    hex digits, as EC2 writes them, derived from the region, zone, layer and index (stable from
+    run to run)."""
+
+    fanout: int = 2
+
+    def blocks(self, layers: int) -> int:
+        """Bottom-layer network nodes per zone for nodes with `layers` layers."""
+        return int(self.fanout ** (layers - 1))
+
+    def labels(self, region: str, zone: str, layers: int, ordinal: int) -> dict[str, str]:
+        """The network-node labels of the `ordinal`-th labelled node of `zone` (0-based)."""
+        block = ordinal % self.blocks(layers)
+        out: dict[str, str] = {}
+        for layer in range(1, layers + 1):
+            # The index of this block's ancestor at `layer` (layer 1: the zone's one node).
+            index = block // self.fanout ** (layers - layer)
+            digest = hashlib.sha256(f"{region}/{zone}/{layer}/{index}".encode()).hexdigest()
+            out[catalog.network_node_label(layer)] = f"nn-{digest[:17]}"
+        return out
 
 
 @dataclass(frozen=True)
@@ -304,7 +341,15 @@ class Fleet:
     acts: list[str] = field(default_factory=list)
     #: Pod uid -> the node launched for it and when (Karpenter's nomination).
     nominated: dict[str, tuple[str, float]] = field(default_factory=dict)
+    #: Where EC2 (simulated) puts each node of a type with a network topology.
+    network: NetworkLayout = field(default_factory=NetworkLayout)
     _serial: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    #: Labelled nodes made so far per (zone, layers): the next one's ordinal.
+    _placed: dict[tuple[str, int], int] = field(default_factory=dict)
+    #: Node name -> its bottom network node ("" for a type without a topology).
+    blocks: dict[str, str] = field(default_factory=dict)
+    #: Node name -> its labels as created.
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def count(self, source: Source) -> int:
         return sum(1 for s in self.nodes.values() if s is source)
@@ -335,6 +380,14 @@ class Fleet:
         name = f"{source.name}-{next(self._serial)}"
         labels = self.node_labels(source, instance_type, zone)
         labels["kubernetes.io/hostname"] = name
+        layers = (
+            catalog.network_layers(instance_type) if instance_type in catalog.INSTANCE_TYPES else 0
+        )
+        if layers:
+            # What EKS's cloud-controller-manager adds at initialization (module docstring).
+            ordinal = self._placed.get((zone, layers), 0)
+            self._placed[(zone, layers)] = ordinal + 1
+            labels.update(self.network.labels(self.region, zone, layers, ordinal))
         allocatable = dict(self.shapes[instance_type].allocatable)
         node = {
             "apiVersion": "v1",
@@ -365,7 +418,11 @@ class Fleet:
         self.client.merge_patch("v1", "Node", name, {"spec": {"taints": list(source.taints)}})
         self.nodes[name] = source
         self.node_types[name] = instance_type
-        self.acts.append(f"{why}: node {name} ({instance_type}, {zone})")
+        bottom = labels.get(catalog.network_node_label(layers), "") if layers else ""
+        self.blocks[name] = bottom
+        self.labels[name] = dict(labels)
+        where = f", block {bottom}" if bottom else ""
+        self.acts.append(f"{why}: node {name} ({instance_type}, {zone}{where})")
         return name
 
     def start_static(self, all_sources: Sequence[Source]) -> None:

@@ -219,7 +219,11 @@ def boot(
 ) -> Cluster:
     """Deploy `results` (a platform first, then stacks deployed onto it) to the running `cp`,
     bring its static nodes, and return it ready for workloads."""
-    walks = deploy(cp, kit.assets, kit.crds, results, feature_gates=feature_gates)
+    gates = {
+        **kueue_v1beta1.feature_gates(o for r in results for o in manifests(r)),
+        **(feature_gates or {}),
+    }
+    walks = deploy(cp, kit.assets, kit.crds, results, feature_gates=gates)
     for w in walks:
         out.applied += len(w.applied)
         out.rejected += w.rejected

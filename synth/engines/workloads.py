@@ -49,6 +49,8 @@ class PodPlacement:
     pod: str
     node: str
     source: str
+    #: The node's bottom network node (its block), "" for a type without a topology.
+    block: str = ""
 
 
 @dataclass
@@ -67,6 +69,13 @@ class WorkloadRun:
     pods: list[PodPlacement] = field(default_factory=list)
     expected_pods: int = 0
     provisioning: bool = False
+    #: The topology Kueue assigned (Topology Aware Scheduling): "<bottom domain> x<pods>" each.
+    topology: list[str] = field(default_factory=list)
+    #: What will-it-run said the gang asks of the network: (mode, node label) for Kueue jobs
+    #: of a class placed by the network, else empty.
+    predicted_topology: tuple[str, str] = ("", "")
+    #: Per pod, the value of that label on its node.
+    domains: list[str] = field(default_factory=list)
     stand_in: str = ""
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -141,6 +150,9 @@ def predicted(run: WorkloadRun, verdict: Verdict | None) -> None:
     if verdict is None:
         return
     run.predicted_sources = tuple(s.name for s in verdict.placement.fitting)
+    network = verdict.network
+    if network is not None and not network.volcano:
+        run.predicted_topology = (network.request.mode, network.request.label or "")
     if isinstance(verdict.admission, KueueAdmission):
         run.predicted_queue = verdict.admission.queue
         run.predicted_flavors = verdict.admission.flavors
@@ -160,14 +172,27 @@ def admission(workload: Mapping[str, Any] | None) -> tuple[str, tuple[str, ...]]
     return str(admitted["clusterQueue"]), tuple(sorted(flavors))
 
 
+def topology_assignment(workload: Mapping[str, Any] | None) -> list[str]:
+    """The domains Kueue's Topology Aware Scheduling assigned an admitted Workload, the lowest
+    level's value of each with its pod count (v0.13.1's `topologyAssignment`: `levels` and
+    `domains[].values`/`count`, apis/kueue/v1beta1/workload_types.go)."""
+    admitted = ((workload or {}).get("status") or {}).get("admission") or {}
+    return [
+        f"{domain['values'][-1]} x{domain['count']}"
+        for assignment in admitted.get("podSetAssignments") or []
+        for domain in (assignment.get("topologyAssignment") or {}).get("domains") or []
+    ]
+
+
 def placements(driver: Driver, sub: Submission, prefix: str = "") -> list[PodPlacement]:
-    """The submission's bound pods and the source of each one's node."""
+    """The submission's bound pods, the source of each one's node and its block."""
     out = []
     for pod in pods_of(driver.client, sub.namespace, sub.selector):
         node = pod["spec"].get("nodeName")
         if node:
             source = driver.fleet.nodes[node].name if node in driver.fleet.nodes else "?"
-            out.append(PodPlacement(pod["metadata"]["name"], f"{prefix}{node}", source))
+            block = driver.fleet.blocks.get(node, "")
+            out.append(PodPlacement(pod["metadata"]["name"], f"{prefix}{node}", source, block))
     return out
 
 
@@ -211,7 +236,17 @@ def submit(
                     return False
                 run.admitted_queue, run.admitted_flavors = admitted
             run.pods = placements(driver, sub)
-            return len(run.pods) >= sub.pods
+            if len(run.pods) < sub.pods:
+                return False
+            if sub.queued:
+                # Behind a ProvisioningRequest check the topology comes in a second pass, after
+                # the quota reservation that set `admission`: read it once the pods are bound.
+                run.topology = topology_assignment(workload_of(client, sub.namespace, sub.owner))
+            label = run.predicted_topology[1]
+            if label:
+                nodes = [p.node for p in run.pods]
+                run.domains = [driver.fleet.labels.get(n, {}).get(label, "") for n in nodes]
+            return True
 
         try:
             wait_for(f"{run.ref} bound", settled, timeout=WORKLOAD_TIMEOUT_S, interval=0.5)
@@ -266,6 +301,18 @@ def check(run: WorkloadRun) -> None:
             run.problems.append(
                 f"admitted on flavor {', '.join(stray)}, will-it-run named "
                 f"{', '.join(run.predicted_flavors)}"
+            )
+    mode, label = run.predicted_topology
+    if mode and run.pods:
+        if not run.topology:
+            run.problems.append(
+                f"will-it-run said the gang asks `{mode}` at {label or 'no level'}; Kueue "
+                "assigned it no topology"
+            )
+        if mode == "required" and len(set(run.domains)) != 1:
+            run.problems.append(
+                f"required {label}: its pods landed in {len(set(run.domains))} domains "
+                f"({', '.join(sorted(set(run.domains)))})"
             )
     for placement in run.pods:
         if run.predicted_sources and placement.source not in run.predicted_sources:

@@ -30,6 +30,7 @@ from components.analysis import (
     quota,
     resources,
     startup,
+    topology,
     willrun,
 )
 from components.training_jobs import plan as job_plan
@@ -81,6 +82,8 @@ COUNTED = {
     "unreachable_sources": quota.unreachable_sources,
     "plan_job": job_plan.plan_job,
     "verdict": willrun.training_verdict,
+    "opted_in": topology.opted_in,
+    "job_topology": topology.job_topology,
 }
 
 
@@ -126,6 +129,9 @@ def test_one_dev_synth_computes_each_fact_once() -> None:
         # verdict per job (the config check and the report read the same judgement).
         plan_job=jobs,
         verdict=jobs,
+        # The classes placed by the network once, each job's request on them once.
+        opted_in=1,
+        job_topology=jobs,
     ), counts
     assert all(f"`trainingJobs[{i}]`" in section for i in range(jobs)), section
 

@@ -37,7 +37,7 @@ def test_every_gpu_source_of_the_committed_stacks_is_a_flavor_of_some_team_queue
         sources = build(cfg).sources
         assert sources
         assert unreachable_sources(cfg, sources) == []
-    # Prod's L40S capacity is research's fine-tuning quota: spot group, on-demand pool.
+    # Prod's L40S capacity is research's fine-tuning quota: the spot and on-demand groups.
     prod = _config(stack_values("prod"))
     (research,) = [t for t in prod.teams if t.name == "research"]
     assert {(q.gpu_class, q.capacity_type) for q in research.quota} >= {
@@ -50,7 +50,7 @@ def test_every_gpu_source_of_the_committed_stacks_is_a_flavor_of_some_team_queue
     ("path", "allowed"),
     [
         ("gpu-platform:nodeGroups.gpu[1].unqueuedReason", "no ClusterQueue offers flavor"),
-        ("gpu-platform:karpenter.pools[3].unqueuedReason", "l40s-x1-on-demand"),
+        ("gpu-platform:nodeGroups.gpu[2].unqueuedReason", "l40s-x1-on-demand"),
     ],
 )
 def test_a_gpu_source_no_team_queue_reaches_is_named(
@@ -68,12 +68,12 @@ def test_an_unqueued_source_with_a_reason_is_allowed_and_reported(
     values = _without_l40s_quota(stack_values("prod"))
     reason = "NCCL and smoke validation of the L40S AMI before teams get quota"
     values["gpu-platform:nodeGroups"]["gpu"][1]["unqueuedReason"] = reason
-    values["gpu-platform:karpenter"]["pools"][3]["unqueuedReason"] = reason
+    values["gpu-platform:nodeGroups"]["gpu"][2]["unqueuedReason"] = reason
     project = make_stack(values)
     assert synth_cli.main(["--stack", "t", "--project-dir", str(project)]) == synth_cli.EXIT_OK
     report = (project / "build" / "t" / "report.md").read_text()
     assert f"- `ng-l40s-spot` (nodeGroups.gpu[1]): {reason}" in report
-    assert f"- `kp-l40s-od` (karpenter.pools[3]): {reason}" in report
+    assert f"- `ng-l40s-od` (nodeGroups.gpu[2]): {reason}" in report
 
 
 def _team_with(gpus: dict[str, int]) -> stack_config.TeamConfig:

@@ -26,7 +26,9 @@ def test_a_gpu_class_may_be_on_demand_only_but_spot_needs_an_on_demand_fallback(
     pools = spot_only["gpu-platform:karpenter"]["pools"]
     spot_only["gpu-platform:karpenter"]["pools"] = [p for p in pools if p["name"] != "kp-l40s-od"]
     spot_only["gpu-platform:nodeGroups"]["gpu"] = [
-        g for g in spot_only["gpu-platform:nodeGroups"]["gpu"] if g["name"] != "ng-l40s-spot"
+        g
+        for g in spot_only["gpu-platform:nodeGroups"]["gpu"]
+        if g["name"] not in ("ng-l40s-spot", "ng-l40s-od")
     ]
     spot_only["gpu-platform:karpenter"]["pools"].append(
         {

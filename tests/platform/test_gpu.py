@@ -16,7 +16,7 @@ from components.config import GpuOperatorConfig
 from components.platform.capacity import gpu
 from synth import __main__ as synth_cli
 from synth.harness import SynthResult
-from tests.conftest import STATIC_GPU_GROUPS, stack_values
+from tests.conftest import KP_L40S_OD, STATIC_GPU_GROUPS, stack_values, without_topology
 from tests.helm_values import missing_keys
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -203,8 +203,10 @@ def test_mig_counts_karpenter_pools_too() -> None:
             "limits": {"gpus": 16},
         }
     )
+    values["gpu-platform:karpenter"]["pools"].append(dict(KP_L40S_OD))
     values["gpu-platform:validation"]["nccl"]["pool"] = "kp-h100-od"
     values["gpu-platform:gpuOperator"] = {"migStrategy": "mixed"}
+    values.update(without_topology(values))
     raw = {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items()}
     from components import config as stack_config
 

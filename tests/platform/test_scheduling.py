@@ -26,9 +26,8 @@ from components.platform.scheduling.scheduling import (
     kueue_values,
     resource_flavor_spec,
     trainer_values,
-    volcano_scheduler_conf,
-    volcano_values,
 )
+from components.platform.scheduling.volcano_builders import volcano_scheduler_conf, volcano_values
 from synth.harness import SynthResult
 from tests.conftest import SCHEMAS, STATIC_GPU_GROUPS, node_group_overrides, stack_values
 from tests.helm_values import missing_keys
@@ -124,13 +123,16 @@ def test_flavors_put_reserved_then_spot_then_on_demand_within_a_gpu_class() -> N
         ("l4-x1-spot", "karpenter"),
         ("l4-x1-on-demand", "karpenter"),
         ("l40s-x1-spot", "node-group"),
-        ("l40s-x1-on-demand", "karpenter"),
+        ("l40s-x1-on-demand", "node-group"),
     ]
     # The autoscaled groups' flavors wait for the ProvisioningRequest check.
     assert [f.name for f in prod if f.provisioning_check] == [
         "h100-x8-on-demand",
         "l40s-x1-spot",
+        "l40s-x1-on-demand",
     ]
+    # l40s-x1 is placed by the network (Pulumi.prod.yaml scheduling.topology): all its flavors.
+    assert [f.name for f in prod if f.topology] == ["l40s-x1-spot", "l40s-x1-on-demand"]
     assert [f.name for f in flavors(build(_config("dev")))] == [
         "a10g-x1-spot",
         "a10g-x1-on-demand",

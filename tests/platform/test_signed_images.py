@@ -472,6 +472,7 @@ def _with_image(result: SynthResult, image: str) -> SynthResult:
         r
         for r in changed.of_type("kubernetes:batch/v1:Job")
         if r.inputs["metadata"].get("namespace", "").startswith("team-")
+        and r.inputs["metadata"]["name"] == "pretrain-7b"
     ]
     job.inputs["spec"]["template"]["spec"]["containers"][0]["image"] = image
     return changed

@@ -1856,3 +1856,7 @@ CASES += [
         False,
     ),
 ]
+
+from tests.policies.topology_cases import TOPOLOGY_CASES  # noqa: E402
+
+CASES += TOPOLOGY_CASES

@@ -362,3 +362,72 @@ def test_client_paths_follow_discovery() -> None:
     assert client.path("batch/v1", "Job", "j", "ns") == "/apis/batch/v1/namespaces/ns/jobs/j"
     client._resources[("v1", "Node")] = Resource("v1", "nodes", False)  # type: ignore[attr-defined]
     assert client.path("v1", "Node", "n", "ns") == "/api/v1/nodes/n"
+
+
+# --- network topology (#38) ---------------------------------------------------------------------
+
+
+def test_a_topology_becomes_the_v1alpha1_the_local_build_serves() -> None:
+    rendered = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "l40s-x1"},
+        "spec": {
+            "levels": [{"nodeLabel": catalog.ZONE_LABEL}, {"nodeLabel": "kubernetes.io/hostname"}]
+        },
+    }
+    local = kueue_v1beta1.convert_object(rendered)
+    assert local["apiVersion"] == "kueue.x-k8s.io/v1alpha1"
+    assert local["spec"] == rendered["spec"]
+    flavor = {**rendered, "kind": "ResourceFlavor", "spec": {"topologyName": "l40s-x1"}}
+    assert kueue_v1beta1.convert_object(flavor)["apiVersion"] == "kueue.x-k8s.io/v1beta1"
+
+
+def test_the_tas_gate_is_on_exactly_when_a_stack_renders_a_topology(dev: SynthResult) -> None:
+    assert kueue_v1beta1.feature_gates(manifests(dev)) == {}
+    topology = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Topology", "metadata": {}}
+    assert kueue_v1beta1.feature_gates([*manifests(dev), topology]) == {
+        "TopologyAwareScheduling": True
+    }
+
+
+def test_the_simulated_network_is_deterministic_and_spreads_a_zones_nodes() -> None:
+    layout = nodes.NetworkLayout()
+    assert layout.blocks(3) == 4 and layout.blocks(4) == 8
+    first = layout.labels("us-east-1", "us-east-1a", 3, 0)
+    assert first == layout.labels("us-east-1", "us-east-1a", 3, 0), "stable from run to run"
+    assert set(first) == {catalog.network_node_label(n) for n in (1, 2, 3)}
+    assert all(len(v) == 20 and v.startswith("nn-") for v in first.values())
+    bottoms = [
+        layout.labels("us-east-1", "us-east-1a", 3, n)[catalog.network_node_label(3)]
+        for n in range(6)
+    ]
+    assert bottoms[:4] == sorted(set(bottoms[:4]), key=bottoms.index) and bottoms[4:] == bottoms[:2]
+    spines = [
+        layout.labels("us-east-1", "us-east-1a", 3, n)[catalog.network_node_label(2)]
+        for n in range(4)
+    ]
+    assert spines[0] == spines[1] != spines[2] == spines[3]
+    other_zone = layout.labels("us-east-1", "us-east-1b", 3, 0)
+    assert not set(other_zone.values()) & set(first.values())
+
+
+def test_only_nodes_of_types_with_a_topology_get_network_labels(dev: SynthResult) -> None:
+    class Recorder:
+        def create(self, obj: dict[str, Any]) -> None:
+            self.made = obj
+
+        def merge_patch(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    found = {s.name: s for s in nodes.sources(dev, "us-east-1", manifests(dev))}
+    client = Recorder()
+    fleet = nodes.Fleet(client=client, shapes=nodes.load_shapes(), region="us-east-1")  # type: ignore[arg-type]
+    fleet.create(found["ng-l4-spot"], "g6.xlarge", "us-east-1a", "test")
+    assert not any(
+        k.startswith(catalog.NETWORK_NODE_LABEL_PREFIX) for k in client.made["metadata"]["labels"]
+    )
+    fleet.create(found["ng-l4-spot"], "g6e.xlarge", "us-east-1a", "test")
+    labels = client.made["metadata"]["labels"]
+    assert labels[catalog.network_node_label(3)].startswith("nn-")
+    assert fleet.blocks[client.made["metadata"]["name"]] == labels[catalog.network_node_label(3)]

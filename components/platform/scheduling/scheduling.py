@@ -17,7 +17,7 @@ happen; docs/scheduling.md says why Trainer v2 over training-operator v1.9.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pulumi
@@ -25,12 +25,13 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components import addons, catalog
-from components.analysis import nodes, volcano
+from components.analysis import nodes, topology
 from components.analysis.facts import StackFacts
 from components.analysis.readiness import PodsReady
-from components.config import SchedulingConfig
+from components.config import SchedulingConfig, TopologyLevel
 from components.platform.addons import helm_release
 from components.platform.cluster.handles import ClusterHandles
+from components.platform.scheduling.volcano_builders import volcano_values
 from components.resource_options import child_options
 
 KUEUE_IMAGE: Final = "registry.k8s.io/kueue/kueue"
@@ -89,42 +90,6 @@ WORKLOAD_PRIORITY_CLASSES: Final = (
 )
 
 
-def volcano_scheduler_conf(enqueue: bool) -> dict[str, Any]:
-    """Volcano's scheduler pipeline: enqueue only what fits its queue (a PodGroup gets pods
-    once it is Inqueue; the team queues' guarantees let it in before its GPU nodes exist:
-    components/analysis/volcano.py), allocate by priority within proportion-shared queues, pack
-    GPU nodes tightly (binpack) so whole nodes stay free for the next multi-node job, backfill
-    small pods into the gaps."""
-    return {
-        "actions": volcano.scheduler_actions(enqueue),
-        "tiers": [
-            {
-                "plugins": [
-                    {"name": "priority"},
-                    {"name": "gang", "enablePreemptable": False},
-                    {"name": "conformance"},
-                ]
-            },
-            {
-                "plugins": [
-                    {"name": "drf", "enablePreemptable": False},
-                    {"name": "predicates"},
-                    {"name": "proportion"},
-                    {"name": "nodeorder"},
-                    {
-                        "name": "binpack",
-                        "arguments": {
-                            "binpack.weight": 10,
-                            "binpack.resources": catalog.GPU_RESOURCE,
-                            f"binpack.resources.{catalog.GPU_RESOURCE}": 10,
-                        },
-                    },
-                ]
-            },
-        ],
-    }
-
-
 # --- pure builders ------------------------------------------------------------------------------
 
 
@@ -144,6 +109,9 @@ class Flavor:
     region: str | None = None
     #: Its pods' tolerations: the platform taints its nodes carry (nodes.flavor_tolerations).
     tolerations: tuple[dict[str, str], ...] = ()
+    #: The Topology its workloads are placed by (its GPU class's, docs/topology.md); None: not
+    #: a Topology Aware Scheduling flavor.
+    topology: str | None = None
 
     @property
     def name(self) -> str:
@@ -171,6 +139,8 @@ def flavors(facts: StackFacts, region: str | None = None) -> list[Flavor]:
                     facts.provisioners[(gpu_class, capacity_type)],
                 )
             ),
+            # Every flavor of a class placed by the network (topology.py: all or none).
+            topology=gpu_class if gpu_class in facts.topologies else None,
         )
         for (gpu_class, capacity_type), gpus in sorted(
             facts.capacity.items(), key=lambda item: (item[0][0], order[item[0][1]])
@@ -194,7 +164,23 @@ def resource_flavor_spec(flavor: Flavor) -> dict[str, Any]:
     )
     if flavor.region is not None:
         labels[catalog.REGION_LABEL] = flavor.region
-    return {"nodeLabels": labels, "tolerations": [dict(t) for t in flavor.tolerations]}
+    spec: dict[str, Any] = {
+        "nodeLabels": labels,
+        "tolerations": [dict(t) for t in flavor.tolerations],
+    }
+    if flavor.topology is not None:
+        # From then on the flavor's nodeLabels, tolerations and topologyName are immutable
+        # (kubernetes-sigs/kueue@v0.19.2 apis/kueue/v1beta2/resourceflavor_types.go L47-51):
+        # docs/topology.md "Day 2".
+        spec["topologyName"] = flavor.topology
+    return spec
+
+
+def topology_spec(levels: Sequence[TopologyLevel]) -> dict[str, Any]:
+    """A Kueue Topology (kubernetes-sigs/kueue@v0.19.2 apis/kueue/v1beta2/topology_types.go
+    L107-153: 1-16 unique levels, immutable, the hostname only last): the class's levels as
+    node labels, top-down (components/analysis/topology.py levels_of)."""
+    return {"levels": [{"nodeLabel": topology.level_label(level)} for level in levels]}
 
 
 #: The AdmissionCheck of node-group flavors and its ProvisioningRequestConfig.
@@ -362,20 +348,6 @@ def kueue_values(
     }
 
 
-def volcano_values(config: SchedulingConfig) -> dict[str, Any]:
-    """Helm values of the Volcano chart: scheduler pipeline, controllers on system nodes."""
-    return {
-        "basic": {"image_pull_policy": "IfNotPresent"},
-        "custom": {
-            "scheduler_config_override": yaml.safe_dump(
-                volcano_scheduler_conf(config.volcano_enqueue), sort_keys=False
-            ),
-            "leader_elect_enable": True,
-            "default_ns": catalog.system_node_labels(),
-        },
-    }
-
-
 def trainer_values() -> dict[str, Any]:
     """Helm values of the Kubeflow Trainer chart: JobSet with it, controller on system nodes."""
     return {
@@ -415,6 +387,8 @@ class SchedulingArgs:
     system_nodes: pulumi.Resource
     #: Kueue's waitForPodsReady timeouts (the facts' `pods_ready`, analysis/readiness.py).
     pods_ready: PodsReady
+    #: GPU class -> the levels of its Topology (the facts' `topologies`).
+    topologies: Mapping[str, tuple[TopologyLevel, ...]] = field(default_factory=dict)
     #: What Kueue must start after: the ProvisioningRequest CRD. Kueue sets up its
     #: provisioning admission-check controller only if the API is served when it starts
     #: (kubernetes-sigs/kueue@v0.19.2 cmd/kueue/main.go#L513-518, "Skipping provisioning
@@ -438,6 +412,7 @@ class SchedulingArgs:
             system_nodes=cluster.system_node_group,
             kueue_after=kueue_after,
             pods_ready=facts.pods_ready,
+            topologies=facts.topologies,
         )
 
 
@@ -552,14 +527,31 @@ class Scheduling(pulumi.ComponentResource):
         class and capacity type, the cohort, the WorkloadPriorityClasses."""
         config = args.config
         kueue_objects = child_options(self, provider=args.k8s_provider, depends_on=[self.kueue])
+        topologies = {
+            gpu_class: k8s.apiextensions.CustomResource(
+                f"{name}-topology-{gpu_class}",
+                api_version=KUEUE_API,
+                kind="Topology",
+                metadata={"name": gpu_class},
+                spec=topology_spec(levels),
+                opts=kueue_objects,
+            )
+            for gpu_class, levels in args.topologies.items()
+        }
         for flavor in self.flavors:
+            # A flavor after its Topology: until it exists the ClusterQueues that offer the
+            # flavor are inactive ("there is no Topology", pkg/cache/scheduler/clusterqueue.go
+            # L350-357 at v0.19.2).
+            after = [topologies[flavor.topology]] if flavor.topology in topologies else []
             k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{flavor.name}",
                 api_version=KUEUE_API,
                 kind="ResourceFlavor",
                 metadata={"name": flavor.name},
                 spec=resource_flavor_spec(flavor),
-                opts=kueue_objects,
+                opts=pulumi.ResourceOptions.merge(
+                    kueue_objects, pulumi.ResourceOptions(depends_on=after)
+                ),
             )
         if any(flavor.provisioning_check for flavor in self.flavors):
             k8s.apiextensions.CustomResource(

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import catalog
-from components.analysis import placement, pod_security, volcano
+from components.analysis import placement, pod_security, topology, volcano
 from components.analysis.facts import StackFacts
 from components.analysis.nccl import NcclHost
 from components.analysis.nodes import managed_gpu_taints
@@ -318,14 +318,21 @@ def validation_queue(guarantee: dict[str, float]) -> dict[str, Any]:
 
 
 def nccl_objects(
-    pool: GpuPool, config: ValidationConfig, queue_guarantee: dict[str, float] | None = None
+    pool: GpuPool,
+    config: ValidationConfig,
+    queue_guarantee: dict[str, float] | None = None,
+    network_topology: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """ConfigMap (script), headless Service, Volcano PodGroup and Indexed Job of the NCCL
     all-reduce test — after its own Volcano queue when the team queues have guarantees. The
     PodGroup gang-schedules the ranks: all nodes start together or none holds a GPU (a
     half-started all-reduce would block until its deadline). It has no minResources, so
     Volcano's enqueue lets it through before its nodes exist; its queue's guarantee makes
-    allocate place it (components/analysis/volcano.py)."""
+    allocate place it (components/analysis/volcano.py). On a class placed by the network its
+    `networkTopology` keeps the ranks in one block (hard) or as close as they get (soft:
+    volcano-sh/volcano@v1.15.1 installer/helm/chart/volcano/crd/bases/
+    scheduling.volcano.sh_podgroups.yaml L94-110, read
+    by the scheduler from `pg.Spec.NetworkTopology`, pkg/scheduler/api/job_info.go L485)."""
     nodes = config.nccl.nodes
     name = catalog.nccl_job_name(pool.name)
     labels = {"app.kubernetes.io/part-of": "gpu-platform", "test": "nccl-all-reduce"}
@@ -364,6 +371,7 @@ def nccl_objects(
             "spec": {
                 "minMember": nodes,
                 "queue": volcano.VALIDATION_QUEUE if queue else VOLCANO_DEFAULT_QUEUE,
+                **({"networkTopology": network_topology} if network_topology else {}),
             },
         },
         {
@@ -436,6 +444,7 @@ def validation_objects(
     nccl_pool: GpuPool | None,
     config: ValidationConfig,
     queue_guarantee: dict[str, float] | None = None,
+    network_topology: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Every object of the validation tests (empty when validation is off)."""
     if not config.enabled:
@@ -444,7 +453,7 @@ def validation_objects(
     if config.smoke_test:
         objects += [smoke_job(pool, config) for pool in pools]
     if config.nccl_test and nccl_pool is not None:
-        objects += nccl_objects(nccl_pool, config, queue_guarantee)
+        objects += nccl_objects(nccl_pool, config, queue_guarantee, network_topology)
     if objects:
         objects.append(pod_monitor(config))
     return objects
@@ -470,6 +479,9 @@ class ValidationArgs:
     schedulers: tuple[pulumi.Resource, ...] = ()
     #: The NCCL test queue's guarantee (empty: the test joins Volcano's default queue).
     queue_guarantee: dict[str, float] = field(default_factory=dict)
+    #: The NCCL test PodGroup's `networkTopology` on a class placed by the network (the facts'
+    #: request, components/analysis/topology.py nccl_topology); None: none.
+    network_topology: dict[str, Any] | None = None
 
     @classmethod
     def of(
@@ -486,15 +498,22 @@ class ValidationArgs:
         pools = pools_from_node_groups(cfg.node_groups.gpu) + pools_from_karpenter(
             cfg.karpenter.pools
         )
+        host = nccl_pool(pools, facts.nccl_host)
+        request = (
+            topology.nccl_topology(cfg.validation.nccl.topology, host.gpu_class, facts.topologies)
+            if host is not None
+            else None
+        )
         return cls(
             config=cfg.validation,
             pools=pools,
-            nccl_pool=nccl_pool(pools, facts.nccl_host),
+            nccl_pool=host,
             k8s_provider=cluster.k8s_provider,
             gpu_operator=gpu_operator,
             monitoring_release=monitoring_release,
             schedulers=schedulers,
             queue_guarantee=volcano.validation_guarantee(cfg, facts.nccl_host),
+            network_topology=request.volcano_network_topology() if request else None,
         )
 
 
@@ -514,7 +533,9 @@ class Validation(pulumi.ComponentResource):
         super().__init__("gpu-platform:validation:Validation", name, None, opts)
         config = args.config
         k8s_opts = child_options(self, provider=args.k8s_provider)
-        objects = validation_objects(args.pools, args.nccl_pool, config, args.queue_guarantee)
+        objects = validation_objects(
+            args.pools, args.nccl_pool, config, args.queue_guarantee, args.network_topology
+        )
         if objects:
             # Restricted like team namespaces: the tests prove GPUs and NCCL work from a
             # restricted pod, which is what every training pod is.
