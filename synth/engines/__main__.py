@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from synth.engines import assets, tier
+from synth.engines.controlplane import stop_on_sigterm
 from synth.engines.fleet import FleetRun
 from synth.engines.run import ClusterRun, Toolkit
 
@@ -84,6 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return EXIT_USAGE
         groups = [g for g in groups if g.name in args.group]
+    stop_on_sigterm()
     kit = Toolkit.load(found, log_root=Path(args.logs) if args.logs else None)
     began = time.monotonic()
     runs = []

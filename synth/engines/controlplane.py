@@ -64,6 +64,17 @@ SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc"
 READY_TIMEOUT_S = 90.0
 
 
+def stop_on_sigterm() -> None:
+    """Turn SIGTERM into SystemExit, so every `with ControlPlane(...)` unwinds and stops its
+    processes (each runs in its own process group, which a signal to ours does not reach):
+    CI kills a background tier this way when a step before it fails."""
+
+    def leave(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, leave)
+
+
 def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))

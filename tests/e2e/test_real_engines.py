@@ -16,24 +16,15 @@ from pathlib import Path
 
 import pytest
 
-from synth.engines import assets, tier
+from synth.engines import tier
 from synth.engines.__main__ import summary
 from synth.engines.fleet import FleetRun
 from synth.engines.run import ClusterRun, Toolkit
-from synth.harness import PROJECT_ROOT
+from tests.e2e.conftest import RECORDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 GROUPS = {g.name: g for g in tier.plan()}
-RECORDS = PROJECT_ROOT / "build" / "e2e"
-
-
-@pytest.fixture(scope="module")
-def kit() -> Toolkit:
-    try:
-        return Toolkit.load(assets.find(), log_root=RECORDS / "logs")
-    except assets.MissingAssetsError as missing:
-        pytest.skip(f"real engines not available: {missing}")
 
 
 @pytest.fixture(scope="module")

@@ -24,17 +24,16 @@ from typing import Any
 import pytest
 
 from components import catalog
-from synth.engines import assets
 from synth.engines.client import wait_for
 from synth.engines.driver import pods_of, workload_of
 from synth.engines.run import Cluster, ClusterRun, Toolkit, _verdicts, boot
 from synth.engines.workloads import WorkloadRun, apply_all, as_submitted, remove, submit
-from synth.harness import PROJECT_ROOT, SynthResult, run_program
+from synth.harness import SynthResult, run_program
 from tests.conftest import h100_static_values
+from tests.e2e.conftest import RECORDS
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
-RECORDS = PROJECT_ROOT / "build" / "e2e"
 LAYER3 = catalog.network_node_label(3)
 LAYER2 = catalog.network_node_label(2)
 
@@ -62,14 +61,6 @@ JOBS = [
     _job("zone-2", 2, {"mode": "required", "level": "zone"}),
     _job("default-2", 2, None),
 ]
-
-
-@pytest.fixture(scope="module")
-def kit() -> Toolkit:
-    try:
-        return Toolkit.load(assets.find(), log_root=RECORDS / "logs")
-    except assets.MissingAssetsError as missing:
-        pytest.skip(f"real engines not available: {missing}")
 
 
 @pytest.fixture(scope="module")
