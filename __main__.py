@@ -14,7 +14,7 @@ from components import analysis
 from components import config as stack_config
 from components.analysis.fleet_trainer import FleetTrainer, home_trainer
 from components.config.images import TRAINER_CONTEXT, TRAINER_REPOSITORY
-from components.contract.platform_facts import exported, platform_facts
+from components.contract.platform_contract import exported, platform_contract
 from components.ecr_tags import replicated
 from components.platform.capacity.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.platform.capacity.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
@@ -191,7 +191,7 @@ pulumi.export(
 )
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
 # What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
-contract = platform_facts(
+contract = platform_contract(
     facts,
     account_id=account.account_id,
     storage_class=storage.storage_class_name,
@@ -223,4 +223,4 @@ if cfg.fleet is not None:
             runtime_pod_sets=runtime_pod_sets(training.runtime_manifests),
         ),
     )
-    pulumi.export(fleet_worker.FACTS_OUTPUT, worker.facts)
+    pulumi.export(fleet_worker.FLEET_WORKER_OUTPUT, worker.contract)

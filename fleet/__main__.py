@@ -26,8 +26,8 @@ from components.analysis.fleet_trainer import manager_runtime_problems
 from components.config import ConfigError, NodeGroupsConfig
 from components.config.errors import problem_lines
 from components.config.fleet_stack import fleet_lines, load_fleet
-from components.contract.fleet_facts import fleet_platform_facts
-from components.contract.platform_facts import contract_version, exported
+from components.contract.fleet_contract import fleet_contract
+from components.contract.platform_contract import contract_version, exported
 from components.platform.cluster.cluster import Cluster, ClusterArgs
 from components.platform.cluster.iam import AwsAccount
 from components.platform.cluster.network import Network, NetworkArgs
@@ -89,12 +89,12 @@ links = FleetLinks(
             WorkerLink(
                 name=w.name,
                 region=w.region,
-                vpc_id=str(w.facts["vpcId"]),
-                vpc_cidr=str(w.facts["vpcCidr"]),
-                private_route_table_ids=[str(t) for t in w.facts["privateRouteTableIds"]],
-                cluster_security_group_id=str(w.facts["clusterSecurityGroupId"]),
-                buckets={k: str(v) for k, v in (w.platform.get("buckets") or {}).items()},
-                kms_key_arn=w.facts.get("dataKmsKeyArn"),
+                vpc_id=str(w.fleet_worker["vpcId"]),
+                vpc_cidr=str(w.fleet_worker["vpcCidr"]),
+                private_route_table_ids=[str(t) for t in w.fleet_worker["privateRouteTableIds"]],
+                cluster_security_group_id=str(w.fleet_worker["clusterSecurityGroupId"]),
+                buckets={k: str(v) for k, v in (w.job_platform.get("buckets") or {}).items()},
+                kms_key_arn=w.fleet_worker.get("dataKmsKeyArn"),
             )
             for w in fleet.workers
         ],
@@ -120,7 +120,7 @@ manager = FleetManager(
         flavors=fleet.flavors,
         pods_ready=fleet.pods_ready,
         worker_secrets={
-            w.name: (w.region, str(w.facts["kubeconfigSecretArn"])) for w in fleet.workers
+            w.name: (w.region, str(w.fleet_worker["kubeconfigSecretArn"])) for w in fleet.workers
         },
         secrets=cfg.secrets,
         account_id=account.account_id,
@@ -150,5 +150,5 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("workers", {w.name: w.region for w in fleet.workers})
 # What a team's job stack (jobs/) reads when it names this stack as its platformStack.
-contract = fleet_platform_facts(fleet, read, account_id=account.account_id)
+contract = fleet_contract(fleet, read, account_id=account.account_id)
 pulumi.export("jobPlatform", exported(contract))

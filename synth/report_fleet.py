@@ -123,8 +123,8 @@ def fleet_section(result: SynthResult) -> str:
                 w.region,
                 f"`{w.ref.stack}`",
                 w.cfg.cluster.name,
-                w.facts["vpcCidr"],
-                f"`{w.facts['kubeconfigSecretArn']}`",
+                w.fleet_worker["vpcCidr"],
+                f"`{w.fleet_worker['kubeconfigSecretArn']}`",
             ]
             for w in fleet.workers
         ],

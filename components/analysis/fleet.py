@@ -75,8 +75,8 @@ class WorkerInput:
     """What the manager read of one worker stack, plain: `fleetWorker` and `jobPlatform`."""
 
     ref: WorkerRef
-    facts: Mapping[str, Any] | None
-    platform: Mapping[str, Any] | None
+    fleet_worker: Mapping[str, Any] | None
+    job_platform: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -85,8 +85,8 @@ class Worker:
 
     index: int
     ref: WorkerRef
-    facts: Mapping[str, Any]
-    platform: Mapping[str, Any]
+    fleet_worker: Mapping[str, Any]
+    job_platform: Mapping[str, Any]
     stack: StackFacts
 
     @property
@@ -95,7 +95,7 @@ class Worker:
 
     @property
     def region(self) -> str:
-        return str(self.facts["region"])
+        return str(self.fleet_worker["region"])
 
     @property
     def cfg(self) -> StackConfig:
@@ -113,17 +113,17 @@ class Worker:
 
     @property
     def trainer_image(self) -> str | None:
-        image = self.platform.get("trainerImage")
+        image = self.job_platform.get("trainerImage")
         return str(image) if isinstance(image, str) and "@" in image else None
 
     @property
     def account_id(self) -> str:
-        return str(self.platform.get("accountId", ""))
+        return str(self.job_platform.get("accountId", ""))
 
     @property
     def trainer_block(self) -> Mapping[str, Any]:
         """`fleetWorker.trainer`: its trainer home, replicas, signing key, runtimes."""
-        block = self.facts.get("trainer")
+        block = self.fleet_worker.get("trainer")
         return block if isinstance(block, Mapping) else {}
 
     @property
@@ -189,7 +189,7 @@ def read_workers(
 ) -> FleetFacts:
     """The fleet's facts from what the manager read, or `ConfigError` (keys in the manager's
     namespace) for every way the fleet is miswired; `contract`: the `jobPlatform` version this
-    revision reads (contract.platform_facts.contract_version)."""
+    revision reads (contract.platform_contract.contract_version)."""
     problems: list[Problem] = []
     workers: list[Worker] = []
     for index, given in enumerate(inputs):
@@ -227,9 +227,9 @@ def read_workers(
 def _worker(
     cfg: FleetManagerConfig, index: int, given: WorkerInput, contract: str
 ) -> tuple[Worker | None, list[Problem]]:
-    """One worker's facts, or why the manager cannot take it."""
-    ref, facts, platform = given.ref, given.facts, given.platform
-    if not isinstance(facts, Mapping) or not isinstance(platform, Mapping):
+    """One worker as the manager knows it, or why the manager cannot take it."""
+    ref, exports, platform = given.ref, given.fleet_worker, given.job_platform
+    if not isinstance(exports, Mapping) or not isinstance(platform, Mapping):
         return None, [
             _stack_problem(
                 index,
@@ -239,19 +239,19 @@ def _worker(
             )
         ]
     found: list[Problem] = []
-    if facts.get("version") != WORKER_REVISION:
+    if exports.get("version") != WORKER_REVISION:
         found.append(
             _stack_problem(
                 index,
                 ref,
-                f"fleetWorker revision {WORKER_REVISION} (it has {facts.get('version')}): "
+                f"fleetWorker revision {WORKER_REVISION} (it has {exports.get('version')}): "
                 "deploy the worker from this repository's revision",
             )
         )
-    if facts.get("fleet") != cfg.name:
+    if exports.get("fleet") != cfg.name:
         found.append(
             _stack_problem(
-                index, ref, f"a worker of fleet {cfg.name!r} (it serves {facts.get('fleet')!r})"
+                index, ref, f"a worker of fleet {cfg.name!r} (it serves {exports.get('fleet')!r})"
             )
         )
     if platform.get("version") != contract:
@@ -264,7 +264,7 @@ def _worker(
             )
         )
     missing = [
-        f for f in catalog.MULTIKUEUE_FRAMEWORKS if f not in facts.get("kueueFrameworks", [])
+        f for f in catalog.MULTIKUEUE_FRAMEWORKS if f not in exports.get("kueueFrameworks", [])
     ]
     if missing:
         found.append(
@@ -295,8 +295,8 @@ def _worker(
         return None, [
             _stack_problem(index, ref, "a config this revision reads: " + "; ".join(exc.lines))
         ]
-    stack = build(stack_cfg, region=str(facts["region"]))
-    return Worker(index, ref, facts, platform, stack), []
+    stack = build(stack_cfg, region=str(exports["region"]))
+    return Worker(index, ref, exports, platform, stack), []
 
 
 def _network_problems(cfg: FleetManagerConfig, workers: Sequence[Worker]) -> list[Problem]:
@@ -306,7 +306,7 @@ def _network_problems(cfg: FleetManagerConfig, workers: Sequence[Worker]) -> lis
     manager = ipaddress.IPv4Network(cfg.network.vpc_cidr)
     seen: list[tuple[str, ipaddress.IPv4Network]] = [("the manager (network.vpcCidr)", manager)]
     for worker in workers:
-        cidr = ipaddress.IPv4Network(str(worker.facts["vpcCidr"]))
+        cidr = ipaddress.IPv4Network(str(worker.fleet_worker["vpcCidr"]))
         clash = next((name for name, net in seen if net.overlaps(cidr)), None)
         if clash is not None:
             problems.append(
@@ -327,7 +327,8 @@ def _name_problems(workers: Sequence[Worker]) -> list[Problem]:
     seen: dict[str, str] = {}
     for worker in workers:
         names = [f"cluster {worker.cfg.cluster.name}"] + [
-            f"bucket {bucket}" for bucket in sorted((worker.platform.get("buckets") or {}).values())
+            f"bucket {bucket}"
+            for bucket in sorted((worker.job_platform.get("buckets") or {}).values())
         ]
         for name in names:
             if name in seen:

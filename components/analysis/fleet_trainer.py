@@ -186,7 +186,7 @@ def admission_refusal(
 def home_trainer(
     cfg: StackConfig,
     region: str,
-    home_facts: object,
+    home_worker: object,
     home_platform: object,
 ) -> FleetTrainer:
     """The trainer of this worker's trainer home (`fleet.trainerHome`), from what the home's
@@ -199,17 +199,19 @@ def home_trainer(
     def refused(allowed: str) -> ConfigError:
         return ConfigError(problem_lines([Problem("fleet.trainerHome", stack, allowed)]))
 
-    if not isinstance(home_facts, Mapping) or not isinstance(home_platform, Mapping):
+    if not isinstance(home_worker, Mapping) or not isinstance(home_platform, Mapping):
         raise refused(
             "a deployed worker of the fleet (it exports no fleetWorker / jobPlatform: deploy the "
             "trainer home first, then the other workers)"
         )
-    block = home_facts.get("trainer")
+    block = home_worker.get("trainer")
     block = block if isinstance(block, Mapping) else {}
     trainer = parse_trainer(home_platform.get("trainerImage"), block.get("signingPublicKey"))
     problems: list[str] = []
-    if home_facts.get("fleet") != fleet.name:
-        problems.append(f"a worker of fleet {fleet.name!r} (it serves {home_facts.get('fleet')!r})")
+    if home_worker.get("fleet") != fleet.name:
+        problems.append(
+            f"a worker of fleet {fleet.name!r} (it serves {home_worker.get('fleet')!r})"
+        )
     if block.get("home"):
         problems.append(
             f"the fleet's trainer home itself (it runs the trainer of {block.get('home')}: name "

@@ -97,7 +97,7 @@ class Member:
 
     name: str
     result: SynthResult
-    facts: Mapping[str, Any]
+    fleet_worker: Mapping[str, Any]
 
 
 def members_of(manager: SynthResult) -> list[Member]:
@@ -134,7 +134,7 @@ def _boot_workers(
             planes[member.name],
             kit,
             [member.result],
-            region=str(member.facts["region"]),
+            region=str(member.fleet_worker["region"]),
             out=runs[member.name],
         )
 
@@ -150,8 +150,8 @@ def _kubeconfigs(members: Sequence[Member], workers: Mapping[str, Cluster]) -> d
     """What each worker publishes for its manager, by its Secrets Manager ARN: the kubeconfig
     with the worker's real token, built by the worker program's own function."""
     return {
-        str(m.facts["kubeconfigSecretArn"]): builders.worker_kubeconfig(
-            str(m.facts["clusterName"]),
+        str(m.fleet_worker["kubeconfigSecretArn"]): builders.worker_kubeconfig(
+            str(m.fleet_worker["clusterName"]),
             workers[m.name].cp.server,
             base64.b64encode(workers[m.name].cp.pki.ca_pem).decode(),
             _token(workers[m.name].client, manifests(m.result)),

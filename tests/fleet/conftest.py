@@ -13,7 +13,7 @@ import yaml
 from components.analysis.fleet import FleetFacts, WorkerInput, read_workers
 from components.config.fleet import FleetManagerConfig
 from components.config.fleet_stack import fleet_namespace_values, parse_fleet
-from components.contract.platform_facts import contract_version
+from components.contract.platform_contract import contract_version
 from synth.fleet import FLEET_ROOT
 from synth.harness import SynthResult
 

@@ -279,9 +279,9 @@ def test_home_trainer_reads_the_homes_trainer_and_key(prod_use1: SynthResult) ->
 def test_a_trainer_home_this_worker_cannot_run_is_refused(
     prod_use1: SynthResult, change: Callable[..., Any], allowed: str
 ) -> None:
-    facts, platform = change(*_home(prod_use1))
+    exports, platform = change(*_home(prod_use1))
     with pytest.raises(ConfigError) as caught:
-        home_trainer(_usw2_cfg(), "us-west-2", facts, platform)
+        home_trainer(_usw2_cfg(), "us-west-2", exports, platform)
     (line,) = caught.value.lines
     assert line.startswith(
         'gpu-platform:fleet.trainerHome: got "gpu-platform/gpu-platform/prod-use1"'
@@ -330,7 +330,10 @@ def _set(
     def change(i: int, given: WorkerInput) -> WorkerInput:
         if i != index:
             return given
-        blocks = {"fleetWorker": dict(given.facts or {}), "jobPlatform": dict(given.platform or {})}
+        blocks = {
+            "fleetWorker": dict(given.fleet_worker or {}),
+            "jobPlatform": dict(given.job_platform or {}),
+        }
         node: dict[str, Any] = blocks[path[0]]
         for key in path[1:-1]:
             node[key] = dict(node[key])

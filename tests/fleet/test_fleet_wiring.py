@@ -61,7 +61,7 @@ def _set(
     def change(i: int, given: WorkerInput) -> WorkerInput:
         if i != index:
             return given
-        where = given.facts if path[0] == "fleetWorker" else given.platform
+        where = given.fleet_worker if path[0] == "fleetWorker" else given.job_platform
         assert where is not None
         target: Any = where
         for key in path[1:-1]:
@@ -76,7 +76,7 @@ def _set(
     ("change", "expected"),
     [
         (
-            lambda i, w: dataclasses.replace(w, facts=None) if i == 1 else w,
+            lambda i, w: dataclasses.replace(w, fleet_worker=None) if i == 1 else w,
             'gpu-platform-fleet:workers[1].stack: got "gpu-platform/gpu-platform/prod-usw2"; '
             "a deployed platform stack with `fleet` set",
         ),
@@ -138,8 +138,8 @@ def test_teams_whose_queues_differ_between_workers_are_refused(read: Read) -> No
 
     def rename(i: int, given: WorkerInput) -> WorkerInput:
         if i == 1:
-            assert given.platform is not None
-            teams = given.platform["platformConfig"]["teams"]
+            assert given.job_platform is not None
+            teams = given.job_platform["platformConfig"]["teams"]
             teams[1] = {**teams[1], "namespace": "team-research-west"}
         return given
 
@@ -272,8 +272,8 @@ def test_a_fleet_team_may_not_take_a_namespace_of_the_managers_add_ons(read: Rea
     installs the add-on there, so the fleet refuses it."""
 
     def take(i: int, given: WorkerInput) -> WorkerInput:
-        assert given.platform is not None
-        given.platform["platformConfig"]["teams"][1]["namespace"] = "amazon-cloudwatch"
+        assert given.job_platform is not None
+        given.job_platform["platformConfig"]["teams"][1]["namespace"] = "amazon-cloudwatch"
         return given
 
     lines = _lines(lambda: read(take))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from components.contract.platform_facts import contract_version
+from components.contract.platform_contract import contract_version
 from synth import __main__ as synth_cli
 from synth import output, policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
@@ -212,7 +212,7 @@ def test_a_job_that_cannot_run_is_a_config_error_naming_its_key(
     assert any(allowed in line for line in lines), lines
 
 
-def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
+def test_unknown_team_and_a_missing_contract_name_the_key(dev: SynthResult) -> None:
     with pytest.raises(ConfigError) as caught:
         run_job_stack(
             "research-dev",
@@ -255,11 +255,11 @@ def test_a_job_without_an_image_runs_the_platforms_trainer_by_its_pushed_digest(
     }
     assert images == {trainer}
     # A platform that publishes no trainer: a job without an image cannot run.
-    facts = {**dev.outputs["jobPlatform"], "trainerImage": None}
+    contract = {**dev.outputs["jobPlatform"], "trainerImage": None}
     with pytest.raises(ConfigError) as caught:
         run_job_stack(
             "research-dev",
-            platform=SynthResult(stack="dev", outputs={**dev.outputs, "jobPlatform": facts}),
+            platform=SynthResult(stack="dev", outputs={**dev.outputs, "jobPlatform": contract}),
         )
     assert any("publishes no trainerImage" in line for line in caught.value.lines)
 

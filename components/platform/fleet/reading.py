@@ -13,8 +13,8 @@ import pulumi
 
 from components.analysis.fleet import WorkerInput
 from components.config.fleet import WorkerRef
-from components.contract.platform_facts import FACTS_OUTPUT
-from components.platform.fleet.worker import FACTS_OUTPUT as WORKER_OUTPUT
+from components.contract.platform_contract import JOB_PLATFORM_OUTPUT
+from components.platform.fleet.worker import FLEET_WORKER_OUTPUT
 
 
 def read_worker(ref: WorkerRef) -> WorkerInput:
@@ -27,7 +27,7 @@ def read_worker(ref: WorkerRef) -> WorkerInput:
         details = _sync_await(stack.get_output_details(name))
         return details.value if details.value is not None else details.secret_value
 
-    return WorkerInput(ref, plain(WORKER_OUTPUT), plain(FACTS_OUTPUT))
+    return WorkerInput(ref, plain(FLEET_WORKER_OUTPUT), plain(JOB_PLATFORM_OUTPUT))
 
 
 def read_trainer_home(stack: str) -> tuple[Any, Any]:
@@ -41,4 +41,4 @@ def read_trainer_home(stack: str) -> tuple[Any, Any]:
         details = _sync_await(ref.get_output_details(name))
         return details.value if details.value is not None else details.secret_value
 
-    return plain(WORKER_OUTPUT), plain(FACTS_OUTPUT)
+    return plain(FLEET_WORKER_OUTPUT), plain(JOB_PLATFORM_OUTPUT)

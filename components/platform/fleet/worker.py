@@ -23,7 +23,7 @@ with, and what the manager reads of it.
   value to every principal but the manager's ESO role (named from the fleet:
   builders.eso_role_name, the name the manager gives it), the principal running this `up` and
   `fleet.kubeconfigReaders` (builders.kubeconfig_secret_policy).
-- `facts`: the worker's network, endpoint and secret ARN for the manager, and where the
+- `contract`: the worker's network, endpoint and secret ARN for the manager, and where the
   fleet's trainer comes from (its trainer home, the regions the home replicates it to, the key
   that signs it), exported as `fleetWorker`.
 """
@@ -52,7 +52,7 @@ from components.resource_options import child_options
 #: `trainer` (the fleet's one trainer image, docs/fleet.md).
 FLEET_WORKER_REVISION: Final = 2
 #: The worker's output the manager reads.
-FACTS_OUTPUT: Final = "fleetWorker"
+FLEET_WORKER_OUTPUT: Final = "fleetWorker"
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,10 @@ class FleetWorkerArgs:
 
 
 class FleetWorker(pulumi.ComponentResource):
-    """The manager's grant on this cluster, the team data ConfigMaps and the worker's facts."""
+    """The manager's grant on this cluster, the team data ConfigMaps and what the manager reads
+    of the worker (`contract`, exported as `fleetWorker`)."""
 
-    facts: dict[str, Any]
+    contract: dict[str, Any]
     kubeconfig: pulumi.Output[str]
     kubeconfig_secret_arn: pulumi.Output[str]
 
@@ -180,7 +181,7 @@ class FleetWorker(pulumi.ComponentResource):
         )
         self.kubeconfig_secret_arn = self._publish_kubeconfig(name, fleet, args)
         self._team_data(name, args)
-        self.facts = self._facts(args, identity)
+        self.contract = self._contract(args, identity)
         self.register_outputs({"serviceAccount": identity})
 
     def _grant(
@@ -237,7 +238,7 @@ class FleetWorker(pulumi.ComponentResource):
             resource, metadata={"name": name}, rules=cast(Any, rules), opts=k8s_opts
         )
 
-    def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
+    def _contract(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
         """What the manager reads of this worker (`fleetWorker`): plain values once resolved."""
         return {
             "version": FLEET_WORKER_REVISION,

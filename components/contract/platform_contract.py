@@ -1,6 +1,6 @@
 """What a team's job stack needs from the platform stack: the `jobPlatform` stack output.
 
-`platform_facts(facts, ...)` computes it from the platform's facts, purely: per team
+`platform_contract(facts, ...)` computes it from the platform's facts, purely: per team
 its namespace, Kueue LocalQueue, Volcano queue, service account, storage claims, quotas per
 flavor and namespace limits; the GPU classes with each flavor's capacity and instance types; the
 data buckets, the RWX storage class and the training settings. It also carries the platform
@@ -12,9 +12,9 @@ platform's real capacity and quotas, without the platform's stack file.
 The output is versioned, and the version is derived from what it carries (`contract_version`):
 the JSON schema of the config model `platformConfig` is validated against, plus a revision of
 the contract's own keys. A change to the config model is a contract change by construction, and
-a job stack refuses facts of another version rather than misreading them (deploy the platform
+a job stack refuses an output of another version rather than misreading it (deploy the platform
 first). The kubeconfig is not in it: it is the platform's separate, secret `kubeconfig` output,
-so these facts stay plain (readable with `pulumi stack output`).
+so this one stays plain (readable with `pulumi stack output`).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from components.config import (
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
 
-#: The revision of the contract's own keys (bump it when `platform_facts` changes shape);
+#: The revision of the contract's own keys (bump it when `platform_contract` changes shape);
 #: 2 added `trainerImage` and the teams' `imageRepository`; 3 `trainingRuntimes` (TrainJobs
 #: name a runtime per priority and grace period, no longer one per priority).
 CONTRACT_REVISION: Final = 3
@@ -55,7 +55,7 @@ def contract_version(model: type[BaseModel] = StackConfig) -> str:
 
 
 #: The platform stack output a job stack reads, and the one holding the (secret) kubeconfig.
-FACTS_OUTPUT: Final = "jobPlatform"
+JOB_PLATFORM_OUTPUT: Final = "jobPlatform"
 KUBECONFIG_OUTPUT: Final = "kubeconfig"
 
 
@@ -131,7 +131,7 @@ def _team_entry(
     }
 
 
-def platform_facts(
+def platform_contract(
     facts: StackFacts,
     *,
     account_id: str,
@@ -181,21 +181,21 @@ def platform_facts(
     }
 
 
-def exported(facts: dict[str, Any]) -> Any:
-    """The facts as `pulumi.export` should publish them: plain, unless a key of the platform's
+def exported(contract: dict[str, Any]) -> Any:
+    """The contract as `pulumi.export` should publish them: plain, unless a key of the platform's
     namespace was set as a secret (`pulumi config set --secret`): `platformConfig` then carries
     its value, so the whole output is marked secret rather than leak it (no key is one today;
-    a job stack reads secret facts all the same). `is_config_secret` is the pinned SDK's."""
+    a job stack reads a secret output all the same). `is_config_secret` is the pinned SDK's."""
     import pulumi
     from pulumi.runtime import config as runtime_config
 
     given = runtime_config.CONFIG.get()
     if any(k.startswith("gpu-platform:") and runtime_config.is_config_secret(k) for k in given):
-        return pulumi.Output.secret(facts)
-    return facts
+        return pulumi.Output.secret(contract)
+    return contract
 
 
-def _facts_problem(platform_stack: str, what: str) -> ConfigError:
+def _platform_problem(platform_stack: str, what: str) -> ConfigError:
     return ConfigError([f"{JOBS_NAMESPACE}:platformStack: got {platform_stack!r}; {what}"])
 
 
@@ -209,31 +209,31 @@ class JudgedJobs:
     judgement: Judgement
 
 
-def check_contract(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> Mapping[str, Any]:
-    """The platform's (or fleet manager's) facts, or `ConfigError` when they are missing or
+def check_contract(contract: Mapping[str, Any] | None, jobs: JobStackConfig) -> Mapping[str, Any]:
+    """The platform's (or fleet manager's) `jobPlatform`, or `ConfigError` when they are missing or
     of another version than this revision reads."""
-    if not isinstance(facts, Mapping) or "version" not in facts:
-        raise _facts_problem(
-            jobs.platform_stack, f"a deployed platform stack exporting `{FACTS_OUTPUT}`"
+    if not isinstance(contract, Mapping) or "version" not in contract:
+        raise _platform_problem(
+            jobs.platform_stack, f"a deployed platform stack exporting `{JOB_PLATFORM_OUTPUT}`"
         )
     # Numbers cross the engine's wire as doubles: an old integer version 1 arrives as 1.0.
-    version, expected = facts["version"], contract_version()
+    version, expected = contract["version"], contract_version()
     if version != expected:
         shown = int(version) if isinstance(version, float) and version.is_integer() else version
-        raise _facts_problem(
+        raise _platform_problem(
             jobs.platform_stack,
-            f"`{FACTS_OUTPUT}` version {expected} (it has {shown}): deploy the platform stack "
-            "from this repository's revision first (the contract follows the config model)",
+            f"`{JOB_PLATFORM_OUTPUT}` version {expected} (it has {shown}): deploy the platform "
+            "stack from this repository's revision first (the contract follows the config model)",
         )
-    return facts
+    return contract
 
 
-def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
+def job_stack_config(contract: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
     """The platform's StackConfig with this job stack's jobs in place of the platform's own,
-    built and judged; `ConfigError` (keys in the job project's namespace) when the facts are
+    built and judged; `ConfigError` (keys in the job project's namespace) when `jobPlatform` is
     missing or of another version, the team is unknown, or a job cannot run on the platform."""
-    facts = check_contract(facts, jobs)
-    teams = facts.get("teams") or {}
+    contract = check_contract(contract, jobs)
+    teams = contract.get("teams") or {}
     if jobs.team not in teams:
         raise ConfigError(
             [
@@ -242,17 +242,17 @@ def job_stack_config(facts: Mapping[str, Any] | None, jobs: JobStackConfig) -> J
             ]
         )
     try:
-        platform = parse(dict(facts["platformConfig"]))
+        platform = parse(dict(contract["platformConfig"]))
     except ConfigError as exc:
-        raise _facts_problem(
-            jobs.platform_stack, "facts this program can read: " + "; ".join(exc.lines)
+        raise _platform_problem(
+            jobs.platform_stack, "a `jobPlatform` this program can read: " + "; ".join(exc.lines)
         ) from None
     cfg = platform.model_copy(update={"training_jobs": list(jobs.training_jobs)})
-    found = job_stack_image_problems(cfg, facts.get("trainerImage"))
-    runtimes = [str(r) for r in facts.get("trainingRuntimes") or ()]
+    found = job_stack_image_problems(cfg, contract.get("trainerImage"))
+    runtimes = [str(r) for r in contract.get("trainingRuntimes") or ()]
     for index, job in enumerate(jobs.training_jobs):
         found += runtime_problems(f"trainingJobs[{index}]", job, runtimes)
-    taken = set(facts.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
+    taken = set(contract.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:
             found.append(
@@ -289,7 +289,7 @@ def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Probl
                     key,
                     None,
                     "an image by digest: the platform stack publishes no trainerImage in "
-                    f"`{FACTS_OUTPUT}` (deploy it first)",
+                    f"`{JOB_PLATFORM_OUTPUT}` (deploy it first)",
                 )
             )
     return problems

@@ -2,10 +2,10 @@
 its jobs.
 
 A team's job stack names the manager stack as its `platformStack` and submits its jobs there,
-once. The manager's facts carry the same keys a platform's do where a job stack reads them
+once. The manager's `jobPlatform` carries the same keys a platform's do where a job stack reads them
 (`version`, `teams`, `cluster`, `accountId`) plus `fleet`: the manager's own config and, per
 worker, exactly what the manager read of it (`fleetWorker`, `jobPlatform`). The job stack
-rebuilds the fleet's facts from them with the manager's own code (analysis/fleet.py
+rebuilds the fleet (its FleetFacts) from them with the manager's own code (analysis/fleet.py
 read_workers) and judges every job on every worker, so its "will it run" is the one the manager
 and each worker would give, naming the regions that can run the job.
 """
@@ -24,7 +24,7 @@ from components.config.errors import problem_lines
 from components.config.fleet import WorkerRef
 from components.config.fleet_stack import parse_fleet
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
-from components.contract.platform_facts import (
+from components.contract.platform_contract import (
     KUBECONFIG_OUTPUT,
     contract_version,
     deploy_role_name,
@@ -32,7 +32,7 @@ from components.contract.platform_facts import (
 )
 
 
-def fleet_platform_facts(
+def fleet_contract(
     fleet: FleetFacts, inputs: Sequence[WorkerInput], *, account_id: str
 ) -> dict[str, Any]:
     """The manager's `jobPlatform` output (plain JSON once resolved)."""
@@ -77,8 +77,8 @@ def fleet_platform_facts(
                 {
                     "name": given.ref.name,
                     "stack": given.ref.stack,
-                    "fleetWorker": dict(given.facts or {}),
-                    "jobPlatform": dict(given.platform or {}),
+                    "fleetWorker": dict(given.fleet_worker or {}),
+                    "jobPlatform": dict(given.job_platform or {}),
                 }
                 for given in inputs
             ],
@@ -94,16 +94,16 @@ class FleetJobs:
     judgement: FleetJudgement
 
 
-def is_fleet(facts: Mapping[str, Any] | None) -> bool:
-    """The facts are a fleet manager's."""
-    return isinstance(facts, Mapping) and isinstance(facts.get("fleet"), Mapping)
+def is_fleet(contract: Mapping[str, Any] | None) -> bool:
+    """The `jobPlatform` is a fleet manager's."""
+    return isinstance(contract, Mapping) and isinstance(contract.get("fleet"), Mapping)
 
 
-def fleet_job_stack(facts: Mapping[str, Any], jobs: JobStackConfig) -> FleetJobs:
-    """The fleet rebuilt from its manager's facts and this stack's jobs judged on it;
+def fleet_job_stack(contract: Mapping[str, Any], jobs: JobStackConfig) -> FleetJobs:
+    """The fleet rebuilt from its manager's `jobPlatform` and this stack's jobs judged on it;
     `ConfigError` (keys in the job project's namespace) when a job cannot run on any worker or
     is something MultiKueue cannot carry."""
-    teams = facts.get("teams") or {}
+    teams = contract.get("teams") or {}
     if jobs.team not in teams:
         raise ConfigError(
             [
@@ -111,7 +111,7 @@ def fleet_job_stack(facts: Mapping[str, Any], jobs: JobStackConfig) -> FleetJobs
                 f"({', '.join(sorted(teams))})"
             ]
         )
-    block = facts["fleet"]
+    block = contract["fleet"]
     cfg = parse_fleet(block["config"])
     inputs = [
         WorkerInput(

@@ -1,4 +1,4 @@
-"""The platform's `jobPlatform` facts (components/contract/platform_facts.py): pure, complete
+"""The platform's `jobPlatform` output (components/contract/platform_contract.py): pure, complete
 enough for a job stack to judge its jobs exactly as the platform judges its own."""
 
 from __future__ import annotations
@@ -14,7 +14,11 @@ from components.analysis.capacity import gpu_capacity
 from components.analysis.facts import build
 from components.config import StackConfig, parse
 from components.config.load import namespace_values
-from components.contract.platform_facts import CONTRACT_REVISION, contract_version, platform_facts
+from components.contract.platform_contract import (
+    CONTRACT_REVISION,
+    contract_version,
+    platform_contract,
+)
 from synth.harness import SynthResult, load_stack_config, run_program
 from synth.jobs import run_job_stack
 from synth.mocks import ACCOUNT_ID
@@ -27,47 +31,47 @@ def _cfg(stack: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.parametrize("stack", ["dev", "prod"])
-def test_facts_carry_capacity_quotas_and_the_rebuildable_config(stack: str) -> None:
+def test_the_contract_carries_capacity_quotas_and_the_rebuildable_config(stack: str) -> None:
     cfg = _cfg(stack)
-    facts = platform_facts(build(cfg), account_id=ACCOUNT_ID, storage_class="efs-rwx")
-    assert facts["version"] == contract_version()
-    json.dumps(facts)  # plain JSON: a stack output
+    contract = platform_contract(build(cfg), account_id=ACCOUNT_ID, storage_class="efs-rwx")
+    assert contract["version"] == contract_version()
+    json.dumps(contract)  # plain JSON: a stack output
     flat = {
         (gpu_class, capacity_type): flavor["gpus"]
-        for gpu_class, by_type in facts["gpuClasses"].items()
+        for gpu_class, by_type in contract["gpuClasses"].items()
         for capacity_type, flavor in by_type.items()
     }
     assert flat == gpu_capacity(cfg)
     assert flat
     for team in cfg.teams:
-        entry = facts["teams"][team.name]
+        entry = contract["teams"][team.name]
         assert entry["namespace"] == team.namespace
         assert entry["localQueue"] == team.name
         assert [q["flavor"] for q in entry["quota"]] == [q.flavor for q in team.quota]
-    rebuilt = parse(facts["platformConfig"])
+    rebuilt = parse(contract["platformConfig"])
     assert rebuilt == cfg.model_copy(update={"training_jobs": []})
 
 
-def test_the_platform_exports_the_facts(dev: SynthResult) -> None:
+def test_the_platform_exports_the_contract(dev: SynthResult) -> None:
     exported = dev.outputs["jobPlatform"]
-    expected = platform_facts(
+    expected = platform_contract(
         build(_cfg("dev")),
         account_id=ACCOUNT_ID,
         storage_class="efs-rwx",
         trainer_image=dev.outputs["trainerImage"],
         image_repositories={
-            team: facts["imageRepository"]
-            for team, facts in dev.outputs["jobPlatform"]["teams"].items()
-            if facts["imageRepository"]
+            team: entry["imageRepository"]
+            for team, entry in dev.outputs["jobPlatform"]["teams"].items()
+            if entry["imageRepository"]
         },
     )
     assert exported == expected
-    # The kubeconfig is a separate, secret output; the facts stay readable.
+    # The kubeconfig is a separate, secret output; the contract stays readable.
     assert dev.secret_outputs == [exported["cluster"]["kubeconfigOutput"]]
     assert exported["platformJobs"]["team-research"] == ["ddp-smoke"]
 
 
-def test_facts_name_the_team_roles_the_platform_creates(dev: SynthResult) -> None:
+def test_the_contract_names_the_team_roles_the_platform_creates(dev: SynthResult) -> None:
     research = dev.outputs["jobPlatform"]["teams"]["research"]
     roles = {
         r.inputs["name"]
@@ -83,7 +87,7 @@ def test_facts_name_the_team_roles_the_platform_creates(dev: SynthResult) -> Non
     assert applied["deployRoleArn"] is None and applied["previewRoleArn"] is None
 
 
-def test_a_secret_platform_key_makes_the_facts_secret(
+def test_a_secret_platform_key_makes_the_contract_secret(
     dev: SynthResult, make_stack: Callable[[dict[str, Any]], Path]
 ) -> None:
     """A key set with `pulumi config set --secret` would be in platformConfig: the whole output
