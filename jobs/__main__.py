@@ -20,8 +20,9 @@ import os
 import pulumi
 
 from components.config.job_stack import load_job_stack
-from components.contract.fleet_contract import fleet_job_stack, is_fleet
-from components.contract.platform_contract import check_contract, job_stack_config
+from components.contract.fleet_contract import fleet_job_stack
+from components.contract.fleet_platform import FleetContract
+from components.contract.platform_contract import job_stack_config
 from components.training_jobs.job_stack import (
     TeamJobs,
     TeamJobsArgs,
@@ -33,11 +34,11 @@ from components.training_jobs.job_stack import (
 from components.training_jobs.plan import deploy_provenance
 
 jobs = load_job_stack()
+# The platform's `jobPlatform`, parsed where it is read (another version is refused there).
 platform = read_platform(jobs)
 # Every job validated, its facts built and judged by the platform's own rules before the first
 # resource is registered: a job that cannot run deploys nothing.
-check_contract(platform.contract, jobs)
-if is_fleet(platform.contract):
+if isinstance(platform.contract, FleetContract):
     # A fleet's manager (docs/fleet.md): each job judged on every worker, submitted once.
     fleet_jobs = fleet_job_stack(platform.contract, jobs)
     judgement = fleet_jobs.judgement
@@ -52,7 +53,7 @@ else:
         # The platform's reference trainer, by the digest its deploy pushed (or resolved).
         trainer=trainer_image(platform.contract),
         # The platform's account (bucket names); the job stack makes no AWS calls of its own.
-        account_id=str(platform.contract["accountId"]) if platform.contract else "",
+        account_id=platform.contract.account_id,
         provenance=deploy_provenance(os.environ),
     )
 

@@ -1,31 +1,31 @@
-"""What a team's job stack needs from the platform stack: the `jobPlatform` stack output.
+"""The platform's `jobPlatform` (contract/job_platform.py `PlatformContract`): how a platform
+stack writes it, and how a team's job stack reads it and judges its jobs on it.
 
-`platform_contract(facts, ...)` computes it from the platform's facts, purely: per team
-its namespace, Kueue LocalQueue, Volcano queue, service account, storage claims, quotas per
-flavor and namespace limits; the GPU classes with each flavor's capacity and instance types; the
-data buckets, the RWX storage class and the training settings. It also carries the platform
-config itself (`platformConfig`, trainingJobs left out): the job stack rebuilds the platform's
-`StackConfig` from it (`job_stack_config`) so that its jobs are judged by exactly the rules the
+Writing: `platform_contract(facts, ...)` builds the model from the platform's facts, purely:
+per team its namespace, queues, claims, quotas and limits; the GPU classes with each flavor's
+capacity and instance types; the data buckets, the RWX storage class, the training settings
+and the platform's config itself (`platformConfig`, its training jobs left out). The
+composition root (__main__.py) builds it once the values known only at deploy time resolved
+(the trainer's pushed digest, the teams' repository URLs: contract/schema.py `resolved`) and
+exports `exported(...)`.
+
+Reading: `read_job_platform` parses what a job stack's StackReference read, once: a platform's
+`PlatformContract` or a fleet manager's `FleetContract` (contract/fleet_contract.py), or
+`ConfigError` naming `platformStack` when the output is missing or of another version — the
+version is the model's schema's, the config model nested, so a change to either is a contract
+change by construction (deploy the platform first). `job_stack_config` then rebuilds the
+platform's `StackConfig` with the stack's jobs and judges them by exactly the rules the
 platform's own jobs are (analysis.validate / build / judge: quota, will it run) against the
 platform's real capacity and quotas, without the platform's stack file.
-
-The output is versioned, and the version is derived from what it carries (`contract_version`):
-the JSON schema of the config model `platformConfig` is validated against, plus a revision of
-the contract's own keys. A change to the config model is a contract change by construction, and
-a job stack refuses an output of another version rather than misreading it (deploy the platform
-first). The kubeconfig is not in it: it is the platform's separate, secret `kubeconfig` output,
-so this one stays plain (readable with `pulumi stack output`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any
 
-from pydantic import BaseModel
+import pulumi
 
 from components import analysis, catalog
 from components.analysis import Judgement, StackFacts
@@ -35,28 +35,22 @@ from components.config import (
     Problem,
     StackConfig,
     TeamConfig,
-    parse,
     trainer_runtime_names,
 )
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
-
-#: The revision of the contract's own keys (bump it when `platform_contract` changes shape);
-#: 2 added `trainerImage` and the teams' `imageRepository`; 3 `trainingRuntimes` (TrainJobs
-#: name a runtime per priority and grace period, no longer one per priority).
-CONTRACT_REVISION: Final = 3
-
-
-def contract_version(model: type[BaseModel] = StackConfig) -> str:
-    """`<revision>-<sha256 of the config model's JSON schema, 16 hex>`: derived from the schema
-    `platformConfig` is validated against, so any change to the config model changes it."""
-    schema = json.dumps(model.model_json_schema(by_alias=True), sort_keys=True)
-    return f"{CONTRACT_REVISION}-{hashlib.sha256(schema.encode()).hexdigest()[:16]}"
-
-
-#: The platform stack output a job stack reads, and the one holding the (secret) kubeconfig.
-JOB_PLATFORM_OUTPUT: Final = "jobPlatform"
-KUBECONFIG_OUTPUT: Final = "kubeconfig"
+from components.contract.fleet_platform import FleetContract
+from components.contract.job_platform import (
+    KUBECONFIG_OUTPUT,
+    ClusterRef,
+    GpuFlavor,
+    PlatformContract,
+    PlatformTeam,
+    TeamClaims,
+    TeamLimits,
+    TeamQuota,
+)
+from components.contract.schema import Contract, ContractError, dumped, parse_contract
 
 
 def deploy_role_name(cluster_name: str, team: str) -> str:
@@ -69,10 +63,23 @@ def preview_role_name(cluster_name: str, team: str) -> str:
     return f"{cluster_name}-{team}-jobs-preview"[:64]
 
 
-def _flavors(facts: StackFacts) -> dict[str, dict[str, dict[str, Any]]]:
+def role_arns(
+    account_id: str, cluster_name: str, team: str, has_roles: bool
+) -> tuple[str | None, str | None]:
+    """A team's deploy and preview role ARNs (components/platform/tenancy/team_deploy.py),
+    None where it has no CI identity."""
+    if not has_roles:
+        return None, None
+    return (
+        f"arn:aws:iam::{account_id}:role/{deploy_role_name(cluster_name, team)}",
+        f"arn:aws:iam::{account_id}:role/{preview_role_name(cluster_name, team)}",
+    )
+
+
+def _flavors(facts: StackFacts) -> dict[str, dict[catalog.CapacityType, GpuFlavor]]:
     """GPU class -> capacity type -> GPUs the pools provide and the instance types they launch."""
     cfg = facts.cfg
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+    out: dict[str, dict[catalog.CapacityType, GpuFlavor]] = {}
     types: dict[tuple[str, str], set[str]] = {}
     for group in cfg.node_groups.gpu:
         types.setdefault((group.gpu_class, group.flavor_capacity_type), set()).update(
@@ -83,52 +90,45 @@ def _flavors(facts: StackFacts) -> dict[str, dict[str, dict[str, Any]]]:
             key = (pool.resolved_gpu_class, pool.capacity_type)
             types.setdefault(key, set()).update(pool.resolved_instance_types)
     for (gpu_class, capacity_type), gpus in sorted(facts.capacity.items()):
-        out.setdefault(gpu_class, {})[capacity_type] = {
-            "flavor": catalog.gpu_flavor_name(gpu_class, capacity_type),
-            "gpus": gpus,
-            "instanceTypes": sorted(types.get((gpu_class, capacity_type), set())),
-        }
+        out.setdefault(gpu_class, {})[capacity_type] = GpuFlavor(
+            flavor=catalog.gpu_flavor_name(gpu_class, capacity_type),
+            gpus=gpus,
+            instance_types=sorted(types.get((gpu_class, capacity_type), set())),
+        )
     return out
 
 
-def _team_entry(
-    team: TeamConfig, *, cluster_name: str, account_id: str, image_repository: Any
-) -> dict[str, Any]:
+def _team(
+    team: TeamConfig, *, cluster_name: str, account_id: str, image_repository: str | None
+) -> PlatformTeam:
     """One team as a job stack needs it: namespace, queues, claims, quota, limits, CI roles."""
-    return {
-        "namespace": team.namespace,
-        "localQueue": team.name,
-        "volcanoQueue": team.name,
-        "serviceAccount": catalog.TRAINER_SERVICE_ACCOUNT,
-        "group": team.group,
-        "claims": {role: f"{team.name}-{role}" for role in ("checkpoints", "datasets")},
-        # Where the team's CI pushes (and signs) its own images; None without a deploy role.
-        "imageRepository": image_repository,
-        "quota": [
-            {
-                "flavor": entry.flavor,
-                "gpuClass": entry.gpu_class,
-                "capacityType": entry.capacity_type,
-                "gpus": entry.gpus,
-                "borrowingLimitGpus": entry.borrowing_limit_gpus,
-            }
+    deploy_role, preview_role = role_arns(
+        account_id, cluster_name, team.name, team.deploy is not None
+    )
+    return PlatformTeam(
+        namespace=team.namespace,
+        local_queue=team.name,
+        volcano_queue=team.name,
+        service_account=catalog.TRAINER_SERVICE_ACCOUNT,
+        group=team.group,
+        claims=TeamClaims(checkpoints=f"{team.name}-checkpoints", datasets=f"{team.name}-datasets"),
+        image_repository=image_repository,
+        quota=[
+            TeamQuota(
+                flavor=entry.flavor,
+                gpu_class=entry.gpu_class,
+                capacity_type=entry.capacity_type,
+                gpus=entry.gpus,
+                borrowing_limit_gpus=entry.borrowing_limit_gpus,
+            )
             for entry in team.quota
         ],
-        "limits": {
-            "gpus": team.limits.gpus,
-            "cpu": team.limits.cpu,
-            "memoryGib": team.limits.memory_gib,
-        },
-        # The team's CI roles (components/platform/tenancy/team_deploy.py), when it has them.
-        **{
-            f"{kind}RoleArn": (
-                f"arn:aws:iam::{account_id}:role/{name(cluster_name, team.name)}"
-                if team.deploy is not None
-                else None
-            )
-            for kind, name in (("deploy", deploy_role_name), ("preview", preview_role_name))
-        },
-    }
+        limits=TeamLimits(
+            gpus=team.limits.gpus, cpu=team.limits.cpu, memory_gib=team.limits.memory_gib
+        ),
+        deploy_role_arn=deploy_role,
+        preview_role_arn=preview_role,
+    )
 
 
 def platform_contract(
@@ -136,21 +136,21 @@ def platform_contract(
     *,
     account_id: str,
     storage_class: str,
-    trainer_image: Any = None,
-    image_repositories: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The `jobPlatform` output of a platform stack (plain JSON once resolved; see the module
-    docstring). `trainer_image`: the reference trainer's `repo@sha256:...` (an Output of its
-    push or resolution), or None where `training.defaultImage` gives the default by digest.
-    `image_repositories`: team -> the URL of its own image repository (teams with a deploy
-    identity; components/platform/registry/registry.py)."""
+    trainer_image: str | None = None,
+    image_repositories: Mapping[str, str] | None = None,
+) -> PlatformContract:
+    """The `jobPlatform` output of a platform stack (module docstring), from plain values.
+    `trainer_image`: the reference trainer's `repo@sha256:...` (its push or resolution), or
+    None where `training.defaultImage` gives the default by digest. `image_repositories`:
+    team -> the URL of its own image repository (teams with a deploy identity;
+    components/platform/registry/registry.py)."""
     cfg = facts.cfg
     buckets = {
         purpose: catalog.bucket_name(cfg.bucket_prefix, purpose, account_id)
         for purpose in catalog.DATA_BUCKET_PURPOSES
     }
     teams = {
-        team.name: _team_entry(
+        team.name: _team(
             team,
             cluster_name=cfg.cluster.name,
             account_id=account_id,
@@ -162,37 +162,37 @@ def platform_contract(
     namespaces = {team.name: team.namespace for team in cfg.teams}
     for job in cfg.training_jobs:
         platform_jobs.setdefault(namespaces.get(job.team, job.team), []).append(job.name)
-    return {
-        "version": contract_version(),
-        "environment": cfg.environment,
-        "accountId": account_id,
-        "cluster": {"name": cfg.cluster.name, "kubeconfigOutput": KUBECONFIG_OUTPUT},
-        "buckets": buckets,
-        "storageClass": storage_class,
-        "teams": teams,
-        "gpuClasses": _flavors(facts),
-        "training": cfg.training.model_dump(mode="json", by_alias=True),
-        "trainerImage": trainer_image if trainer_image is not None else cfg.training.default_image,
-        # The ClusterTrainingRuntimes it renders (cluster-scoped: a job stack's TrainJob can
-        # only name one of these, components/analysis/trainer.py runtime_problems).
-        "trainingRuntimes": list(trainer_runtime_names()),
-        "platformJobs": {ns: sorted(names) for ns, names in sorted(platform_jobs.items())},
-        "platformConfig": cfg.model_dump(mode="json", by_alias=True, exclude={"training_jobs"}),
-    }
+    return PlatformContract(
+        version=PlatformContract.current_version(),
+        environment=cfg.environment,
+        account_id=account_id,
+        cluster=ClusterRef(name=cfg.cluster.name, kubeconfig_output=KUBECONFIG_OUTPUT),
+        buckets=buckets,
+        storage_class=storage_class,
+        teams=teams,
+        gpu_classes=_flavors(facts),
+        training=cfg.training,
+        trainer_image=trainer_image if trainer_image is not None else cfg.training.default_image,
+        training_runtimes=list(trainer_runtime_names()),
+        platform_jobs={ns: sorted(names) for ns, names in sorted(platform_jobs.items())},
+        platform_config=cfg.model_copy(update={"training_jobs": []}),
+    )
 
 
-def exported(contract: dict[str, Any]) -> Any:
-    """The contract as `pulumi.export` should publish them: plain, unless a key of the platform's
-    namespace was set as a secret (`pulumi config set --secret`): `platformConfig` then carries
-    its value, so the whole output is marked secret rather than leak it (no key is one today;
-    a job stack reads a secret output all the same). `is_config_secret` is the pinned SDK's."""
-    import pulumi
+def exported(contract: Contract | pulumi.Output[Contract]) -> pulumi.Output[dict[str, Any]]:
+    """A `jobPlatform` (or an Output of one) as `pulumi.export` should publish it: its dump,
+    plain, unless a key of the platform's namespace was set as a secret (`pulumi config set
+    --secret`): `platformConfig` then carries its value, so the whole output is marked secret
+    rather than leak it (no key is one today; a job stack reads a secret output all the same).
+    `is_config_secret` is the pinned SDK's."""
     from pulumi.runtime import config as runtime_config
 
+    given_contract: pulumi.Output[Contract] = pulumi.Output.from_input(contract)
+    value = given_contract.apply(dumped)
     given = runtime_config.CONFIG.get()
     if any(k.startswith("gpu-platform:") and runtime_config.is_config_secret(k) for k in given):
-        return pulumi.Output.secret(contract)
-    return contract
+        return pulumi.Output.secret(value)
+    return value
 
 
 def _platform_problem(platform_stack: str, what: str) -> ConfigError:
@@ -209,31 +209,33 @@ class JudgedJobs:
     judgement: Judgement
 
 
-def check_contract(contract: Mapping[str, Any] | None, jobs: JobStackConfig) -> Mapping[str, Any]:
-    """The platform's (or fleet manager's) `jobPlatform`, or `ConfigError` when they are missing or
-    of another version than this revision reads."""
-    if not isinstance(contract, Mapping) or "version" not in contract:
-        raise _platform_problem(
-            jobs.platform_stack, f"a deployed platform stack exporting `{JOB_PLATFORM_OUTPUT}`"
-        )
-    # Numbers cross the engine's wire as doubles: an old integer version 1 arrives as 1.0.
-    version, expected = contract["version"], contract_version()
-    if version != expected:
-        shown = int(version) if isinstance(version, float) and version.is_integer() else version
+def read_job_platform(value: object, jobs: JobStackConfig) -> PlatformContract | FleetContract:
+    """What a job stack read of its `platformStack`'s `jobPlatform`, parsed: a fleet manager's
+    (it has `fleet`) or a platform's; `ConfigError` when it is missing or of another version
+    or shape than this revision reads."""
+    model: type[PlatformContract | FleetContract] = (
+        FleetContract if isinstance(value, Mapping) and "fleet" in value else PlatformContract
+    )
+    try:
+        contract = parse_contract(model, value)
+    except ContractError as exc:
         raise _platform_problem(
             jobs.platform_stack,
-            f"`{JOB_PLATFORM_OUTPUT}` version {expected} (it has {shown}): deploy the platform "
-            "stack from this repository's revision first (the contract follows the config model)",
+            f"{exc.problem}: deploy the platform stack from this repository's revision first "
+            "(the version follows the contract's models, the config model included)",
+        ) from None
+    if contract is None:
+        raise _platform_problem(
+            jobs.platform_stack, f"a deployed platform stack exporting `{model.OUTPUT}`"
         )
     return contract
 
 
-def job_stack_config(contract: Mapping[str, Any] | None, jobs: JobStackConfig) -> JudgedJobs:
+def job_stack_config(contract: PlatformContract, jobs: JobStackConfig) -> JudgedJobs:
     """The platform's StackConfig with this job stack's jobs in place of the platform's own,
-    built and judged; `ConfigError` (keys in the job project's namespace) when `jobPlatform` is
-    missing or of another version, the team is unknown, or a job cannot run on the platform."""
-    contract = check_contract(contract, jobs)
-    teams = contract.get("teams") or {}
+    built and judged; `ConfigError` (keys in the job project's namespace) when the team is
+    unknown or a job cannot run on the platform."""
+    teams = contract.teams
     if jobs.team not in teams:
         raise ConfigError(
             [
@@ -241,32 +243,25 @@ def job_stack_config(contract: Mapping[str, Any] | None, jobs: JobStackConfig) -
                 f"({', '.join(sorted(teams))})"
             ]
         )
-    try:
-        platform = parse(dict(contract["platformConfig"]))
-    except ConfigError as exc:
-        raise _platform_problem(
-            jobs.platform_stack, "a `jobPlatform` this program can read: " + "; ".join(exc.lines)
-        ) from None
-    cfg = platform.model_copy(update={"training_jobs": list(jobs.training_jobs)})
-    found = job_stack_image_problems(cfg, contract.get("trainerImage"))
-    runtimes = [str(r) for r in contract.get("trainingRuntimes") or ()]
+    cfg = contract.platform_config.model_copy(update={"training_jobs": list(jobs.training_jobs)})
+    found = job_stack_image_problems(cfg, contract.trainer_image)
     for index, job in enumerate(jobs.training_jobs):
-        found += runtime_problems(f"trainingJobs[{index}]", job, runtimes)
-    taken = set(contract.get("platformJobs", {}).get(teams[jobs.team]["namespace"], []))
+        found += runtime_problems(f"trainingJobs[{index}]", job, contract.training_runtimes)
+    namespace = teams[jobs.team].namespace
+    taken = set(contract.platform_jobs.get(namespace, []))
     for index, job in enumerate(jobs.training_jobs):
         if job.name in taken:
             found.append(
                 Problem(
                     f"trainingJobs[{index}].name",
                     job.name,
-                    f"a name the platform stack's own jobs do not use in "
-                    f"{teams[jobs.team]['namespace']}",
+                    f"a name the platform stack's own jobs do not use in {namespace}",
                 )
             )
     return judge_jobs(cfg, found)
 
 
-def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Problem]:
+def job_stack_image_problems(cfg: StackConfig, trainer_image: str | None) -> list[Problem]:
     """What a job stack cannot do with images: resolve a tag (it makes no AWS call of its own,
     and its deploy role has no ECR permission), or run the reference trainer of a platform that
     publishes none."""
@@ -283,13 +278,13 @@ def job_stack_image_problems(cfg: StackConfig, trainer_image: Any) -> list[Probl
                     "reference trainer",
                 )
             )
-        elif job.image is None and not (isinstance(trainer_image, str) and "@" in trainer_image):
+        elif job.image is None and not (trainer_image is not None and "@" in trainer_image):
             problems.append(
                 Problem(
                     key,
                     None,
                     "an image by digest: the platform stack publishes no trainerImage in "
-                    f"`{JOB_PLATFORM_OUTPUT}` (deploy it first)",
+                    f"`{PlatformContract.OUTPUT}` (deploy it first)",
                 )
             )
     return problems
