@@ -5,6 +5,7 @@ branches here: stack differences live in Pulumi.<stack>.yaml and the config mode
 each `XxxArgs.of(...)` takes its component's slice of the config.
 """
 
+import functools
 import os
 from pathlib import Path
 
@@ -14,7 +15,10 @@ from components import analysis
 from components import config as stack_config
 from components.analysis.fleet_trainer import FleetTrainer, home_trainer
 from components.config.images import TRAINER_CONTEXT, TRAINER_REPOSITORY
-from components.contract.platform_facts import exported, platform_facts
+from components.contract.fleet_worker import WorkerContract
+from components.contract.job_platform import PlatformContract
+from components.contract.platform_contract import exported, platform_contract
+from components.contract.schema import dumped, resolved
 from components.ecr_tags import replicated
 from components.platform.capacity.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.platform.capacity.gpu import GpuStack, GpuStackArgs, time_slicing_node_labels
@@ -190,15 +194,19 @@ pulumi.export(
     "trainerImage", trainer.reference if trainer is not None else cfg.training.default_image
 )
 pulumi.export("teamNamespaces", {team.name: team.namespace for team in cfg.teams})
-# What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md).
-contract = platform_facts(
-    facts,
-    account_id=account.account_id,
-    storage_class=storage.storage_class_name,
+# What a team's job stack (jobs/) reads through its StackReference (docs/training-jobs.md),
+# built once the trainer's digest and the teams' repository URLs resolved.
+contract = resolved(
+    functools.partial(
+        platform_contract,
+        facts,
+        account_id=account.account_id,
+        storage_class=storage.storage_class_name,
+    ),
     trainer_image=trainer.reference if trainer is not None else None,
     image_repositories={t: r.repository_url for t, r in registry.team_repositories.items()},
 )
-pulumi.export("jobPlatform", exported(contract))
+pulumi.export(PlatformContract.OUTPUT, exported(contract))
 
 # A fleet worker (docs/fleet.md): the manager's grant here and what the manager reads of it.
 if cfg.fleet is not None:
@@ -223,4 +231,4 @@ if cfg.fleet is not None:
             runtime_pod_sets=runtime_pod_sets(training.runtime_manifests),
         ),
     )
-    pulumi.export(fleet_worker.FACTS_OUTPUT, worker.facts)
+    pulumi.export(WorkerContract.OUTPUT, worker.contract.apply(dumped))

@@ -26,8 +26,9 @@ from components.analysis.fleet_trainer import manager_runtime_problems
 from components.config import ConfigError, NodeGroupsConfig
 from components.config.errors import problem_lines
 from components.config.fleet_stack import fleet_lines, load_fleet
-from components.contract.fleet_facts import fleet_platform_facts
-from components.contract.platform_facts import contract_version, exported
+from components.contract.fleet_contract import fleet_contract
+from components.contract.fleet_platform import FleetContract
+from components.contract.platform_contract import exported
 from components.platform.cluster.cluster import Cluster, ClusterArgs
 from components.platform.cluster.iam import AwsAccount
 from components.platform.cluster.network import Network, NetworkArgs
@@ -39,10 +40,11 @@ from components.platform.tenancy.team_deploy import deploy_identity
 from components.training_jobs.manifests import cluster_training_runtimes, runtime_pod_sets
 
 cfg = load_fleet()
-# The workers as deployed (plain values) and the whole fleet checked before anything else.
+# The workers as deployed (their outputs parsed where read) and the whole fleet checked before
+# anything else.
 read = [read_worker(ref) for ref in cfg.workers]
 account = AwsAccount.lookup()
-fleet = read_workers(cfg, account.region, read, contract_version())
+fleet = read_workers(cfg, account.region, read)
 tags = {"gpu-platform:fleet": cfg.name, "managed-by": "pulumi", **cfg.tags}
 
 logs = Logging(  # log groups before the cluster, as the platform's
@@ -89,12 +91,12 @@ links = FleetLinks(
             WorkerLink(
                 name=w.name,
                 region=w.region,
-                vpc_id=str(w.facts["vpcId"]),
-                vpc_cidr=str(w.facts["vpcCidr"]),
-                private_route_table_ids=[str(t) for t in w.facts["privateRouteTableIds"]],
-                cluster_security_group_id=str(w.facts["clusterSecurityGroupId"]),
-                buckets={k: str(v) for k, v in (w.platform.get("buckets") or {}).items()},
-                kms_key_arn=w.facts.get("dataKmsKeyArn"),
+                vpc_id=w.fleet_worker.vpc_id,
+                vpc_cidr=w.fleet_worker.vpc_cidr,
+                private_route_table_ids=list(w.fleet_worker.private_route_table_ids),
+                cluster_security_group_id=w.fleet_worker.cluster_security_group_id,
+                buckets=dict(w.job_platform.buckets),
+                kms_key_arn=w.fleet_worker.data_kms_key_arn,
             )
             for w in fleet.workers
         ],
@@ -120,7 +122,7 @@ manager = FleetManager(
         flavors=fleet.flavors,
         pods_ready=fleet.pods_ready,
         worker_secrets={
-            w.name: (w.region, str(w.facts["kubeconfigSecretArn"])) for w in fleet.workers
+            w.name: (w.region, w.fleet_worker.kubeconfig_secret_arn) for w in fleet.workers
         },
         secrets=cfg.secrets,
         account_id=account.account_id,
@@ -150,5 +152,5 @@ pulumi.export("kubeconfig", cluster.kubeconfig)
 pulumi.export("vpcId", network.vpc_id)
 pulumi.export("workers", {w.name: w.region for w in fleet.workers})
 # What a team's job stack (jobs/) reads when it names this stack as its platformStack.
-contract = fleet_platform_facts(fleet, read, account_id=account.account_id)
-pulumi.export("jobPlatform", exported(contract))
+contract = fleet_contract(fleet, account_id=account.account_id)
+pulumi.export(FleetContract.OUTPUT, exported(contract))

@@ -1,9 +1,9 @@
 """gpu-platform-jobs composition root: one team's training jobs on a platform stack.
 
 Reads `gpu-platform-jobs:` config (platformStack, team, trainingJobs — the platform's job
-schema), reads the platform stack's `jobPlatform` facts and kubeconfig through a StackReference,
+schema), reads the platform stack's `jobPlatform` output and kubeconfig through a StackReference,
 judges every job against the platform's real capacity and quotas (the platform's own rules, and
-the will-it-run hook in components/contract/platform_facts.py) before registering anything, and
+the will-it-run hook in components/contract/platform_contract.py) before registering anything, and
 creates the jobs in the team's namespace only. docs/training-jobs.md describes the path.
 """
 
@@ -20,8 +20,9 @@ import os
 import pulumi
 
 from components.config.job_stack import load_job_stack
-from components.contract.fleet_facts import fleet_job_stack, is_fleet
-from components.contract.platform_facts import check_contract, job_stack_config
+from components.contract.fleet_contract import fleet_job_stack
+from components.contract.fleet_platform import FleetContract
+from components.contract.platform_contract import job_stack_config
 from components.training_jobs.job_stack import (
     TeamJobs,
     TeamJobsArgs,
@@ -33,26 +34,26 @@ from components.training_jobs.job_stack import (
 from components.training_jobs.plan import deploy_provenance
 
 jobs = load_job_stack()
+# The platform's `jobPlatform`, parsed where it is read (another version is refused there).
 platform = read_platform(jobs)
 # Every job validated, its facts built and judged by the platform's own rules before the first
 # resource is registered: a job that cannot run deploys nothing.
-check_contract(platform.facts, jobs)
-if is_fleet(platform.facts):
+if isinstance(platform.contract, FleetContract):
     # A fleet's manager (docs/fleet.md): each job judged on every worker, submitted once.
-    fleet_jobs = fleet_job_stack(platform.facts, jobs)
+    fleet_jobs = fleet_job_stack(platform.contract, jobs)
     judgement = fleet_jobs.judgement
     namespace = next(t.namespace for t in fleet_jobs.fleet.teams if t.name == jobs.team)
     plans = plan_fleet_jobs(fleet_jobs.fleet, judgement, provenance=deploy_provenance(os.environ))
 else:
-    judged = job_stack_config(platform.facts, jobs)
+    judged = job_stack_config(platform.contract, jobs)
     config, facts, judgement = judged.config, judged.facts, judged.judgement
     namespace = facts.teams[jobs.team].namespace
     plans = plan_team_jobs(
         facts,
         # The platform's reference trainer, by the digest its deploy pushed (or resolved).
-        trainer=trainer_image(platform.facts),
+        trainer=trainer_image(platform.contract),
         # The platform's account (bucket names); the job stack makes no AWS calls of its own.
-        account_id=str(platform.facts["accountId"]) if platform.facts else "",
+        account_id=platform.contract.account_id,
         provenance=deploy_provenance(os.environ),
     )
 

@@ -119,7 +119,7 @@ class SynthResult:
     #: reads the admission policies the job's pods will meet from it.
     platform: SynthResult | None = None
     #: A fleet's manager (fleet/__main__.py `fleet`: analysis/fleet.py FleetFacts) or a job
-    #: stack on one (jobs/__main__.py `fleet_jobs`: contract/fleet_facts.py FleetJobs).
+    #: stack on one (jobs/__main__.py `fleet_jobs`: contract/fleet_contract.py FleetJobs).
     fleet: Any = None
     fleet_jobs: Any = None
     #: A manager's worker synths, by the stack names its StackReferences read (synth/fleet.py).

@@ -5,7 +5,7 @@ that reference is answered with the outputs of the platform's own synth of the r
 run first in the same process (same code, same stack file: what `pulumi up` of the platform
 exports, with mock ids; ~5 s, deterministic, no credentials and no stale file to keep in step).
 Then the job program runs under the same mocks; its checks (the platform's job rules and the
-will-it-run hook, components/contract/platform_facts.py) raise `ConfigError` naming
+will-it-run hook, components/contract/platform_contract.py) raise `ConfigError` naming
 `gpu-platform-jobs:trainingJobs[i]...` before anything is registered, and synth exits 2.
 """
 

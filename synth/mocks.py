@@ -297,10 +297,17 @@ def replica_tags(home_outputs: Mapping[str, Any]) -> dict[str, list[str]]:
 
     from components.analysis.fleet_trainer import parse_trainer
     from components.config.images import TRAINER_CONTEXT
+    from components.contract.job_platform import PlatformContract
+    from components.contract.schema import ContractError, parse_contract
     from components.platform.registry.trainer_image import context_tag, pin_tag
 
-    platform = home_outputs.get("jobPlatform") or {}
-    trainer = parse_trainer(platform.get("trainerImage") if isinstance(platform, dict) else None)
+    try:
+        platform = parse_contract(PlatformContract, home_outputs.get(PlatformContract.OUTPUT))
+    except ContractError:
+        # A home of another version: the worker's program refuses it (read_trainer_home), and
+        # the registry holds nothing of it.
+        return {}
+    trainer = parse_trainer(platform.trainer_image) if platform is not None else None
     if trainer is None:
         return {}
     signature = "sha256:" + _digest("cosign signature", trainer.digest)

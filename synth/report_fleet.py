@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from components import catalog
-from components.analysis.fleet import FleetFacts
+from components.analysis.fleet import FleetFacts, Worker
 from components.analysis.fleet_jobs import FleetJob
 from synth.harness import SynthResult
 from synth.verdict_text import render
@@ -80,10 +80,10 @@ def _image_line(fj: FleetJob, fleet: FleetFacts) -> str:
 
 def _trainer_line(fleet: FleetFacts) -> str:
     """Where the fleet's one trainer comes from and where it is replicated."""
-    homes = [w for w in fleet.workers if not w.trainer_block.get("home")]
+    homes = [w for w in fleet.workers if not w.trainer_block.home]
 
-    def replicas(worker: Any) -> str:
-        return ", ".join(worker.trainer_block.get("replicaRegions") or []) or "no region"
+    def replicas(worker: Worker) -> str:
+        return ", ".join(worker.trainer_block.replica_regions) or "no region"
 
     built = ", ".join(f"`{w.name}` ({w.region}, replicated to {replicas(w)})" for w in homes)
     return (
@@ -123,8 +123,8 @@ def fleet_section(result: SynthResult) -> str:
                 w.region,
                 f"`{w.ref.stack}`",
                 w.cfg.cluster.name,
-                w.facts["vpcCidr"],
-                f"`{w.facts['kubeconfigSecretArn']}`",
+                w.fleet_worker.vpc_cidr,
+                f"`{w.fleet_worker.kubeconfig_secret_arn}`",
             ]
             for w in fleet.workers
         ],

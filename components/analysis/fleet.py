@@ -3,7 +3,9 @@ the fleet can be miswired, the manager's queues, and whether a job can run — o
 
 The manager reads each worker's platform stack through a StackReference: `fleetWorker` (its
 region, VPC, endpoint, Kueue's job kinds) and `jobPlatform` (the contract a job stack reads:
-teams, buckets, trainer, and the platform's whole config without jobs). From that config this
+teams, buckets, trainer, and the platform's whole config without jobs), each parsed into its
+model where it is read (components/contract/fleet_worker.py `WorkerContract`, job_platform.py
+`PlatformContract`; another version or shape is refused there). From that config this
 module rebuilds each worker's `StackFacts` (facts.build, with the worker's region on its node
 sources) and judges a job on every worker with the platform's own three phases — exactly the
 judgement the worker's own stack would give the job — so "will it run" names the regions that
@@ -33,7 +35,9 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
+
+from pydantic import JsonValue
 
 from components import catalog
 from components.analysis.addons import allowed, manager_installed, reserved
@@ -53,15 +57,14 @@ from components.config import (
     Problem,
     StackConfig,
     TeamConfig,
-    parse,
     trainer_runtime_names,
 )
 from components.config.errors import problem_lines
 from components.config.fleet import FleetManagerConfig, WorkerRef
 from components.config.fleet_stack import fleet_lines
+from components.contract.fleet_worker import WorkerContract, WorkerTrainer
+from components.contract.job_platform import PlatformContract
 
-#: The `fleetWorker` revision this manager reads (components/platform/fleet/worker.py).
-WORKER_REVISION: Final = 2
 #: Margin of the manager's waitForPodsReady over its slowest worker's: a worker evicts first,
 #: after its own timeout, and the manager sees the remote status a watch event later
 #: (multikueue workload.go copies it back); the manager's own eviction would only cut that
@@ -72,11 +75,15 @@ MANAGER_READY_MARGIN_S: Final = 300
 
 @dataclass(frozen=True)
 class WorkerInput:
-    """What the manager read of one worker stack, plain: `fleetWorker` and `jobPlatform`."""
+    """What the manager read of one worker stack, parsed where it was read
+    (components/platform/fleet/reading.py `worker_input`): its `fleetWorker` and `jobPlatform`,
+    None where the stack exports none; `unreadable`: why an output it exports could not be
+    taken (another version or shape: components/contract/schema.py `parse_contract`)."""
 
     ref: WorkerRef
-    facts: Mapping[str, Any] | None
-    platform: Mapping[str, Any] | None
+    fleet_worker: WorkerContract | None
+    job_platform: PlatformContract | None
+    unreadable: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,8 +92,8 @@ class Worker:
 
     index: int
     ref: WorkerRef
-    facts: Mapping[str, Any]
-    platform: Mapping[str, Any]
+    fleet_worker: WorkerContract
+    job_platform: PlatformContract
     stack: StackFacts
 
     @property
@@ -95,7 +102,7 @@ class Worker:
 
     @property
     def region(self) -> str:
-        return str(self.facts["region"])
+        return self.fleet_worker.region
 
     @property
     def cfg(self) -> StackConfig:
@@ -113,32 +120,30 @@ class Worker:
 
     @property
     def trainer_image(self) -> str | None:
-        image = self.platform.get("trainerImage")
-        return str(image) if isinstance(image, str) and "@" in image else None
+        image = self.job_platform.trainer_image
+        return image if image is not None and "@" in image else None
 
     @property
     def account_id(self) -> str:
-        return str(self.platform.get("accountId", ""))
+        return self.job_platform.account_id
 
     @property
-    def trainer_block(self) -> Mapping[str, Any]:
+    def trainer_block(self) -> WorkerTrainer:
         """`fleetWorker.trainer`: its trainer home, replicas, signing key, runtimes."""
-        block = self.facts.get("trainer")
-        return block if isinstance(block, Mapping) else {}
+        return self.fleet_worker.trainer
 
     @property
-    def runtime_pod_sets(self) -> Mapping[str, Any]:
+    def runtime_pod_sets(self) -> Mapping[str, JsonValue]:
         """What Kueue compares of this worker's ClusterTrainingRuntimes, as it rendered them
         (`fleetWorker.trainer.runtimes`: components/training_jobs/manifests.py)."""
-        runtimes = self.trainer_block.get("runtimes")
-        return runtimes if isinstance(runtimes, Mapping) else {}
+        return self.trainer_block.pod_sets()
 
     @property
     def fleet_trainer(self) -> FleetTrainer | None:
         """The trainer as this worker's admission knows it: its home's, where it runs one."""
-        if not self.trainer_block.get("home"):
+        if not self.trainer_block.home:
             return None
-        return parse_trainer(self.trainer_image, self.trainer_block.get("signingPublicKey"))
+        return parse_trainer(self.trainer_image, self.trainer_block.signing_public_key)
 
     def refuses(self, image: str) -> str | None:
         """Why this worker's admission refuses `image` in a team namespace (None: admits)."""
@@ -184,16 +189,13 @@ def _stack_problem(index: int, ref: WorkerRef, allowed: str) -> Problem:
     return Problem(f"workers[{index}].stack", ref.stack, allowed)
 
 
-def read_workers(
-    cfg: FleetManagerConfig, region: str, inputs: Sequence[WorkerInput], contract: str
-) -> FleetFacts:
+def read_workers(cfg: FleetManagerConfig, region: str, inputs: Sequence[WorkerInput]) -> FleetFacts:
     """The fleet's facts from what the manager read, or `ConfigError` (keys in the manager's
-    namespace) for every way the fleet is miswired; `contract`: the `jobPlatform` version this
-    revision reads (contract.platform_facts.contract_version)."""
+    namespace) for every way the fleet is miswired."""
     problems: list[Problem] = []
     workers: list[Worker] = []
     for index, given in enumerate(inputs):
-        worker, found = _worker(cfg, index, given, contract)
+        worker, found = _worker(cfg, index, given)
         problems += found
         if worker is not None:
             workers.append(worker)
@@ -225,11 +227,18 @@ def read_workers(
 
 
 def _worker(
-    cfg: FleetManagerConfig, index: int, given: WorkerInput, contract: str
+    cfg: FleetManagerConfig, index: int, given: WorkerInput
 ) -> tuple[Worker | None, list[Problem]]:
-    """One worker's facts, or why the manager cannot take it."""
-    ref, facts, platform = given.ref, given.facts, given.platform
-    if not isinstance(facts, Mapping) or not isinstance(platform, Mapping):
+    """One worker as the manager knows it, or why the manager cannot take it."""
+    ref, exports, platform = given.ref, given.fleet_worker, given.job_platform
+    if given.unreadable:
+        return None, [
+            _stack_problem(
+                index, ref, f"{problem}: deploy the worker from this repository's revision"
+            )
+            for problem in given.unreadable
+        ]
+    if exports is None or platform is None:
         return None, [
             _stack_problem(
                 index,
@@ -239,33 +248,13 @@ def _worker(
             )
         ]
     found: list[Problem] = []
-    if facts.get("version") != WORKER_REVISION:
+    if exports.fleet != cfg.name:
         found.append(
             _stack_problem(
-                index,
-                ref,
-                f"fleetWorker revision {WORKER_REVISION} (it has {facts.get('version')}): "
-                "deploy the worker from this repository's revision",
+                index, ref, f"a worker of fleet {cfg.name!r} (it serves {exports.fleet!r})"
             )
         )
-    if facts.get("fleet") != cfg.name:
-        found.append(
-            _stack_problem(
-                index, ref, f"a worker of fleet {cfg.name!r} (it serves {facts.get('fleet')!r})"
-            )
-        )
-    if platform.get("version") != contract:
-        found.append(
-            _stack_problem(
-                index,
-                ref,
-                f"jobPlatform version {contract} (it has {platform.get('version')}): deploy "
-                "the worker from this repository's revision",
-            )
-        )
-    missing = [
-        f for f in catalog.MULTIKUEUE_FRAMEWORKS if f not in facts.get("kueueFrameworks", [])
-    ]
+    missing = [f for f in catalog.MULTIKUEUE_FRAMEWORKS if f not in exports.kueue_frameworks]
     if missing:
         found.append(
             _stack_problem(
@@ -275,7 +264,7 @@ def _worker(
                 "dispatches: their CRDs, controllers and Kueue integrations)",
             )
         )
-    runtimes = sorted(set(trainer_runtime_names()) ^ set(platform.get("trainingRuntimes") or ()))
+    runtimes = sorted(set(trainer_runtime_names()) ^ set(platform.training_runtimes))
     if runtimes:
         found.append(
             _stack_problem(
@@ -289,14 +278,8 @@ def _worker(
         )
     if found:
         return None, found
-    try:
-        stack_cfg = parse(dict(platform["platformConfig"]))
-    except ConfigError as exc:
-        return None, [
-            _stack_problem(index, ref, "a config this revision reads: " + "; ".join(exc.lines))
-        ]
-    stack = build(stack_cfg, region=str(facts["region"]))
-    return Worker(index, ref, facts, platform, stack), []
+    stack = build(platform.platform_config, region=exports.region)
+    return Worker(index, ref, exports, platform, stack), []
 
 
 def _network_problems(cfg: FleetManagerConfig, workers: Sequence[Worker]) -> list[Problem]:
@@ -306,7 +289,7 @@ def _network_problems(cfg: FleetManagerConfig, workers: Sequence[Worker]) -> lis
     manager = ipaddress.IPv4Network(cfg.network.vpc_cidr)
     seen: list[tuple[str, ipaddress.IPv4Network]] = [("the manager (network.vpcCidr)", manager)]
     for worker in workers:
-        cidr = ipaddress.IPv4Network(str(worker.facts["vpcCidr"]))
+        cidr = ipaddress.IPv4Network(worker.fleet_worker.vpc_cidr)
         clash = next((name for name, net in seen if net.overlaps(cidr)), None)
         if clash is not None:
             problems.append(
@@ -327,7 +310,7 @@ def _name_problems(workers: Sequence[Worker]) -> list[Problem]:
     seen: dict[str, str] = {}
     for worker in workers:
         names = [f"cluster {worker.cfg.cluster.name}"] + [
-            f"bucket {bucket}" for bucket in sorted((worker.platform.get("buckets") or {}).values())
+            f"bucket {bucket}" for bucket in sorted(worker.job_platform.buckets.values())
         ]
         for name in names:
             if name in seen:

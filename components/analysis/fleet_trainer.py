@@ -37,12 +37,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
+
+from pydantic import JsonValue
 
 from components import catalog
 from components.analysis.images import image_pattern
 from components.config import ConfigError, Problem, StackConfig
 from components.config.errors import problem_lines
+from components.contract.fleet_worker import WorkerContract, WorkerTrainer
+from components.contract.job_platform import PlatformContract
 
 #: A reference into a private ECR registry, by digest: account, region, repository, digest.
 ECR_IMAGE: Final = re.compile(
@@ -105,11 +109,11 @@ class FleetTrainer:
         return self.digest.replace(":", "-") + ".sig"
 
 
-def parse_trainer(image: object, public_key: object = None) -> FleetTrainer | None:
+def parse_trainer(image: str | None, public_key: str | None = None) -> FleetTrainer | None:
     """A home's trainer from what its stack exports, or None when it names none by digest."""
-    if not isinstance(image, str) or "@sha256:" not in image:
+    if image is None or "@sha256:" not in image:
         return None
-    return FleetTrainer(image, public_key if isinstance(public_key, str) else None)
+    return FleetTrainer(image, public_key)
 
 
 def allowed_pattern(
@@ -186,12 +190,13 @@ def admission_refusal(
 def home_trainer(
     cfg: StackConfig,
     region: str,
-    home_facts: object,
-    home_platform: object,
+    home_worker: WorkerContract | None,
+    home_platform: PlatformContract | None,
 ) -> FleetTrainer:
     """The trainer of this worker's trainer home (`fleet.trainerHome`), from what the home's
-    stack exports (`fleetWorker`, `jobPlatform`), or `ConfigError` naming `fleet.trainerHome`
-    for every reason this worker cannot run it."""
+    stack exports (`fleetWorker`, `jobPlatform`, parsed where they were read:
+    components/platform/fleet/reading.py `read_trainer_home`), or `ConfigError` naming
+    `fleet.trainerHome` for every reason this worker cannot run it."""
     fleet = cfg.fleet
     assert fleet is not None and fleet.trainer_home is not None
     stack = fleet.trainer_home
@@ -199,25 +204,24 @@ def home_trainer(
     def refused(allowed: str) -> ConfigError:
         return ConfigError(problem_lines([Problem("fleet.trainerHome", stack, allowed)]))
 
-    if not isinstance(home_facts, Mapping) or not isinstance(home_platform, Mapping):
+    if home_worker is None or home_platform is None:
         raise refused(
             "a deployed worker of the fleet (it exports no fleetWorker / jobPlatform: deploy the "
             "trainer home first, then the other workers)"
         )
-    block = home_facts.get("trainer")
-    block = block if isinstance(block, Mapping) else {}
-    trainer = parse_trainer(home_platform.get("trainerImage"), block.get("signingPublicKey"))
+    block = home_worker.trainer
+    trainer = parse_trainer(home_platform.trainer_image, block.signing_public_key)
     problems: list[str] = []
-    if home_facts.get("fleet") != fleet.name:
-        problems.append(f"a worker of fleet {fleet.name!r} (it serves {home_facts.get('fleet')!r})")
-    if block.get("home"):
+    if home_worker.fleet != fleet.name:
+        problems.append(f"a worker of fleet {fleet.name!r} (it serves {home_worker.fleet!r})")
+    if block.home:
         problems.append(
-            f"the fleet's trainer home itself (it runs the trainer of {block.get('home')}: name "
+            f"the fleet's trainer home itself (it runs the trainer of {block.home}: name "
             "that stack)"
         )
     if trainer is None:
         problems.append("a worker that publishes its trainer by digest (jobPlatform.trainerImage)")
-    elif trainer.region not in (None, region) and region not in (block.get("replicaRegions") or []):
+    elif trainer.region not in (None, region) and region not in block.replica_regions:
         problems.append(
             f"a home whose trainer repository is replicated to {region} (add {region} to its "
             "fleet.trainerReplicas and `pulumi up` it, then this stack)"
@@ -259,10 +263,10 @@ class TrainerWorker(Protocol):
     def trainer_image(self) -> str | None: ...
 
     @property
-    def trainer_block(self) -> Mapping[str, Any]: ...
+    def trainer_block(self) -> WorkerTrainer: ...
 
     @property
-    def runtime_pod_sets(self) -> Mapping[str, Any]: ...
+    def runtime_pod_sets(self) -> Mapping[str, JsonValue]: ...
 
     def refuses(self, image: str) -> str | None: ...
 
@@ -271,7 +275,9 @@ def _worker_problem(worker: TrainerWorker, allowed: str) -> Problem:
     return Problem(f"workers[{worker.index}].stack", worker.stack_ref, allowed)
 
 
-def first_difference(path: str, ours: Any, theirs: Any) -> tuple[str, Any, Any] | None:
+def first_difference(
+    path: str, ours: JsonValue, theirs: JsonValue
+) -> tuple[str, JsonValue, JsonValue] | None:
     """The first field where two JSON values differ: (path, ours, theirs)."""
     if isinstance(ours, Mapping) and isinstance(theirs, Mapping):
         for key in sorted(set(ours) | set(theirs)):
@@ -289,7 +295,7 @@ def first_difference(path: str, ours: Any, theirs: Any) -> tuple[str, Any, Any] 
 
 
 def runtime_problem(
-    worker: TrainerWorker, reference: Mapping[str, Any], where: str, hint: str
+    worker: TrainerWorker, reference: Mapping[str, JsonValue], where: str, hint: str
 ) -> Problem | None:
     """Why `worker`'s runtimes would put the manager's Workload out of sync: the first
     container field that differs from `reference` (the pod sets rendered `where`)."""
@@ -309,7 +315,7 @@ def runtime_problem(
 
 
 def manager_runtime_problems(
-    workers: Sequence[TrainerWorker], pod_sets: Mapping[str, Any]
+    workers: Sequence[TrainerWorker], pod_sets: Mapping[str, JsonValue]
 ) -> list[Problem]:
     """Every worker whose ClusterTrainingRuntimes render other containers than the manager's
     own (`pod_sets`, rendered with the fleet's trainer): Kueue would finish every TrainJob
@@ -356,7 +362,7 @@ def _replica_problems(workers: Sequence[TrainerWorker]) -> list[Problem]:
     by_stack = {w.stack_ref.rsplit("/", 1)[-1]: w for w in workers}
     problems: list[Problem] = []
     for worker in workers:
-        home_stack = worker.trainer_block.get("home")
+        home_stack = worker.trainer_block.home
         if not home_stack:
             continue
         home = by_stack.get(str(home_stack).rsplit("/", 1)[-1])
@@ -369,7 +375,7 @@ def _replica_problems(workers: Sequence[TrainerWorker]) -> list[Problem]:
                 )
             )
             continue
-        replicas = home.trainer_block.get("replicaRegions") or []
+        replicas = home.trainer_block.replica_regions
         if worker.region != home.region and worker.region not in replicas:
             problems.append(
                 _worker_problem(

@@ -24,7 +24,7 @@ checkpoint. Three rules follow, each a will-it-run `Problem` naming the job's ke
 Pure: facts and plain manifests in, problems out. The components run `patch_problems` on every
 TrainJob they render before registering anything (components/training_jobs/training.py);
 `runtime_problems` (also a job stack's check against the runtimes its platform exports,
-contract/platform_facts.py) and `toleration_problems` are part of each TrainJob's verdict
+contract/platform_contract.py) and `toleration_problems` are part of each TrainJob's verdict
 (willrun.py).
 """
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -30,15 +30,31 @@ def _model_at(
 ) -> type[BaseModel] | None:
     """The model class whose field set applies at `loc` of `root` (to list allowed keys)."""
     model: Any = root
+    keys = 0  # the keys of mappings the path steps through (`teams.<name>` of a dict field)
     for part in loc:
         if isinstance(part, int) or model is None:
+            continue
+        if keys:
+            keys -= 1
             continue
         fields = {(f.alias or n): f for n, f in model.model_fields.items()}
         field = fields.get(part)
         if field is None:
             return None
         model = _unwrap_model(field.annotation)
+        keys = _mapping_depth(field.annotation)
     return model if isinstance(model, type) and issubclass(model, BaseModel) else None
+
+
+def _mapping_depth(annotation: Any) -> int:
+    """How many dict keys a path takes before it reaches the model inside `annotation`
+    (`dict[str, dict[str, Flavor]]`: 2)."""
+    if get_origin(annotation) in (dict, Mapping):
+        return 1 + _mapping_depth(get_args(annotation)[-1])
+    for arg in get_args(annotation):
+        if arg is not type(None):
+            return _mapping_depth(arg)
+    return 0
 
 
 def _unwrap_model(annotation: Any) -> Any:
@@ -59,16 +75,19 @@ def _show(value: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def format_errors(error: ValidationError, root: type[BaseModel] = StackConfig) -> list[str]:
+def format_errors(
+    error: ValidationError, root: type[BaseModel] = StackConfig, prefix: str = f"{NAMESPACE}:"
+) -> list[str]:
     """One line per problem: `gpu-platform:<path>: got <value>; <allowed>`; `root`: the model
-    validated (its fields are the allowed keys at the top)."""
+    validated (its fields are the allowed keys at the top); `prefix`: what precedes the path
+    (a stack output's name where a contract between projects is read: components/contract)."""
     lines: list[str] = []
     for item in error.errors(include_url=False):
         loc = list(item["loc"])
         if item["type"] == "gpu_platform":
             for sub, value, allowed in item["ctx"]["problems"]:
                 path = _path([*loc, *split_path(sub)])
-                lines.append(f"{NAMESPACE}:{path}: got {_show(value)}; {allowed}")
+                lines.append(f"{prefix}{path}: got {_show(value)}; {allowed}")
             continue
         path = _path(loc)
         if item["type"] == "extra_forbidden":
@@ -76,14 +95,12 @@ def format_errors(error: ValidationError, root: type[BaseModel] = StackConfig) -
             allowed = sorted((f.alias or n) for n, f in model.model_fields.items()) if model else []
             close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
-            lines.append(
-                f"{NAMESPACE}:{path}: unknown key{hint}; allowed keys: {', '.join(allowed)}"
-            )
+            lines.append(f"{prefix}{path}: unknown key{hint}; allowed keys: {', '.join(allowed)}")
         elif item["type"] == "missing":
-            lines.append(f"{NAMESPACE}:{path}: required key is missing")
+            lines.append(f"{prefix}{path}: required key is missing")
         else:
             message = str(item["msg"]).removeprefix("Value error, ")
-            lines.append(f"{NAMESPACE}:{path}: got {_show(item['input'])}; {message}")
+            lines.append(f"{prefix}{path}: got {_show(item['input'])}; {message}")
     return lines
 
 

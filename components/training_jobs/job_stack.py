@@ -1,10 +1,12 @@
 """A team's job stack (jobs/): read the platform stack, judge the jobs, deploy them in the team's
 namespace with the team's identity.
 
-`read_platform` reads the platform stack's `jobPlatform` facts through a StackReference before
-anything is registered: `StackReference.get_output_details` is a coroutine, awaited here the way
-the SDK awaits a synchronous invoke (`pulumi.runtime.sync_await._sync_await`, private API of the
-pinned SDK; tests/jobs covers it). A StackReference is a read of another stack's outputs, known
+`read_platform` reads the platform stack's `jobPlatform` output through a StackReference before
+anything is registered, and parses it there, once (components/contract/platform_contract.py
+read_job_platform: a platform's `PlatformContract` or a fleet manager's `FleetContract`).
+`StackReference.get_output_details` is a coroutine, awaited here the way the SDK awaits a
+synchronous invoke (`pulumi.runtime.sync_await._sync_await`, private API of the pinned SDK;
+tests/jobs covers it). A StackReference is a read of another stack's outputs, known
 during `pulumi preview` too (pulumi/pulumi sdk/python/lib/pulumi/stack_reference.py@v3.272.0).
 
 `TeamJobs` creates one `TrainingJob` (the platform's component) per job, on a Kubernetes
@@ -29,7 +31,9 @@ from components.analysis.fleet_jobs import FleetJudgement
 from components.config import ConfigError
 from components.config.errors import problem_lines
 from components.config.job_stack import JOBS_NAMESPACE, JobStackConfig, jobs_lines
-from components.contract.platform_facts import FACTS_OUTPUT, KUBECONFIG_OUTPUT
+from components.contract.fleet_platform import FleetContract
+from components.contract.job_platform import KUBECONFIG_OUTPUT, PlatformContract
+from components.contract.platform_contract import read_job_platform
 from components.resource_options import child_options
 from components.training_jobs.manifests import job_manifests
 from components.training_jobs.plan import (
@@ -49,18 +53,22 @@ from components.training_jobs.training import (
 class PlatformStack:
     """What the job stack reads from the platform stack."""
 
-    facts: Mapping[str, Any] | None
+    contract: PlatformContract | FleetContract
     kubeconfig: pulumi.Output[Any]
 
 
 def read_platform(jobs: JobStackConfig) -> PlatformStack:
-    """The platform stack's facts (plain, before any resource) and its kubeconfig (secret)."""
+    """The platform stack's `jobPlatform`, parsed (before any resource), and its kubeconfig
+    (secret); `ConfigError` naming `platformStack` when the output is missing or of another
+    version."""
     from pulumi.runtime.sync_await import _sync_await
 
     ref = pulumi.StackReference("platform", stack_name=jobs.platform_stack)
-    details = _sync_await(ref.get_output_details(FACTS_OUTPUT))
-    facts = details.value if details.value is not None else details.secret_value
-    return PlatformStack(facts=facts, kubeconfig=ref.get_output(KUBECONFIG_OUTPUT))
+    details = _sync_await(ref.get_output_details(PlatformContract.OUTPUT))
+    value = details.value if details.value is not None else details.secret_value
+    return PlatformStack(
+        contract=read_job_platform(value, jobs), kubeconfig=ref.get_output(KUBECONFIG_OUTPUT)
+    )
 
 
 def namespace_problems(manifests: list[dict[str, Any]], namespace: str) -> list[str]:
@@ -84,10 +92,10 @@ class TeamJobsArgs:
     kubeconfig: pulumi.Input[Any]
 
 
-def trainer_image(facts: Mapping[str, Any] | None) -> JobImage | None:
-    """The platform's reference trainer from its `jobPlatform` facts (`repo@sha256:...`)."""
-    reference = (facts or {}).get("trainerImage")
-    return digest_image(reference) if isinstance(reference, str) and "@" in reference else None
+def trainer_image(contract: PlatformContract) -> JobImage | None:
+    """The platform's reference trainer from its `jobPlatform` (`repo@sha256:...`)."""
+    reference = contract.trainer_image
+    return digest_image(reference) if reference is not None and "@" in reference else None
 
 
 def plan_team_jobs(
@@ -135,7 +143,7 @@ def plan_fleet_jobs(
             plan_job(
                 stack.cfg,
                 derived,
-                str(worker.platform.get("accountId", "")),
+                worker.account_id,
                 provenance,
                 image=image,
                 fleet=True,

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from components.analysis.fleet_jobs import FleetJob, Region
+from components.contract.fleet_worker import WorkerContract
 from components.platform.fleet import builders
 from synth.engines.client import Client, wait_for
 from synth.engines.driver import workload_of
@@ -93,22 +94,18 @@ def _token(client: Any, manifests_: Sequence[Mapping[str, Any]]) -> str:
 
 @dataclass(frozen=True)
 class Member:
-    """A worker: its MultiKueueCluster name, its stack's synth and its `fleetWorker` output."""
+    """A worker: its MultiKueueCluster name, its stack's synth and its `fleetWorker` output as
+    the manager read it (parsed: components/platform/fleet/reading.py)."""
 
     name: str
     result: SynthResult
-    facts: Mapping[str, Any]
+    fleet_worker: WorkerContract
 
 
 def members_of(manager: SynthResult) -> list[Member]:
     """The manager's workers, in its order."""
     return [
-        Member(
-            w.name,
-            manager.workers[w.ref.stack],
-            manager.workers[w.ref.stack].outputs["fleetWorker"],
-        )
-        for w in manager.fleet.workers
+        Member(w.name, manager.workers[w.ref.stack], w.fleet_worker) for w in manager.fleet.workers
     ]
 
 
@@ -134,7 +131,7 @@ def _boot_workers(
             planes[member.name],
             kit,
             [member.result],
-            region=str(member.facts["region"]),
+            region=member.fleet_worker.region,
             out=runs[member.name],
         )
 
@@ -150,8 +147,8 @@ def _kubeconfigs(members: Sequence[Member], workers: Mapping[str, Cluster]) -> d
     """What each worker publishes for its manager, by its Secrets Manager ARN: the kubeconfig
     with the worker's real token, built by the worker program's own function."""
     return {
-        str(m.facts["kubeconfigSecretArn"]): builders.worker_kubeconfig(
-            str(m.facts["clusterName"]),
+        m.fleet_worker.kubeconfig_secret_arn: builders.worker_kubeconfig(
+            m.fleet_worker.cluster_name,
             workers[m.name].cp.server,
             base64.b64encode(workers[m.name].cp.pki.ca_pem).decode(),
             _token(workers[m.name].client, manifests(m.result)),

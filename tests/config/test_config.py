@@ -487,3 +487,34 @@ def test_group_taints_the_autoscaler_can_see_are_accepted() -> None:
         "taints": [{"key": "example.com/dedicated"}],
     }
     assert not stack_config.GpuNodeGroup.model_validate(fixed).resizable
+
+
+def test_an_unknown_key_under_a_mapping_of_models_lists_the_allowed_keys() -> None:
+    """A path through a dict of models (`teams.<name>.<key>`, as a stack output between the
+    projects has them: components/contract) names the model's keys, under the given prefix."""
+    from pydantic import BaseModel, ConfigDict, ValidationError
+
+    from components.config.errors import format_errors
+
+    class Entry(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        namespace: str
+
+    class Root(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        teams: dict[str, Entry]
+        flavors: dict[str, dict[str, Entry]] | None = None
+
+    with pytest.raises(ValidationError) as caught:
+        Root.model_validate(
+            {
+                "teams": {"a": {"namespace": "x", "namespce": "y"}},
+                "flavors": {"l4": {"spot": {"nmespace": "z"}}},
+            }
+        )
+    assert format_errors(caught.value, Root, prefix="out.") == [
+        "out.teams.a.namespce: unknown key (did you mean 'namespace'?); allowed keys: namespace",
+        "out.flavors.l4.spot.namespace: required key is missing",
+        "out.flavors.l4.spot.nmespace: unknown key (did you mean 'namespace'?); allowed keys: "
+        "namespace",
+    ]

@@ -124,9 +124,9 @@ def test_the_worker_kubeconfig_is_one_kueue_accepts_and_never_a_stack_output(
     assert kueue_refuses(eks) == ["user exec"]
     # The mocked token controller's token appears in no output.
     assert "synth-sa-token-" not in json.dumps(prod_use1.outputs)
-    facts = prod_use1.outputs["fleetWorker"]
-    assert facts["kubeconfigSecretArn"].startswith("arn:aws:secretsmanager:us-east-1:")
-    assert (facts["region"], facts["vpcCidr"], facts["fleet"]) == (
+    exports = prod_use1.outputs["fleetWorker"]
+    assert exports["kubeconfigSecretArn"].startswith("arn:aws:secretsmanager:us-east-1:")
+    assert (exports["region"], exports["vpcCidr"], exports["fleet"]) == (
         "us-east-1",
         "10.1.0.0/16",
         "prod",

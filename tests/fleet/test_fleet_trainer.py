@@ -6,6 +6,7 @@ every worker, pulled in-region; and every way a fleet breaks that refused, namin
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +18,12 @@ import pytest
 import yaml
 from celpy import celtypes
 
-from components.analysis.fleet import FleetFacts, WorkerInput
+from components.analysis.fleet import FleetFacts
 from components.analysis.fleet_trainer import FleetTrainer, home_trainer, parse_trainer
 from components.config import ConfigError, parse
+from components.contract.fleet_worker import WorkerContract
+from components.contract.job_platform import PlatformContract
+from components.contract.schema import parse_contract
 from components.platform.registry.admission import replica_rewrite
 from synth import __main__ as synth_cli
 from synth import output
@@ -27,6 +31,7 @@ from synth.harness import SynthResult, run_program
 from synth.jobs import JOBS_ROOT, run_job_stack
 from synth.mocks import mock_kms_key
 from tests.conftest import stack_values
+from tests.fleet.conftest import Exports
 from tests.jobs.conftest import job_stack_values
 from tests.platform import cel_eval
 from tests.platform.cosign_registry import Registry, new_key, public_pem, signature_tag
@@ -250,8 +255,15 @@ def _home(prod_use1: SynthResult) -> tuple[dict[str, Any], dict[str, Any]]:
     )
 
 
+def _parsed(
+    exports: dict[str, Any] | None, platform: dict[str, Any] | None
+) -> tuple[WorkerContract | None, PlatformContract | None]:
+    """The home's outputs as a worker reads them (platform/fleet/reading.py read_trainer_home)."""
+    return parse_contract(WorkerContract, exports), parse_contract(PlatformContract, platform)
+
+
 def test_home_trainer_reads_the_homes_trainer_and_key(prod_use1: SynthResult) -> None:
-    trainer = home_trainer(_usw2_cfg(), "us-west-2", *_home(prod_use1))
+    trainer = home_trainer(_usw2_cfg(), "us-west-2", *_parsed(*_home(prod_use1)))
     assert trainer == _trainer(prod_use1)
 
 
@@ -279,14 +291,33 @@ def test_home_trainer_reads_the_homes_trainer_and_key(prod_use1: SynthResult) ->
 def test_a_trainer_home_this_worker_cannot_run_is_refused(
     prod_use1: SynthResult, change: Callable[..., Any], allowed: str
 ) -> None:
-    facts, platform = change(*_home(prod_use1))
+    exports, platform = change(*_home(prod_use1))
     with pytest.raises(ConfigError) as caught:
-        home_trainer(_usw2_cfg(), "us-west-2", facts, platform)
+        home_trainer(_usw2_cfg(), "us-west-2", *_parsed(exports, platform))
     (line,) = caught.value.lines
     assert line.startswith(
         'gpu-platform:fleet.trainerHome: got "gpu-platform/gpu-platform/prod-use1"'
     )
     assert allowed in line
+
+
+def test_a_trainer_home_of_another_version_is_refused_where_it_is_read(
+    prod_use1: SynthResult,
+) -> None:
+    """prod-usw2 reads its home's outputs (platform/fleet/reading.py read_trainer_home): a home
+    deployed from another revision is refused there, naming the key and both versions."""
+    exports, platform = _home(prod_use1)
+    stale = dataclasses.replace(
+        prod_use1, outputs={**prod_use1.outputs, "fleetWorker": {**exports, "version": 2.0}}
+    )
+    with pytest.raises(ConfigError) as caught:
+        run_program("prod-usw2", workers={"prod-use1": stale})
+    assert caught.value.lines == [
+        'gpu-platform:fleet.trainerHome: got "gpu-platform/gpu-platform/prod-use1"; '
+        f"`fleetWorker` version {WorkerContract.current_version()} (it has 2): deploy the "
+        "trainer home from this repository's revision first"
+    ]
+    assert platform["version"] == PlatformContract.current_version()
 
 
 @pytest.mark.parametrize(
@@ -324,24 +355,21 @@ def test_fleet_trainer_config_errors_exit_2_naming_the_key(
 # --- the manager: runtimes, admission and replication checked per worker --------------------------
 
 
-def _set(
-    index: int, path: tuple[str, ...], value: Any
-) -> Callable[[int, WorkerInput], WorkerInput]:
-    def change(i: int, given: WorkerInput) -> WorkerInput:
+def _set(index: int, path: tuple[str, ...], value: Any) -> Callable[[int, Exports], Exports]:
+    def change(i: int, given: Exports) -> Exports:
         if i != index:
             return given
-        blocks = {"fleetWorker": dict(given.facts or {}), "jobPlatform": dict(given.platform or {})}
-        node: dict[str, Any] = blocks[path[0]]
+        node = given.fleet_worker if path[0] == "fleetWorker" else given.job_platform
+        assert node is not None
         for key in path[1:-1]:
-            node[key] = dict(node[key])
             node = node[key]
         node[path[-1]] = value
-        return WorkerInput(given.ref, blocks["fleetWorker"], blocks["jobPlatform"])
+        return given
 
     return change
 
 
-def _refused(read: Read, change: Callable[[int, WorkerInput], WorkerInput]) -> list[str]:
+def _refused(read: Read, change: Callable[[int, Exports], Exports]) -> list[str]:
     with pytest.raises(ConfigError) as caught:
         read(change)
     return caught.value.lines

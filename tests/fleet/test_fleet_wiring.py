@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from components.analysis.addons import manager_installed
-from components.analysis.fleet import FleetFacts, WorkerInput, manager_pods_ready
+from components.analysis.fleet import FleetFacts, manager_pods_ready
 from components.config import ConfigError
 from components.config.fleet_stack import parse_fleet
+from components.contract.fleet_worker import WorkerContract
+from components.contract.job_platform import PlatformContract
 from tests.conftest import stack_values
-from tests.fleet.conftest import fleet_config, fleet_values
+from tests.fleet.conftest import Exports, fleet_config, fleet_values
 
 Read = Callable[..., FleetFacts]
 
@@ -55,13 +57,11 @@ def test_the_committed_fleet_reads_clean_and_sums_each_teams_quota(read: Read) -
     assert fleet.pods_ready.timeout_s > max(w.stack.pods_ready.timeout_s for w in fleet.workers)
 
 
-def _set(
-    index: int, path: tuple[str, ...], value: Any
-) -> Callable[[int, WorkerInput], WorkerInput]:
-    def change(i: int, given: WorkerInput) -> WorkerInput:
+def _set(index: int, path: tuple[str, ...], value: Any) -> Callable[[int, Exports], Exports]:
+    def change(i: int, given: Exports) -> Exports:
         if i != index:
             return given
-        where = given.facts if path[0] == "fleetWorker" else given.platform
+        where = given.fleet_worker if path[0] == "fleetWorker" else given.job_platform
         assert where is not None
         target: Any = where
         for key in path[1:-1]:
@@ -76,7 +76,7 @@ def _set(
     ("change", "expected"),
     [
         (
-            lambda i, w: dataclasses.replace(w, facts=None) if i == 1 else w,
+            lambda i, w: dataclasses.replace(w, fleet_worker=None) if i == 1 else w,
             'gpu-platform-fleet:workers[1].stack: got "gpu-platform/gpu-platform/prod-usw2"; '
             "a deployed platform stack with `fleet` set",
         ),
@@ -86,7 +86,23 @@ def _set(
         ),
         (
             _set(1, ("jobPlatform", "version"), "1-0000"),
-            "jobPlatform version",
+            f"`jobPlatform` version {PlatformContract.current_version()} (it has 1-0000): deploy "
+            "the worker from this repository's revision",
+        ),
+        # A worker deployed before the contracts were typed exported revision 2.
+        (
+            _set(0, ("fleetWorker", "version"), 2.0),
+            f"`fleetWorker` version {WorkerContract.current_version()} (it has 2)",
+        ),
+        (
+            _set(0, ("fleetWorker", "trainer", "signingKey"), "pem"),
+            "`fleetWorker` as this revision reads it (fleetWorker.trainer.signingKey: unknown key "
+            "(did you mean 'signingPublicKey'?)",
+        ),
+        (
+            _set(1, ("jobPlatform", "teams", "research", "localQueue"), None),
+            "`jobPlatform` as this revision reads it (jobPlatform.teams.research.localQueue: got "
+            "null; Input should be a valid string)",
         ),
         (
             _set(0, ("fleetWorker", "kueueFrameworks"), ["batch/job"]),
@@ -118,6 +134,9 @@ def _set(
         "no-worker-outputs",
         "other-fleet",
         "other-contract",
+        "other-worker-contract",
+        "unknown-field",
+        "bad-field",
         "missing-kind",
         "cidr-manager",
         "cidr-worker",
@@ -126,7 +145,7 @@ def _set(
     ],
 )
 def test_each_miswiring_is_refused_naming_the_worker(
-    read: Read, change: Callable[[int, WorkerInput], WorkerInput], expected: str
+    read: Read, change: Callable[[int, Exports], Exports], expected: str
 ) -> None:
     lines = _lines(lambda: read(change))
     assert any(expected in line for line in lines), lines
@@ -136,10 +155,10 @@ def test_each_miswiring_is_refused_naming_the_worker(
 def test_teams_whose_queues_differ_between_workers_are_refused(read: Read) -> None:
     """The manager mirrors a workload into the same namespace and LocalQueue name."""
 
-    def rename(i: int, given: WorkerInput) -> WorkerInput:
+    def rename(i: int, given: Exports) -> Exports:
         if i == 1:
-            assert given.platform is not None
-            teams = given.platform["platformConfig"]["teams"]
+            assert given.job_platform is not None
+            teams = given.job_platform["platformConfig"]["teams"]
             teams[1] = {**teams[1], "namespace": "team-research-west"}
         return given
 
@@ -271,9 +290,9 @@ def test_a_fleet_team_may_not_take_a_namespace_of_the_managers_add_ons(read: Rea
     """Workers without CloudWatch logs would let a team take `amazon-cloudwatch`; the manager
     installs the add-on there, so the fleet refuses it."""
 
-    def take(i: int, given: WorkerInput) -> WorkerInput:
-        assert given.platform is not None
-        given.platform["platformConfig"]["teams"][1]["namespace"] = "amazon-cloudwatch"
+    def take(i: int, given: Exports) -> Exports:
+        assert given.job_platform is not None
+        given.job_platform["platformConfig"]["teams"][1]["namespace"] = "amazon-cloudwatch"
         return given
 
     lines = _lines(lambda: read(take))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from components.config import ConfigError
-from components.contract.platform_facts import contract_version
+from components.contract.job_platform import PlatformContract
 from synth import __main__ as synth_cli
 from synth import output, policy
 from synth.harness import PROJECT_ROOT, Registration, SynthResult
@@ -212,7 +212,7 @@ def test_a_job_that_cannot_run_is_a_config_error_naming_its_key(
     assert any(allowed in line for line in lines), lines
 
 
-def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
+def test_unknown_team_and_a_missing_contract_name_the_key(dev: SynthResult) -> None:
     with pytest.raises(ConfigError) as caught:
         run_job_stack(
             "research-dev",
@@ -226,10 +226,31 @@ def test_unknown_team_and_missing_facts_name_the_key(dev: SynthResult) -> None:
     with pytest.raises(ConfigError) as caught:
         run_job_stack("research-dev", platform=SynthResult(stack="dev"))
     assert caught.value.lines[0].startswith("gpu-platform-jobs:platformStack: got ")
-    stale = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "version": 0}}
+    assert caught.value.lines == [
+        "gpu-platform-jobs:platformStack: got 'gpu-platform/gpu-platform/dev'; a deployed "
+        "platform stack exporting `jobPlatform`"
+    ]
+    # A platform deployed before the contracts were typed exported version "3-<hash>".
+    stale = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "version": "3-0"}}
     with pytest.raises(ConfigError) as caught:
         run_job_stack("research-dev", platform=SynthResult(stack="dev", outputs=stale))
-    assert f"version {contract_version()} (it has 0)" in caught.value.lines[0]
+    assert caught.value.lines == [
+        "gpu-platform-jobs:platformStack: got 'gpu-platform/gpu-platform/dev'; `jobPlatform` "
+        f"version {PlatformContract.current_version()} (it has 3-0): deploy the platform stack "
+        "from this repository's revision first (the version follows the contract's models, the "
+        "config model included)"
+    ]
+    # Of this version but another shape: the field is named.
+    teams = dev.outputs["jobPlatform"]["teams"]
+    odd = {**teams, "research": {**teams["research"], "claims": {"checkpoints": "c"}}}
+    broken = {**dev.outputs, "jobPlatform": {**dev.outputs["jobPlatform"], "teams": odd}}
+    with pytest.raises(ConfigError) as caught:
+        run_job_stack("research-dev", platform=SynthResult(stack="dev", outputs=broken))
+    assert caught.value.lines[0].startswith(
+        "gpu-platform-jobs:platformStack: got 'gpu-platform/gpu-platform/dev'; `jobPlatform` as "
+        "this revision reads it (jobPlatform.teams.research.claims.datasets: required key is "
+        "missing): deploy the platform stack"
+    )
 
 
 def _containers(value: Any) -> list[dict[str, Any]]:
@@ -255,11 +276,11 @@ def test_a_job_without_an_image_runs_the_platforms_trainer_by_its_pushed_digest(
     }
     assert images == {trainer}
     # A platform that publishes no trainer: a job without an image cannot run.
-    facts = {**dev.outputs["jobPlatform"], "trainerImage": None}
+    contract = {**dev.outputs["jobPlatform"], "trainerImage": None}
     with pytest.raises(ConfigError) as caught:
         run_job_stack(
             "research-dev",
-            platform=SynthResult(stack="dev", outputs={**dev.outputs, "jobPlatform": facts}),
+            platform=SynthResult(stack="dev", outputs={**dev.outputs, "jobPlatform": contract}),
         )
     assert any("publishes no trainerImage" in line for line in caught.value.lines)
 

@@ -77,8 +77,8 @@ def test_the_deploy_role_pushes_to_its_teams_repository_and_signs_with_the_platf
     assert sign["Resource"].startswith("arn:aws:kms:") and sign["Resource"].endswith("-mock-key")
     repositories = {r.inputs["name"] for r in prod.of_type("aws:ecr/repository:Repository")}
     assert {"gpu-prod/teams/research", "gpu-prod/teams/pretrain"} <= repositories
-    facts = prod.outputs["jobPlatform"]["teams"]
-    assert facts["research"]["imageRepository"].endswith("/gpu-prod/teams/research")
+    teams = prod.outputs["jobPlatform"]["teams"]
+    assert teams["research"]["imageRepository"].endswith("/gpu-prod/teams/research")
 
 
 def _names_role(resource: Registration, roles: set[str]) -> bool:

@@ -23,9 +23,10 @@ with, and what the manager reads of it.
   value to every principal but the manager's ESO role (named from the fleet:
   builders.eso_role_name, the name the manager gives it), the principal running this `up` and
   `fleet.kubeconfigReaders` (builders.kubeconfig_secret_policy).
-- `facts`: the worker's network, endpoint and secret ARN for the manager, and where the
+- `contract`: the worker's network, endpoint and secret ARN for the manager, and where the
   fleet's trainer comes from (its trainer home, the regions the home replicates it to, the key
-  that signs it), exported as `fleetWorker`.
+  that signs it): a `WorkerContract` (components/contract/fleet_worker.py) built once its IDs
+  and ARNs resolved, exported as `fleetWorker`.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import base64
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, cast
+from typing import Any, cast
 
 import pulumi
 import pulumi_aws as aws
@@ -43,16 +44,12 @@ import pulumi_kubernetes as k8s
 from components import catalog
 from components.config.cluster import ClusterConfig
 from components.config.fleet import FleetWorkerConfig
+from components.contract.fleet_worker import WorkerContract, WorkerTrainer
+from components.contract.schema import resolved
 from components.platform.cluster.handles import ClusterHandles, NetworkHandles
 from components.platform.cluster.iam import AwsAccount
 from components.platform.fleet import builders
 from components.resource_options import child_options
-
-#: Revision of the `fleetWorker` output's shape (the manager refuses another). 2 added
-#: `trainer` (the fleet's one trainer image, docs/fleet.md).
-FLEET_WORKER_REVISION: Final = 2
-#: The worker's output the manager reads.
-FACTS_OUTPUT: Final = "fleetWorker"
 
 
 @dataclass(frozen=True)
@@ -154,9 +151,10 @@ class FleetWorkerArgs:
 
 
 class FleetWorker(pulumi.ComponentResource):
-    """The manager's grant on this cluster, the team data ConfigMaps and the worker's facts."""
+    """The manager's grant on this cluster, the team data ConfigMaps and what the manager reads
+    of the worker (`contract`, exported as `fleetWorker`)."""
 
-    facts: dict[str, Any]
+    contract: pulumi.Output[WorkerContract]
     kubeconfig: pulumi.Output[str]
     kubeconfig_secret_arn: pulumi.Output[str]
 
@@ -180,7 +178,7 @@ class FleetWorker(pulumi.ComponentResource):
         )
         self.kubeconfig_secret_arn = self._publish_kubeconfig(name, fleet, args)
         self._team_data(name, args)
-        self.facts = self._facts(args, identity)
+        self.contract = self._contract(args, identity)
         self.register_outputs({"serviceAccount": identity})
 
     def _grant(
@@ -237,33 +235,59 @@ class FleetWorker(pulumi.ComponentResource):
             resource, metadata={"name": name}, rules=cast(Any, rules), opts=k8s_opts
         )
 
-    def _facts(self, args: FleetWorkerArgs, identity: str) -> dict[str, Any]:
-        """What the manager reads of this worker (`fleetWorker`): plain values once resolved."""
-        return {
-            "version": FLEET_WORKER_REVISION,
-            "fleet": args.config.name,
-            "region": args.region,
-            "clusterName": args.cluster_name,
-            "kubernetesVersion": args.kubernetes_version,
-            "vpcId": args.vpc_id,
-            "vpcCidr": args.vpc_cidr,
-            "privateRouteTableIds": list(args.private_route_table_ids),
-            "clusterSecurityGroupId": args.cluster_security_group_id,
-            "endpointPublicAccess": args.endpoint_public_access,
-            "dataKmsKeyArn": args.kms_key_arn,
-            "kueueFrameworks": list(catalog.KUEUE_FRAMEWORKS),
-            "serviceAccount": f"{builders.KUEUE_NAMESPACE}/{identity}",
-            "tokenKey": args.config.token_key,
-            "kubeconfigSecretArn": self.kubeconfig_secret_arn,
-            # The fleet's one trainer (components/analysis/fleet_trainer.py): where it comes
-            # from, where the home replicates it, the key that signs it.
-            "trainer": {
-                "home": args.config.trainer_home,
-                "replicaRegions": list(args.config.trainer_replicas),
-                "signingPublicKey": args.trainer_signing_key,
-                "runtimes": dict(args.runtime_pod_sets),
-            },
-        }
+    def _contract(self, args: FleetWorkerArgs, identity: str) -> pulumi.Output[WorkerContract]:
+        """What the manager reads of this worker (`fleetWorker`), once its IDs and ARNs
+        resolved."""
+        config = args.config
+
+        def build(
+            *,
+            vpc_id: str,
+            vpc_cidr: str,
+            private_route_table_ids: list[str],
+            cluster_security_group_id: str,
+            data_kms_key_arn: str | None,
+            kubeconfig_secret_arn: str,
+            signing_public_key: str | None,
+            runtimes: dict[str, Any],
+        ) -> WorkerContract:
+            return WorkerContract(
+                version=WorkerContract.current_version(),
+                fleet=config.name,
+                region=args.region,
+                cluster_name=args.cluster_name,
+                kubernetes_version=args.kubernetes_version,
+                vpc_id=vpc_id,
+                vpc_cidr=vpc_cidr,
+                private_route_table_ids=private_route_table_ids,
+                cluster_security_group_id=cluster_security_group_id,
+                endpoint_public_access=args.endpoint_public_access,
+                data_kms_key_arn=data_kms_key_arn,
+                kueue_frameworks=list(catalog.KUEUE_FRAMEWORKS),
+                service_account=f"{builders.KUEUE_NAMESPACE}/{identity}",
+                token_key=config.token_key,
+                kubeconfig_secret_arn=kubeconfig_secret_arn,
+                # The fleet's one trainer (components/analysis/fleet_trainer.py): where it
+                # comes from, where the home replicates it, the key that signs it.
+                trainer=WorkerTrainer(
+                    home=config.trainer_home,
+                    replica_regions=list(config.trainer_replicas),
+                    signing_public_key=signing_public_key,
+                    runtimes=runtimes,
+                ),
+            )
+
+        return resolved(
+            build,
+            vpc_id=args.vpc_id,
+            vpc_cidr=args.vpc_cidr,
+            private_route_table_ids=list(args.private_route_table_ids),
+            cluster_security_group_id=args.cluster_security_group_id,
+            data_kms_key_arn=args.kms_key_arn,
+            kubeconfig_secret_arn=self.kubeconfig_secret_arn,
+            signing_public_key=args.trainer_signing_key,
+            runtimes=dict(args.runtime_pod_sets),
+        )
 
     def _publish_kubeconfig(
         self, name: str, fleet: str, args: FleetWorkerArgs

@@ -37,7 +37,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.config import TeamConfig, TeamDeploy
-from components.contract.platform_facts import deploy_role_name, preview_role_name
+from components.contract.platform_contract import deploy_role_name, preview_role_name
 from components.resource_options import child_options
 
 GITHUB_OIDC_HOST: Final = "token.actions.githubusercontent.com"
