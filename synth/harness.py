@@ -20,7 +20,7 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 import yaml
@@ -32,6 +32,15 @@ from pulumi.runtime.sync_await import _ensure_event_loop, _sync_await
 
 from synth.mocks import PlatformMocks, published_tags, replica_tags, trainer_home
 from synth.sdk_fast import SDK_STACK_TRACE, InlineExecutor, stack_trace
+
+if TYPE_CHECKING:
+    from components.analysis import Judgement, StackFacts
+    from components.analysis.fleet import FleetFacts
+    from components.analysis.fleet_jobs import FleetJudgement
+    from components.config import StackConfig
+    from components.contract.fleet_contract import FleetJobs
+    from components.roots.results import RootResult
+    from components.training_jobs.plan import JobPlan
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 SECRET_PLACEHOLDER = "[secret]"
@@ -102,14 +111,15 @@ class SynthResult:
     resources: list[Registration] = field(default_factory=list)
     #: policy-report.json records, once synth has run the policy pack (None: not run).
     policy_violations: list[dict[str, str]] | None = None
-    #: The validated stack config the program ran with (`facts.cfg`), its facts, the judgement
-    #: of its workloads and the training jobs' plans — read from the composition root's own
-    #: names after it ran (`facts`, `judgement`, `plans`: __main__.py, jobs/__main__.py), the one
-    #: channel from the program to the report. None: not captured (a failed run).
-    config: Any = None
-    facts: Any = None
-    judgement: Any = None
-    plans: Any = None
+    #: What the composition root returned (components/roots/results.py), the one channel from
+    #: the program to the report, and its parts: the validated stack config the program ran with
+    #: (`facts.cfg`), its facts, the judgement of its workloads and the training jobs' plans.
+    #: None: not captured (a failed run), or not what this kind of root builds.
+    root: RootResult | None = None
+    config: StackConfig | None = None
+    facts: StackFacts | None = None
+    judgement: Judgement | FleetJudgement | None = None
+    plans: tuple[JobPlan, ...] | None = None
     #: The stack's exports (`pulumi.export`), resolved: what a StackReference to this stack
     #: reads (the job stacks' stub of the platform, jobs/). Never written to the build files.
     outputs: dict[str, Any] = field(default_factory=dict)
@@ -118,10 +128,10 @@ class SynthResult:
     #: A job stack's platform synth (what its StackReference read; synth/jobs.py): the report
     #: reads the admission policies the job's pods will meet from it.
     platform: SynthResult | None = None
-    #: A fleet's manager (fleet/__main__.py `fleet`: analysis/fleet.py FleetFacts) or a job
-    #: stack on one (jobs/__main__.py `fleet_jobs`: contract/fleet_contract.py FleetJobs).
-    fleet: Any = None
-    fleet_jobs: Any = None
+    #: A fleet's manager (FleetRoot: analysis/fleet.py FleetFacts) or a job stack on one
+    #: (FleetJobsRoot: contract/fleet_contract.py FleetJobs).
+    fleet: FleetFacts | None = None
+    fleet_jobs: FleetJobs | None = None
     #: A manager's worker synths, by the stack names its StackReferences read (synth/fleet.py).
     workers: dict[str, SynthResult] = field(default_factory=dict)
 
@@ -383,8 +393,9 @@ def _deploy_environment(deploy_env: Mapping[str, str] | None) -> Iterator[None]:
                 os.environ[name] = value
 
 
-#: The composition root's names the harness reads after the program ran (SynthResult).
-ROOT_NAMES: tuple[str, ...] = ("facts", "judgement", "plans", "fleet", "fleet_jobs")
+#: The composition root's one name the harness reads after the program ran: the typed value its
+#: root function returned (components/roots/results.py RootResult).
+ROOT_RESULT = "result"
 
 
 def _install_mock_runtime(
@@ -467,7 +478,7 @@ def run_program(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> None:
-        # The module namespace the program leaves: what it built, read by name (ROOT_NAMES).
+        # The module namespace the program leaves: its `result` (ROOT_RESULT) is what it built.
         root_names.update(runpy.run_path(main, run_name="__main__"))
         _sync_await(_resolve_exports(exports, secrets))
 
@@ -548,19 +559,30 @@ def _result(
     exports: dict[str, Any],
     secrets: list[str],
 ) -> SynthResult:
-    """What a run left: the captured resources, the root's own names (ROOT_NAMES), exports."""
-    facts = root_names.get("facts")
+    """What a run left: the captured resources, the root's result (`components.roots`), exports."""
+    from components.roots.results import FleetJobsRoot, FleetRoot, PlatformRoot, TeamJobsRoot
+
+    # The one value the root leaves (its `result`: __main__.py, jobs/__main__.py,
+    # fleet/__main__.py), typed: a root that leaves anything else is a bug, not a missing report.
+    root = root_names.get(ROOT_RESULT)
+    if not isinstance(root, PlatformRoot | TeamJobsRoot | FleetJobsRoot | FleetRoot):
+        raise TypeError(
+            f"{stack}: the composition root left {ROOT_RESULT} = {type(root).__name__}, "
+            "not a components.roots.results.RootResult"
+        )
+    facts = root.facts if isinstance(root, PlatformRoot | TeamJobsRoot) else None
     return SynthResult(
         stack=stack,
         resources=sorted(monitor.captured, key=lambda r: r.urn),
+        root=root,
         # What the program built and judged: for a job stack (jobs/) the platform's config
         # with the stack's jobs.
         config=facts.cfg if facts is not None else None,
         facts=facts,
-        judgement=root_names.get("judgement"),
-        plans=root_names.get("plans"),
-        fleet=root_names.get("fleet"),
-        fleet_jobs=root_names.get("fleet_jobs"),
+        judgement=root.judgement if not isinstance(root, FleetRoot) else None,
+        plans=root.plans if not isinstance(root, FleetRoot) else None,
+        fleet=root.fleet if isinstance(root, FleetRoot) else None,
+        fleet_jobs=root.fleet_jobs if isinstance(root, FleetJobsRoot) else None,
         outputs=exports,
         secret_outputs=secrets,
     )

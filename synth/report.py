@@ -40,10 +40,10 @@ def _costs(result: SynthResult) -> PlatformCosts:
     """The cost figures the composition root's analysis built: a platform stack's facts, or a
     fleet manager's (FleetFacts.costs). The platform sections render these, never a price."""
     if result.facts is not None:
-        costs: PlatformCosts = result.facts.costs
-        return costs
-    fleet_costs: PlatformCosts = result.fleet.costs
-    return fleet_costs
+        return result.facts.costs
+    if result.fleet is not None:
+        return result.fleet.costs
+    raise ValueError(f"{result.stack}: no facts captured (a failed run)")
 
 
 def _node_groups(result: SynthResult) -> str:

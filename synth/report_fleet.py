@@ -23,7 +23,9 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def fleet_will_it_run(result: SynthResult) -> str:
     """A job stack on a manager: each job's regions, and the home worker's verdict."""
     fleet_jobs = result.fleet_jobs
-    fleet: FleetFacts = fleet_jobs.fleet
+    if fleet_jobs is None:
+        raise ValueError(f"{result.stack}: no job stack on a fleet's manager")
+    fleet = fleet_jobs.fleet
     blocks = []
     for fj in fleet_jobs.judgement.jobs:
         can = [r.label for r in fj.runnable_on]
@@ -114,7 +116,9 @@ def _data_line(fj: FleetJob) -> str:
 
 def fleet_section(result: SynthResult) -> str:
     """A manager: workers, the teams' fleet quota, MultiKueue settings and replication."""
-    fleet: FleetFacts = result.fleet
+    fleet = result.fleet
+    if fleet is None:
+        raise ValueError(f"{result.stack}: no fleet's manager")
     workers = _table(
         ["worker", "region", "stack", "cluster", "VPC CIDR", "kubeconfig secret"],
         [

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from components.analysis.fleet_jobs import FleetJudgement
 from synth.deploy_plan import ordering_problems, plan, prerequisite_problems
 from synth.harness import SynthResult
 from synth.verdict_text import render
@@ -31,6 +32,8 @@ def will_it_run(result: SynthResult) -> str:
         )
     if result.facts is None or result.judgement is None:
         return "No config captured."
+    # Not a fleet job stack (above): a platform's or a job stack's own judgement.
+    assert not isinstance(result.judgement, FleetJudgement)
     found = list(result.judgement.verdicts)
     if result.platform is not None:
         # A job stack: its own jobs; the platform's validation Jobs are in the platform's report.

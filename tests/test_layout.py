@@ -40,6 +40,9 @@ LAYERS: dict[str, float] = {
     "components.platform": 3,
     "components.training_jobs": 3,
     "components.contract": 3,
+    # The composition roots' typed functions (components/roots/): they compose everything, and
+    # nothing of the project imports them but the three __main__.py shims.
+    "components.roots": 4,
 }
 #: Third-party modules that create cloud resources: never imported below the platform layer.
 RESOURCE_SDKS = (

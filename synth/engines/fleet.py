@@ -104,6 +104,8 @@ class Member:
 
 def members_of(manager: SynthResult) -> list[Member]:
     """The manager's workers, in its order."""
+    if manager.fleet is None:
+        raise ValueError(f"{manager.stack}: not a fleet's manager")
     return [
         Member(w.name, manager.workers[w.ref.stack], w.fleet_worker) for w in manager.fleet.workers
     ]
