@@ -273,28 +273,8 @@ _RESOURCE_FLAVOR = "kubernetes:kueue.x-k8s.io/v1beta2:ResourceFlavor"
 _NODE_POOL = "kubernetes:karpenter.sh/v1:NodePool"
 
 
-def _flavor_capacity(result: SynthResult, node_labels: dict[str, str]) -> int:
-    """GPUs the pools whose labels include `node_labels` can provide at most: managed groups
-    at maxSize (GroupCost.max_gpus) and NodePool GPU limits. The one figure the report still
-    sums itself — on a fleet worker the flavors carry the region label no rendered pool does,
-    so it reads 0 there; the analysis's StackFacts.capacity is the real figure, and moving to it
-    changes the workers' reports (docs/architecture.md, "The report renders the facts")."""
-    at_max = {group.name: group.max_gpus for group in _costs(result).node_groups}
-    total = 0
-    for group in result.of_type("eks:index:ManagedNodeGroup"):
-        labels = group.inputs.get("labels", {})
-        if node_labels.items() <= labels.items():
-            total += at_max[labels.get(catalog.LABEL_NODE_POOL, group.name)]
-    for pool in result.of_type(_NODE_POOL):
-        spec = pool.inputs.get("spec", {})
-        labels = spec.get("template", {}).get("metadata", {}).get("labels", {})
-        if node_labels.items() <= labels.items():
-            total += int(spec.get("limits", {}).get(catalog.GPU_RESOURCE, 0))
-    return total
-
-
 def _queues(result: SynthResult) -> str:
-    rows, nominal = _queue_rows(result)
+    rows = _queue_rows(result)
     teams = _table(
         [
             "ClusterQueue",
@@ -309,26 +289,25 @@ def _queues(result: SynthResult) -> str:
         ],
         rows,
     )
-    capacity_table = _flavor_commitments(result, nominal)
+    capacity_table = _flavor_commitments(result)
     return (
         f"{teams}\n\nPer flavor, against what the pools can provide:\n\n{capacity_table}\n\n"
-        "order: the flavor order Kueue tries (spot first). Pool GPUs: managed node groups at "
-        "maxSize and Karpenter NodePool GPU limits whose labels match the flavor."
-        + _unqueued(result)
+        "order: the flavor order Kueue tries (spot first). Pool GPUs: what the flavor's pools "
+        "can provide at most (managed node groups at their largest size, Karpenter NodePools in "
+        "whole nodes within their GPU limit, reserved pools within their reservations); on a "
+        "fleet's manager, every worker's added up." + _unqueued(result)
     )
 
 
-def _queue_rows(result: SynthResult) -> tuple[list[list[Any]], Counter[str]]:
-    """One row per ClusterQueue flavor, and the nominal GPUs all teams hold per flavor."""
+def _queue_rows(result: SynthResult) -> list[list[Any]]:
+    """One row per ClusterQueue flavor, as rendered."""
     rows: list[list[Any]] = []
-    nominal: Counter[str] = Counter()
     for queue in sorted(result.of_type(_CLUSTER_QUEUE), key=lambda r: r.inputs["metadata"]["name"]):
         spec = queue.inputs.get("spec", {})
         for group in spec.get("resourceGroups", []):
             for rank, flavor in enumerate(group.get("flavors", []), start=1):
                 by_name = {res["name"]: res for res in flavor.get("resources", [])}
                 gpu = by_name.get(catalog.GPU_RESOURCE, {})
-                nominal[flavor["name"]] += int(gpu.get("nominalQuota", 0))
                 rows.append(
                     [
                         queue.inputs["metadata"]["name"],
@@ -342,24 +321,29 @@ def _queue_rows(result: SynthResult) -> tuple[list[list[Any]], Counter[str]]:
                         by_name.get("memory", {}).get("nominalQuota", ""),
                     ]
                 )
-    return rows, nominal
+    return rows
 
 
-def _flavor_commitments(result: SynthResult, nominal: Counter[str]) -> str:
-    """Per flavor, the GPUs the teams were promised against what its pools can provide."""
-    flavors = {
-        r.inputs["metadata"]["name"]: r.inputs.get("spec", {}).get("nodeLabels", {})
-        for r in result.of_type(_RESOURCE_FLAVOR)
-    }
-    capacity_rows = []
-    for name, labels in sorted(flavors.items()):
-        capacity = _flavor_capacity(result, labels)
-        used = nominal.get(name, 0)
-        share = f"{100 * used / capacity:.0f} %" if capacity else "n/a"
-        capacity_rows.append([name, used, capacity, share])
-    return _table(
-        ["flavor", "nominal GPUs (all teams)", "pool GPUs at max", "committed"], capacity_rows
-    )
+def _flavor_commitments(result: SynthResult) -> str:
+    """Per flavor, the GPUs the teams were promised against what its pools can provide, as the
+    analysis computed them (capacity.flavor_commitments): a platform's own pools, a fleet
+    manager's workers' added up."""
+    if result.facts is not None:
+        found = result.facts.commitments
+    elif result.fleet is not None:
+        found = result.fleet.commitments
+    else:
+        return "No config captured."
+    rows = [
+        [
+            c.flavor,
+            c.nominal_gpus,
+            c.capacity_gpus,
+            f"{100 * c.committed:.0f} %" if c.committed is not None else "n/a",
+        ]
+        for c in found
+    ]
+    return _table(["flavor", "nominal GPUs (all teams)", "pool GPUs at max", "committed"], rows)
 
 
 def _unqueued(result: SynthResult) -> str:

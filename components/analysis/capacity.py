@@ -4,11 +4,11 @@ figures its quotas are checked against."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from components import catalog
-from components.config import KarpenterPool, StackConfig, TrainingJobConfig
+from components.config import KarpenterPool, StackConfig, TeamConfig, TrainingJobConfig
 
 
 def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int]:
@@ -38,6 +38,43 @@ def gpu_capacity(cfg: StackConfig) -> dict[tuple[str, catalog.CapacityType], int
     for key, types in reserved_types.items():
         capacity[key] = min(capacity[key], cfg.karpenter.reserved_gpus(sorted(types)))
     return capacity
+
+
+@dataclass(frozen=True)
+class FlavorCommitment:
+    """One Kueue flavor: the nominal GPUs all teams were promised of it against the GPUs its
+    pools can provide (report.md's "Per flavor, against what the pools can provide")."""
+
+    flavor: str
+    nominal_gpus: int
+    capacity_gpus: int
+
+    @property
+    def committed(self) -> float | None:
+        """Nominal over capacity; None when no pool provides the flavor."""
+        return self.nominal_gpus / self.capacity_gpus if self.capacity_gpus else None
+
+
+def flavor_commitments(
+    teams: Sequence[TeamConfig], capacity: Mapping[tuple[str, catalog.CapacityType], int]
+) -> tuple[FlavorCommitment, ...]:
+    """Every flavor the pools provide or a team's quota names, by flavor name: the teams'
+    nominal GPUs of it added up, and `capacity`'s figure (gpu_capacity: a platform's own pools;
+    a fleet's manager adds up its workers')."""
+    nominal: dict[tuple[str, catalog.CapacityType], int] = dict.fromkeys(capacity, 0)
+    for team in teams:
+        for entry in team.quota:
+            key = (entry.gpu_class, entry.capacity_type)
+            nominal[key] = nominal.get(key, 0) + entry.gpus
+    rows = [
+        FlavorCommitment(
+            flavor=catalog.gpu_flavor_name(gpu_class, capacity_type),
+            nominal_gpus=gpus,
+            capacity_gpus=capacity.get((gpu_class, capacity_type), 0),
+        )
+        for (gpu_class, capacity_type), gpus in nominal.items()
+    ]
+    return tuple(sorted(rows, key=lambda row: row.flavor))
 
 
 def _gpu_pools(cfg: StackConfig) -> list[KarpenterPool]:

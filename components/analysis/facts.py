@@ -38,7 +38,7 @@ from components.analysis import (
     topology,
 )
 from components.analysis import checkpoint as checkpointing
-from components.analysis.capacity import ReservationRow
+from components.analysis.capacity import FlavorCommitment, ReservationRow
 from components.analysis.costs import HourlyCost, PlatformCosts, job_hourly_cost, platform_costs
 from components.analysis.efa_placement import Membership
 from components.analysis.fit import SourceFit, fit_sources
@@ -127,6 +127,8 @@ class StackFacts:
     cfg: StackConfig
     #: GPUs each (GPU class, capacity type) flavor can provide (capacity.gpu_capacity).
     capacity: Mapping[Flavor, int]
+    #: Per flavor, the teams' nominal GPUs against that capacity (capacity.flavor_commitments).
+    commitments: tuple[FlavorCommitment, ...]
     #: The one provisioner of each flavor (capacity.flavor_provisioners).
     provisioners: Mapping[Flavor, catalog.Provisioner]
     #: Flavors behind Kueue's ProvisioningRequest check (capacity.provisioning_checked).
@@ -238,9 +240,11 @@ def build(cfg: StackConfig, *, region: str | None = None) -> StackFacts:
     teams = {team.name: team for team in reversed(cfg.teams)}
     reservations = tuple(capacity.reservations(cfg))
     topologies = topology.opted_in(cfg)
+    gpu_capacity = capacity.gpu_capacity(cfg)
     return StackFacts(
         cfg=cfg,
-        capacity=capacity.gpu_capacity(cfg),
+        capacity=gpu_capacity,
+        commitments=capacity.flavor_commitments(cfg.teams, gpu_capacity),
         provisioners=provisioners,
         provisioning_checked=capacity.provisioning_checked(cfg),
         sources=sources,

@@ -41,6 +41,7 @@ from pydantic import JsonValue
 
 from components import catalog
 from components.analysis.addons import allowed, manager_installed, reserved
+from components.analysis.capacity import FlavorCommitment, flavor_commitments
 from components.analysis.costs import PlatformCosts, manager_costs
 from components.analysis.facts import StackFacts, build
 from components.analysis.fleet_trainer import (
@@ -167,6 +168,9 @@ class FleetFacts:
     #: (team, flavor) -> each worker's nominal GPUs of it, what `teams` adds up
     #: (quota.worker_quota).
     worker_quota: Mapping[tuple[str, str], tuple[tuple[str, int], ...]]
+    #: Per manager flavor, the teams' summed nominal GPUs against every worker's pools added
+    #: up: what MultiKueue can dispatch to (capacity.flavor_commitments).
+    commitments: tuple[FlavorCommitment, ...]
 
     @property
     def regions(self) -> tuple[str, ...]:
@@ -223,7 +227,17 @@ def read_workers(cfg: FleetManagerConfig, region: str, inputs: Sequence[WorkerIn
         pods_ready=manager_pods_ready(workers),
         costs=manager_costs(cfg.system_nodes),
         worker_quota=worker_quota(teams, [(w.name, w.cfg.teams) for w in workers]),
+        commitments=flavor_commitments(teams, fleet_capacity(workers)),
     )
+
+
+def fleet_capacity(workers: Sequence[Worker]) -> dict[tuple[str, catalog.CapacityType], int]:
+    """GPUs per flavor all workers' pools provide together (each worker's gpu_capacity)."""
+    total: dict[tuple[str, catalog.CapacityType], int] = {}
+    for worker in workers:
+        for key, gpus in worker.stack.capacity.items():
+            total[key] = total.get(key, 0) + gpus
+    return total
 
 
 def _worker(

@@ -29,20 +29,10 @@ REPORT_MODULES = (
 AGGREGATES = frozenset({"sum", "max", "min", "round"})
 NUMERIC = (ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Pow, ast.Mod)
 
-#: The one figure still derived in the report: per flavor, the nominal GPUs of every team's
-#: ClusterQueue against the GPUs of the pools whose labels match the flavor. It cannot move
-#: byte-identically: on a fleet worker the flavors carry the region label the rendered pools do
-#: not, so "pool GPUs at max" reads 0 ("n/a"); the analysis's figure (StackFacts.capacity) is
-#: the real one. Moving it rewrites the workers' goldens (docs/architecture.md).
-COMMITMENTS = "the flavor commitments table (docs/architecture.md, left to move)"
-
 #: (module, function, finding) -> why it is no derivation the analysis owns.
 ALLOWED: dict[tuple[str, str, str], str] = {
     ("synth.report", "<module>", "Sub"): "a list index (the section before the last)",
-    ("synth.report", "_flavor_capacity", "AugAdd"): COMMITMENTS,
-    ("synth.report", "_flavor_commitments", "Div"): COMMITMENTS,
-    ("synth.report", "_flavor_commitments", "Mult"): COMMITMENTS,
-    ("synth.report", "_queue_rows", "AugAdd"): COMMITMENTS,
+    ("synth.report", "_flavor_commitments", "Mult"): "display unit: the facts' share in %",
     ("synth.report", "_training_jobs", "Div"): "display unit: the facts' interval in minutes",
     ("synth.report_plan", "deploy_plan", "Sub"): "the deploy plan's waves (rendered stack)",
     ("synth.report_plan", "deploy_plan", "max"): "the deploy plan's waves (rendered stack)",
@@ -187,3 +177,25 @@ def test_the_report_imports_only_value_types_from_the_analysis() -> None:
 
 #: Analysis functions a report module may import by name: prose only.
 IMPORTED_PROSE = frozenset({("synth.verdict_text", "scale_up_path")})
+
+
+@pytest.mark.parametrize("stack", ["dev", "prod", "prod_use1", "prod_usw2", "fleet_prod"])
+def test_the_flavor_table_renders_the_commitments_the_analysis_computed(
+    stack: str, request: pytest.FixtureRequest
+) -> None:
+    """Every row of "Per flavor, against what the pools can provide" is a FlavorCommitment of
+    the facts — on a fleet worker too, whose flavors carry a region label no rendered pool does
+    (the table once summed the rendered pools and printed 0 / "n/a" there), and on a manager,
+    whose flavors have the workers' pools behind them."""
+    from synth.harness import SynthResult
+    from synth.report import report
+
+    result = request.getfixturevalue(stack)
+    assert isinstance(result, SynthResult)
+    facts = result.facts if result.facts is not None else result.fleet
+    assert facts is not None and facts.commitments
+    text = report(result)
+    for c in facts.commitments:
+        assert c.capacity_gpus > 0, c
+        share = f"{100 * c.nominal_gpus / c.capacity_gpus:.0f} %"
+        assert f"| {c.flavor} | {c.nominal_gpus} | {c.capacity_gpus} | {share} |" in text
