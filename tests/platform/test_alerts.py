@@ -87,7 +87,7 @@ def test_every_rule_metric_is_produced_by_an_exporter() -> None:
 
 
 def test_every_dashboard_metric_is_produced_by_an_exporter() -> None:
-    exprs = observability.dashboard_exprs()
+    exprs = observability.dashboard_exprs("gpu-validation")
     assert exprs
     for expr in exprs:
         assert alerts.metric_names(expr) <= alerts.ALL_METRICS, expr

@@ -89,7 +89,7 @@ def test_dashboards_in_labelled_configmaps(stack: str, request: pytest.FixtureRe
 
 
 def test_job_dashboard_shows_trainer_and_gpu_metrics() -> None:
-    board = observability.dashboards()["gpu-training-job.json"]
+    board = observability.dashboards("gpu-validation")["gpu-training-job.json"]
     exprs = " ".join(t["expr"] for p in board["panels"] for t in p["targets"])
     for metric in (
         "DCGM_FI_DEV_GPU_UTIL",
@@ -110,3 +110,24 @@ def test_controllers_on_system_nodes_and_node_exporter_on_gpu_nodes() -> None:
     assert values["grafana"]["nodeSelector"] == system
     exporter = tuple(values["prometheus-node-exporter"]["tolerations"])
     assert tolerates(catalog.gpu_taint(), exporter) and tolerates(catalog.spot_taint(), exporter)
+
+
+def test_the_validation_panel_reads_the_namespace_the_validation_jobs_run_in(
+    dev: SynthResult,
+) -> None:
+    """`validation.namespace` moves the validation Jobs; the overview's "job failed" query
+    follows it (it once named gpu-validation whatever the config said)."""
+    moved = " ".join(observability.dashboard_exprs("gpu-checks"))
+    assert 'kube_job_status_failed{namespace="gpu-checks"}' in moved
+    assert "gpu-validation" not in moved
+    assert dev.config is not None
+    overview = next(
+        m
+        for m in dev.of_type("kubernetes:core/v1:ConfigMap")
+        if "gpu-overview.json" in m.inputs.get("data", {})
+    )
+    namespace = dev.config.validation.namespace
+    assert (
+        f'kube_job_status_failed{{namespace=\\"{namespace}\\"}}'
+        in (overview.inputs["data"]["gpu-overview.json"])
+    )

@@ -173,8 +173,9 @@ def _dashboard(
     }
 
 
-def dashboards() -> dict[str, dict[str, Any]]:
-    """Grafana dashboards by file name: cluster GPU overview and the per-job view."""
+def dashboards(validation_namespace: str) -> dict[str, dict[str, Any]]:
+    """Grafana dashboards by file name: cluster GPU overview and the per-job view.
+    `validation_namespace`: where the validation Jobs run (`validation.namespace`)."""
     job = 'namespace="$namespace", pod=~"$pod"'
     overview = _dashboard(
         "gpu-platform-overview",
@@ -267,7 +268,8 @@ def dashboards() -> dict[str, dict[str, Any]]:
                         "smoke {{check}} {{pool}}",
                     ),
                     (
-                        'max by (job_name) (kube_job_status_failed{namespace="gpu-validation"})',
+                        "max by (job_name) "
+                        f'(kube_job_status_failed{{namespace="{validation_namespace}"}})',
                         "job failed {{job_name}}",
                     ),
                 ],
@@ -332,11 +334,11 @@ def dashboards() -> dict[str, dict[str, Any]]:
     return {"gpu-overview.json": overview, "gpu-training-job.json": per_job}
 
 
-def dashboard_exprs() -> list[str]:
+def dashboard_exprs(validation_namespace: str) -> list[str]:
     """Every PromQL expression of every dashboard panel (tests check their metric names)."""
     return [
         target["expr"]
-        for board in dashboards().values()
+        for board in dashboards(validation_namespace).values()
         for panel in board["panels"]
         for target in panel["targets"]
     ]
@@ -355,6 +357,9 @@ class ObservabilityArgs:
     k8s_provider: k8s.Provider
     #: The system node group: the controllers need a node to start on.
     system_node_group: pulumi.Resource
+    #: Where the validation Jobs run (`validation.namespace`): a dashboard panel reads their
+    #: failures there.
+    validation_namespace: str
 
     @classmethod
     def of(cls, cfg: StackConfig, cluster: ClusterHandles) -> ObservabilityArgs:
@@ -363,6 +368,7 @@ class ObservabilityArgs:
             config=cfg.observability,
             k8s_provider=cluster.k8s_provider,
             system_node_group=cluster.system_node_group,
+            validation_namespace=cfg.validation.namespace,
         )
 
 
@@ -396,6 +402,7 @@ class Observability(pulumi.ComponentResource):
         self._dashboards(
             name,
             config,
+            args.validation_namespace,
             pulumi.ResourceOptions.merge(k8s_opts, pulumi.ResourceOptions(depends_on=[namespace])),
         )
         self.register_outputs({"namespace": self.namespace})
@@ -435,10 +442,14 @@ class Observability(pulumi.ComponentResource):
         )
 
     def _dashboards(
-        self, name: str, config: ObservabilityConfig, in_namespace: pulumi.ResourceOptions
+        self,
+        name: str,
+        config: ObservabilityConfig,
+        validation_namespace: str,
+        in_namespace: pulumi.ResourceOptions,
     ) -> None:
         """One ConfigMap per dashboard, labelled for Grafana's sidecar to load."""
-        for file_name, board in sorted(dashboards().items()):
+        for file_name, board in sorted(dashboards(validation_namespace).items()):
             stem = file_name.removesuffix(".json")
             k8s.core.v1.ConfigMap(
                 f"{name}-dashboard-{stem}",
