@@ -462,6 +462,15 @@ def test_toleration_matching(toleration: dict[str, str], tolerated: bool) -> Non
     assert tolerates(TAINT, ()) is False
 
 
+def test_a_toleration_of_another_effect_does_not_stop_the_search() -> None:
+    """A toleration whose key matches but whose effect does not is skipped, not the end of the
+    list: one further on may still tolerate the taint."""
+    other_effect = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoExecute"}
+    match = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoSchedule"}
+    assert tolerates(TAINT, (other_effect, match)) is True
+    assert tolerates(TAINT, (other_effect,)) is False
+
+
 # --- resources.py and placement.py ---------------------------------------------------------------
 
 
