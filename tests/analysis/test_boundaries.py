@@ -330,6 +330,101 @@ def test_team_names_and_namespaces_are_unique() -> None:
     assert check_teams(cfg, _dev().capacity) == []
 
 
+def test_a_repeated_team_name_is_named_with_its_value() -> None:
+    cfg = _dev().cfg
+    first, second = cfg.teams[0], cfg.teams[1]
+    clash = second.model_copy(update={"name": first.name})
+    found = check_teams(cfg.model_copy(update={"teams": [first, clash]}), _dev().capacity)
+    assert found == [
+        Problem("teams[1].name", first.name, "a unique name (teams[0] already uses it)")
+    ]
+
+
+def test_a_quota_entry_of_an_unknown_class_names_the_class_and_every_class_provided() -> None:
+    cfg = _teams_cfg([_entry(1), _entry(1, gpuClass="h100-x8")])
+    found = check_teams(cfg, {FLAVOR: 4, ("l4-x1", "spot"): 1})
+    assert found == [
+        Problem(
+            "teams[0].quota[1].gpuClass",
+            "h100-x8",
+            "a GPU class the pools provide (a10g-x1, l4-x1)",
+        )
+    ]
+
+
+def test_a_refused_quota_entry_does_not_end_the_teams_check() -> None:
+    """Each entry is judged on its own: an unknown class or capacity type is named and the
+    entries after it are still checked (here: one over the capacity)."""
+    capacity = {FLAVOR: 4}
+    cfg = _teams_cfg([_entry(1, gpuClass="h100-x8"), _entry(1, capacity="spot"), _entry(5)])
+    found = check_teams(cfg, capacity)
+    assert [p.key for p in found] == [
+        "teams[0].quota[0].gpuClass",
+        "teams[0].quota[1].capacityType",
+        "teams[0].quota[2].gpus",
+    ]
+
+
+def test_a_job_over_the_pools_and_every_quota_names_its_nodes_and_each_flavors_reach() -> None:
+    """Both refusals carry the job's `nodes` (the value to change) and the second one names
+    every flavor the job may use, in the job's order (spot first for `either`)."""
+    team = _team([_entry(1, borrowingLimitGpus=0)], gpus=16)
+    job = _job(nodes=2, capacity="either")
+    assert job_quota_problems("trainingJobs[3]", job, team, {FLAVOR: 1}, POD) == [
+        Problem(
+            "trainingJobs[3].nodes",
+            2,
+            "nodes x GPUs = 2 is over the 1 GPUs the a10g-x1 spot/on-demand pools provide",
+        ),
+        Problem(
+            "trainingJobs[3].nodes",
+            2,
+            "the job (2 GPUs, 2 CPU, 2 GiB) fits no quota of team team0 (no quota for "
+            "a10g-x1-spot; a10g-x1-on-demand: 1 GPUs, 64 CPU, 256 GiB with borrowing)",
+        ),
+    ]
+
+
+def test_a_flavor_without_a_quota_entry_does_not_end_the_search() -> None:
+    """`either` tries spot first: no spot entry is skipped, and the on-demand one still fits."""
+    team = _team([_entry(2, borrowingLimitGpus=0)], gpus=16)
+    job = _job(nodes=2, capacity="either")
+    assert job.capacity_types == ("spot", "on-demand")
+    assert job_quota_problems("k", job, team, {FLAVOR: 8}, POD) == []
+
+
+def test_a_flavor_no_pool_provides_has_no_capacity_to_borrow_or_run_on() -> None:
+    """A flavor missing from the capacity counts 0 GPUs: a one-GPU job is over the pools, and a
+    borrow-only entry with unbounded borrowing reaches nothing there."""
+    team = _team([_entry(0)], gpus=16)
+    job = _job(nodes=1)
+    assert job_quota_problems("k", job, team, {}, POD) == [
+        Problem(
+            "k.nodes", 1, "nodes x GPUs = 1 is over the 0 GPUs the a10g-x1 on-demand pools provide"
+        ),
+        Problem(
+            "k.nodes",
+            1,
+            "the job (1 GPUs, 1 CPU, 1 GiB) fits no quota of team team0 "
+            "(a10g-x1-on-demand: 0 GPUs, CPU and memory unbounded with borrowing)",
+        ),
+    ]
+
+
+def test_an_unqueued_source_is_told_every_way_out() -> None:
+    source = replace(_source("karpenter", {"g6.xlarge": NODE}), key="karpenter.pools[4]")
+    assert check_reachable_sources([source]) == [
+        Problem(
+            "karpenter.pools[4].unqueuedReason",
+            None,
+            "src serves l4-x1 on-demand, which no team's quota lists, so no ClusterQueue offers "
+            "flavor l4-x1-on-demand and no queued job can land there: add a quota entry for it "
+            "to a team, remove the source, or say here what it is for",
+        )
+    ]
+    assert check_reachable_sources([replace(source, unqueued_reason="validation only")]) == []
+
+
 # --- capacity.py ---------------------------------------------------------------------------------
 
 
@@ -1022,6 +1117,14 @@ def test_a_volcano_gang_asking_for_less_than_its_queue_names_only_what_it_asks()
     assert path.min_resources == {"cpu": 1.0}
 
 
+def test_a_reservation_selected_by_tags_names_each_tag() -> None:
+    values = stack_values("prod")
+    (reservation,) = values["gpu-platform:karpenter"]["reservations"]
+    reservation["tags"] = {"team": "pretrain", "gpu-platform/reservation": "h100"}
+    (row,) = capacity_reservations(_parse(values))
+    assert row.selector == "gpu-platform/reservation=h100,team=pretrain"
+
+
 def test_a_capacity_block_window_needs_both_ends() -> None:
     values = stack_values("prod")
     karpenter = values["gpu-platform:karpenter"]
@@ -1049,6 +1152,23 @@ def test_job_resources_reads_the_types_its_pools_launch() -> None:
     jf = _jf("ddp-l4-nodegroup")
     assert resources.job_resources(_dev().cfg, jf.job) == jf.resources
     assert jf.resources.instance_type == "g6.xlarge"
+
+
+def test_job_resources_sizes_a_pod_for_the_pools_types_not_the_whole_class() -> None:
+    """A group that launches g6.2xlarge and larger sizes the job's pods for g6.2xlarge, not for
+    the class's smallest type (g6.xlarge), which no pool of the job would launch."""
+    cfg = _dev().cfg
+    (group,) = cfg.node_groups.gpu
+    types = ["g6.2xlarge", "g6.4xlarge"]
+    larger = group.model_copy(update={"instance_types": types})
+    cfg = cfg.model_copy(
+        update={"node_groups": cfg.node_groups.model_copy(update={"gpu": [larger]})}
+    )
+    job = next(j for j in cfg.training_jobs if j.name == "ddp-l4-nodegroup")
+    assert "g6.xlarge" in stack_config.gpu_class_instance_types("l4-x1")
+    found = resources.job_resources(cfg, job)
+    assert found.instance_type == "g6.2xlarge"
+    assert found == resources_on(job, types) != resources_on(job, [])
 
 
 def test_judge_keeps_each_jobs_quota_problems_and_check_raises_them_all() -> None:

@@ -130,8 +130,10 @@ def test_a_managed_groups_own_taints_follow_the_platforms_in_kubernetes_spelling
 
 
 def test_a_pool_without_a_gpu_limit_holds_no_node() -> None:
-    """`limits.gpus` unset or 0 bounds nothing Karpenter would launch for GPUs: no node, even
-    on a 1-GPU type where a limit of one GPU would be one node."""
+    """The source's own guard for a pool without a GPU limit (`limits.gpus or 0`): no node, even
+    on a 1-GPU type where a limit of one GPU would be one node. The config refuses such a GPU
+    pool (KarpenterPool: limits.gpus is required and at least 1), so the pools here are
+    model copies past validation: what is pinned is that the guard never invents a node."""
     cfg, index, pool = _prod_pool("kp-l4-od")
     assert pool.gpus_per_node == 1
     for gpus in (None, 0):
