@@ -153,3 +153,40 @@ def test_the_facts_carry_the_memberships_the_sources_were_built_from() -> None:
     assert facts.node_groups == groups
     assert facts.pools == pools
     assert any(m.placement_group for m in groups.values())
+
+
+def _dev_group_source(**changes: Any) -> nodes.NodeSource:
+    """Dev's managed group ng-l4-spot (g6.xlarge, g6.2xlarge, g6.4xlarge; min 0, max 2) as a
+    source, the group changed by `changes`."""
+    cfg = _parse(stack_values("dev"))
+    (group,) = cfg.node_groups.gpu
+    group = group.model_copy(update=changes)
+    groups, _ = efa_placement.memberships(cfg)
+    return nodes._group_source(cfg, 0, group, groups[group.name], "")
+
+
+def test_an_autoscaled_group_offers_its_first_type_and_scales_after_a_scan() -> None:
+    source = _dev_group_source()
+    assert source.scaler == "autoscaler"
+    assert list(source.allocatable) == ["g6.xlarge"]
+    assert source.limit_text == "minSize 0 / maxSize 2, cluster-autoscaler"
+    assert source.scale_up_seconds == nodes.AUTOSCALER_SCAN_SECONDS + (
+        catalog.node_launch_seconds("g6.xlarge")
+    )
+
+
+def test_a_fixed_group_offers_every_type_and_brings_no_node() -> None:
+    """A group of one size is not resized: its nodes already exist, of any of its types (a pod
+    must fit each), and nothing launches one for a pending pod."""
+    source = _dev_group_source(min_size=2, desired_size=2, max_size=2)
+    assert source.scaler == "static"
+    assert list(source.allocatable) == ["g6.xlarge", "g6.2xlarge", "g6.4xlarge"]
+    assert source.limit_text == "desiredSize 2, fixed"
+    assert source.scale_up_seconds == 0
+    assert source.max_nodes == 2
+
+
+def test_allocatable_counts_efa_devices_only_where_asked() -> None:
+    assert nodes.allocatable("p5.48xlarge", efa=True).efa == 32
+    assert nodes.allocatable("p5.48xlarge", efa=False).efa == 0
+    assert nodes.allocatable("g6.xlarge", efa=True).efa == 0

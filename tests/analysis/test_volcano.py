@@ -16,7 +16,7 @@ import pytest
 from components import catalog
 from components.analysis import problems, volcano
 from components.analysis.facts import build
-from components.config import StackConfig
+from components.config import Problem, StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
 from tests.analysis.judged import verdict_for, verdicts_for
@@ -178,6 +178,80 @@ def test_a_gang_over_the_guarantee_names_the_job_nodes() -> None:
 
     passing = _cfg(with_room)
     assert not [p for p in problems(passing) if p[0] == f"trainingJobs[{index}].nodes"]
+
+
+def test_a_volcano_refusal_names_the_value_to_change_and_the_blocker() -> None:
+    """Without a guarantee the way out is Kueue or a guarantee (`scheduler`); over a guarantee
+    it is fewer nodes (`nodes`, the job's count). Each ends with the blocker's own words."""
+    from components.analysis.willrun import _volcano_admission
+
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(without)
+    facts = build(cfg)
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    admission, found = _volcano_admission(facts, jf)
+    (blocker,) = admission.path.blockers
+    assert found == [
+        Problem(
+            f"{jf.key}.scheduler",
+            "volcano",
+            "kueue, or a Volcano queue with a guarantee (teams[1].volcano.guarantee: nominal): "
+            + blocker,
+        )
+    ]
+
+    def bigger(values: dict[str, Any]) -> None:
+        _a10g_only(values["teams"], values["trainingJobs"], values["nodeGroups"]["gpu"])
+        job = next(j for j in values["trainingJobs"] if j["name"] == "ds-zero2")
+        job["nodes"] = 4
+
+    facts = build(_cfg(bigger))
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    admission, found = _volcano_admission(facts, jf)
+    assert admission.min_available == 4
+    assert found and all(p.key == f"{jf.key}.nodes" and p.value == 4 for p in found)
+    assert found[0].allowed.startswith(
+        "a gang within team applied's Volcano queue guarantee (its nominal quota, teams[1].quota): "
+    )
+
+
+def test_a_queue_without_guarantee_is_told_what_it_lacks_at_each_gate() -> None:
+    """With enqueue on, the PodGroup waits on the real capability (empty: every other queue's
+    guarantee takes it all); with enqueue off, allocate never gives the gang what it asks.
+    Each gate names every resource it is short of."""
+    gang = {GPU: 2, "cpu": 4, "memory": 24}
+    short = "cpu 4 > 0; memory 24Gi > 0Gi; nvidia.com/gpu 2 > 0"
+
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+
+    cfg = _cfg(without)
+    assert cfg.scheduling.volcano_enqueue
+    path = volcano.admission(cfg, cfg.teams[1], gang, build(cfg).nccl_host)
+    assert path.blockers == (
+        "Volcano's enqueue (proportion) keeps the PodGroup Pending: with no node up queue "
+        f"applied's real capability is empty ({short}); no pod is created, so nothing scales up",
+    )
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        without(values)
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(no_enqueue)
+    path = volcano.admission(cfg, cfg.teams[1], gang, build(cfg).nccl_host)
+    assert path.blockers == (
+        "Volcano's allocate (proportion) never places the gang: once its nodes exist queue "
+        f"applied deserves {short} (every other queue's guarantee comes first)",
+    )
+
+
+def test_resources_are_described_with_units_and_without_zeros() -> None:
+    assert volcano.describe({GPU: 2, "memory": 24.0, "cpu": 4, "example.com/x": 0}) == (
+        "cpu 4, memory 24Gi, nvidia.com/gpu 2"
+    )
 
 
 def test_guarantee_over_capability_is_refused_like_volcanos_webhook() -> None:
@@ -371,3 +445,16 @@ INVALID = [
 ]
 
 test_volcano_deadlocks_exit_2_naming_the_key = config_error_test(INVALID, _dev_raw)
+
+
+def test_the_scheduler_runs_enqueue_only_when_asked() -> None:
+    assert volcano.scheduler_actions(True) == "enqueue, allocate, backfill"
+    assert volcano.scheduler_actions(False) == "allocate, backfill"
+
+
+def test_quantities_put_memory_in_gib() -> None:
+    assert volcano.quantities({"cpu": 4.0, "memory": 24.0, GPU: 2}) == {
+        "cpu": "4",
+        "memory": "24Gi",
+        GPU: "2",
+    }
