@@ -623,6 +623,133 @@ def test_efa_is_requested_from_two_nodes_on_a_type_with_efa() -> None:
     assert efa_on(_job(nodes=1, efa=True), 0) is True
 
 
+def test_the_node_affinity_a_pod_template_gets_word_for_word() -> None:
+    """Required: the class, the capacity types and (a fleet job) the regions; `either` also
+    prefers spot. What the API server reads, so every key and value is pinned."""
+    from components.analysis.placement import node_affinity
+
+    job = _job(capacity="either", regions=["us-east-1", "us-west-2"])
+    assert node_affinity(job) == {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {
+                            "key": "gpu-platform.io/gpu-class",
+                            "operator": "In",
+                            "values": ["a10g-x1"],
+                        },
+                        {
+                            "key": "gpu-platform.io/capacity-type",
+                            "operator": "In",
+                            "values": ["spot", "on-demand"],
+                        },
+                        {
+                            "key": "topology.kubernetes.io/region",
+                            "operator": "In",
+                            "values": ["us-east-1", "us-west-2"],
+                        },
+                    ]
+                }
+            ]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [
+                        {
+                            "key": "gpu-platform.io/capacity-type",
+                            "operator": "In",
+                            "values": ["spot"],
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    # One capacity type and no regions: neither the preference nor the region term.
+    plain = node_affinity(_job(capacity="spot"))
+    assert list(plain) == ["requiredDuringSchedulingIgnoredDuringExecution"]
+    (term,) = plain["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [e["key"] for e in term["matchExpressions"]] == [
+        "gpu-platform.io/gpu-class",
+        "gpu-platform.io/capacity-type",
+    ]
+
+
+def test_a_single_zone_job_is_pinned_to_the_fsx_subnet_else_the_first_zone() -> None:
+    from components.analysis.placement import zone_pin_index
+
+    cfg = _dev().cfg
+    job = _job(nodes=2)
+
+    def with_rwx(kind: str, index: int | None) -> stack_config.StackConfig:
+        rwx = cfg.storage.rwx.model_copy(update={"type": kind, "subnet_index": index})
+        return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"rwx": rwx})})
+
+    assert zone_pin_index(with_rwx("fsx", 1), job, 1) == 1
+    assert zone_pin_index(with_rwx("efs", None), job, 1) == 0  # EFS spans every zone
+    assert zone_pin_index(with_rwx("fsx", 1), _job(nodes=1), 1) is None  # may span zones
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@pytest.mark.parametrize(
+    "affinity",
+    [
+        {},
+        {"nodeAffinity": {}},
+        {"nodeAffinity": {_REQUIRED: {}}},
+        {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": [{}]}}},
+    ],
+)
+def test_a_pod_without_node_affinity_reads_back_as_requiring_nothing(
+    affinity: dict[str, Any],
+) -> None:
+    from components.analysis.placement import placement_of
+
+    where = placement_of(affinity, [])
+    assert (where.required, where.tolerations, where.single_zone) == ({}, (), False)
+
+
+def test_an_efa_gang_keeps_to_the_zone_of_its_own_pods() -> None:
+    """The single-zone term selects the job's own pods by the training-job label."""
+    from components.analysis.placement import pod_affinity
+
+    job = _job(nodes=2)
+    assert pod_affinity(job, 1)["podAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"gpu-platform.io/training-job": "edge"}},
+                "topologyKey": "topology.kubernetes.io/zone",
+            }
+        ]
+    }
+    assert "podAffinity" not in pod_affinity(job, 0)
+
+
+def test_the_nccl_host_needs_validation_and_its_nccl_test_both_on() -> None:
+    facts = _dev()
+    assert nccl.nccl_host(facts.cfg, facts.sources) is not None
+    validation = facts.cfg.validation
+    for off in ({"enabled": False}, {"nccl_test": False}):
+        cfg = facts.cfg.model_copy(update={"validation": validation.model_copy(update=off)})
+        assert nccl.nccl_host(cfg, facts.sources) is None, off
+
+
+def test_the_single_zone_term_word_for_word() -> None:
+    from components.analysis.placement import single_zone_affinity
+
+    selector = {"matchLabels": {"job": "edge"}}
+    assert single_zone_affinity(selector) == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "topology.kubernetes.io/zone"}
+        ]
+    }
+
+
 def test_each_pod_template_gets_its_own_copy_of_the_affinity_and_tolerations() -> None:
     """A template that changes its affinity (however deep) or tolerations changes no other
     template's, nor the Placement they came from."""
@@ -1261,7 +1388,8 @@ def test_an_nccl_host_type_without_a_published_figure_needs_a_threshold() -> Non
 def test_an_nccl_pool_whose_types_hold_no_test_pod_names_each_types_allocatable() -> None:
     cfg, pool, source = _nccl_setup()
     small = Allocatable(cpu=1.0, memory_gib=4, gpus=1, efa=0)
-    tiny = replace(source, allocatable={"g5.xlarge": small})
+    smaller = Allocatable(cpu=0.5, memory_gib=2, gpus=1, efa=0)
+    tiny = replace(source, allocatable={"g5.xlarge": small, "g5.2xlarge": smaller})
     host, found = _nccl_problems(cfg, pool, tiny)
     assert host is None
     assert found == [
@@ -1270,8 +1398,8 @@ def test_an_nccl_pool_whose_types_hold_no_test_pod_names_each_types_allocatable(
             "kp-a10g-od",
             "a GPU source with an instance type whose allocatable holds one NCCL test pod (all "
             f"its GPUs, {catalog.NCCL_POD_CPU} CPU, at least {catalog.NCCL_POD_MIN_MEMORY_GIB} "
-            "GiB): g5.xlarge: 1 CPU / 4 GiB allocatable; its pods would stay Pending until the "
-            "Job's deadline",
+            "GiB): g5.xlarge: 1 CPU / 4 GiB allocatable; g5.2xlarge: 0.5 CPU / 2 GiB "
+            "allocatable; its pods would stay Pending until the Job's deadline",
         )
     ]
 
@@ -1441,6 +1569,26 @@ def test_checkpoint_figures_must_be_positive_and_finite(bad: float) -> None:
         checkpoint.young_daly_interval_s(bad, 10.0)
     with pytest.raises(ValueError, match="mtbf_s must be a positive finite number"):
         checkpoint.wasted_fraction(10.0, 1.0, bad)
+
+
+@pytest.mark.parametrize("field", ["interval_s", "save_s", "mtbf_s"])
+def test_each_checkpoint_figure_is_checked_on_its_own(field: str) -> None:
+    figures = {"interval_s": 600.0, "save_s": 30.0, "mtbf_s": 36000.0}
+    with pytest.raises(ValueError, match=f"^{field} must be a positive finite number, got 0"):
+        checkpoint.wasted_fraction(**{**figures, field: 0.0})
+    if field != "interval_s":
+        young = {k: v for k, v in figures.items() if k != "interval_s"}
+        with pytest.raises(ValueError, match=f"^{field} must be"):
+            checkpoint.young_daly_interval_s(**{**young, field: 0.0})
+
+
+def test_no_restart_time_is_zero_restart_time() -> None:
+    assert checkpoint.wasted_fraction(600.0, 30.0, 36000.0) == checkpoint.wasted_fraction(
+        600.0, 30.0, 36000.0, 0.0
+    )
+    assert checkpoint.wasted_fraction(600.0, 30.0, 36000.0, 1.0) > (
+        checkpoint.wasted_fraction(600.0, 30.0, 36000.0)
+    )
 
 
 def test_restart_time_may_be_zero_not_negative() -> None:
@@ -1666,6 +1814,43 @@ def test_job_resources_sizes_a_pod_for_the_pools_types_not_the_whole_class() -> 
     found = resources.job_resources(cfg, job)
     assert found.instance_type == "g6.2xlarge"
     assert found == resources_on(job, types) != resources_on(job, [])
+
+
+def test_a_jobs_facts_size_its_pods_for_its_pools_and_take_its_checkpoint_interval() -> None:
+    """The facts (what the program reads) agree with job_resources on a group of larger types,
+    and a configured checkpoint interval is the one the waste is planned with."""
+    from components.analysis import checkpoint as checkpointing
+    from components.analysis.facts import job_facts
+
+    cfg = _dev().cfg
+    (group,) = cfg.node_groups.gpu
+    larger = group.model_copy(update={"instance_types": ["g6.2xlarge", "g6.4xlarge"]})
+    cfg = cfg.model_copy(
+        update={"node_groups": cfg.node_groups.model_copy(update={"gpu": [larger]})}
+    )
+    index, job = next(
+        (i, j) for i, j in enumerate(cfg.training_jobs) if j.name == "ddp-l4-nodegroup"
+    )
+    set_interval = job.checkpoint.model_copy(update={"interval_seconds": 1234})
+    job = job.model_copy(update={"checkpoint": set_interval})
+    facts = build(cfg)
+    team = facts.teams[job.team]
+    jf = job_facts(cfg, index, job, team, sources=facts.sources, provisioners=facts.provisioners)
+    assert jf.resources.instance_type == "g6.2xlarge"
+    assert jf.resources == resources.job_resources(cfg, job)
+    assert jf.checkpoint_interval_s == 1234.0
+    assert jf.planned_waste == checkpointing.wasted_fraction(
+        1234.0,
+        job.checkpoint.blocking,
+        job.checkpoint.mtbf_seconds,
+        job.checkpoint.restart_seconds,
+    )
+
+
+def test_a_jobs_facts_name_the_provisioners_of_its_flavors() -> None:
+    by_name = {jf.job.name: jf for jf in _dev().jobs}
+    assert by_name["ddp-l4-nodegroup"].provisioners == frozenset({"node-group"})
+    assert by_name["ddp-smoke"].provisioners == frozenset({"karpenter"})
 
 
 def test_judge_keeps_each_jobs_quota_problems_and_check_raises_them_all() -> None:

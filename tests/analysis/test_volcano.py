@@ -458,3 +458,79 @@ def test_quantities_put_memory_in_gib() -> None:
         "memory": "24Gi",
         GPU: "2",
     }
+
+
+def test_a_queue_without_guarantee_is_refused_in_words_that_depend_on_enqueue() -> None:
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+
+    cfg = _cfg(without)
+    assert cfg.scheduling.volcano_enqueue
+    assert volcano.check_queues(cfg) == [
+        Problem(
+            "teams[1].volcano.guarantee",
+            "none",
+            "nominal: with Volcano's enqueue action (scheduling.volcanoEnqueue) a queue without "
+            "a guarantee admits no PodGroup until its GPUs exist, so a Volcano job on a pool "
+            "that scales from zero never gets a pod",
+        )
+    ]
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        without(values)
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    assert volcano.check_queues(_cfg(no_enqueue)) == [
+        Problem(
+            "teams[1].volcano.guarantee",
+            "none",
+            "nominal: a queue without a guarantee deserves only what exceeds the other queues' "
+            "guarantees, so its gangs are never placed",
+        )
+    ]
+
+
+def test_a_namespace_limit_under_the_guarantee_names_the_limit_and_the_quota() -> None:
+    def small_limits(values: dict[str, Any]) -> None:
+        values["teams"][0]["limits"]["cpu"] = 20
+
+    cfg = _cfg(small_limits)
+    wanted = volcano.queue_guarantee(cfg.teams[0])["cpu"]
+    assert wanted > 20
+    assert volcano.check_queues(cfg) == [
+        Problem(
+            "teams[0].limits.cpu",
+            20,
+            f"at least the nominal quota's {wanted:g} (the Volcano queue's guarantee and "
+            "deserved; Volcano rejects deserved over capability)",
+        )
+    ]
+
+
+def test_the_nccl_tests_guarantee_comes_before_a_queue_without_one() -> None:
+    """Without a guarantee a queue deserves what exceeds every other guarantee, the validation
+    queue's for the NCCL test (its 2 nodes x 1 GPU on dev) included: a 7-GPU gang deserves
+    7 - (3 of the team queues + 2 of the NCCL test) = 2 GPUs, in the refusal's own words."""
+    from dataclasses import replace
+
+    from components.analysis.willrun import _volcano_admission
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(no_enqueue)
+    facts = build(cfg)
+    assert facts.nccl_host is not None
+    assert volcano.total_guarantee(cfg, facts.nccl_host)[GPU] == 5
+    assert volcano.total_guarantee(cfg, None)[GPU] == 3
+    path = volcano.admission(cfg, cfg.teams[1], {GPU: 7}, facts.nccl_host)
+    assert path.blockers == (
+        "Volcano's allocate (proportion) never places the gang: once its nodes exist queue "
+        "applied deserves nvidia.com/gpu 7 > 2 (every other queue's guarantee comes first)",
+    )
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    seven = replace(jf, job=jf.job.model_copy(update={"nodes": 7}))
+    admission, _ = _volcano_admission(facts, seven)
+    (blocker,) = admission.path.blockers
+    assert "; nvidia.com/gpu 7 > 2 (every other queue's guarantee comes first)" in blocker
