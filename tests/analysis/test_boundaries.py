@@ -31,8 +31,10 @@ from components.analysis import (
     efa_placement,
     memory,
     nccl,
+    nodes,
     readiness,
     resources,
+    storage,
     volcano,
 )
 from components.analysis.capacity import gpu_capacity
@@ -51,6 +53,7 @@ from components.analysis.quota import (
 from components.analysis.resources import JobResources, efa_on, resources_on
 from components.analysis.willrun import (
     Awaits,
+    Claim,
     Gang,
     KueueAdmission,
     Memory,
@@ -61,10 +64,12 @@ from components.analysis.willrun import (
     Verdict,
     VolcanoAdmission,
     Zone,
+    _kueue_admission,
     _memory,
     _mixed_provisioners,
     _namespace_limits,
     _nccl_problems,
+    _placement,
     _ready,
     _scale_and_gang,
     _smoke_verdicts,
@@ -72,6 +77,7 @@ from components.analysis.willrun import (
     _zone,
     scale_up_path,
     scattered,
+    scattered_text,
     training_verdict,
     validation_verdicts,
     verdicts,
@@ -330,6 +336,101 @@ def test_team_names_and_namespaces_are_unique() -> None:
     assert check_teams(cfg, _dev().capacity) == []
 
 
+def test_a_repeated_team_name_is_named_with_its_value() -> None:
+    cfg = _dev().cfg
+    first, second = cfg.teams[0], cfg.teams[1]
+    clash = second.model_copy(update={"name": first.name})
+    found = check_teams(cfg.model_copy(update={"teams": [first, clash]}), _dev().capacity)
+    assert found == [
+        Problem("teams[1].name", first.name, "a unique name (teams[0] already uses it)")
+    ]
+
+
+def test_a_quota_entry_of_an_unknown_class_names_the_class_and_every_class_provided() -> None:
+    cfg = _teams_cfg([_entry(1), _entry(1, gpuClass="h100-x8")])
+    found = check_teams(cfg, {FLAVOR: 4, ("l4-x1", "spot"): 1})
+    assert found == [
+        Problem(
+            "teams[0].quota[1].gpuClass",
+            "h100-x8",
+            "a GPU class the pools provide (a10g-x1, l4-x1)",
+        )
+    ]
+
+
+def test_a_refused_quota_entry_does_not_end_the_teams_check() -> None:
+    """Each entry is judged on its own: an unknown class or capacity type is named and the
+    entries after it are still checked (here: one over the capacity)."""
+    capacity = {FLAVOR: 4}
+    cfg = _teams_cfg([_entry(1, gpuClass="h100-x8"), _entry(1, capacity="spot"), _entry(5)])
+    found = check_teams(cfg, capacity)
+    assert [p.key for p in found] == [
+        "teams[0].quota[0].gpuClass",
+        "teams[0].quota[1].capacityType",
+        "teams[0].quota[2].gpus",
+    ]
+
+
+def test_a_job_over_the_pools_and_every_quota_names_its_nodes_and_each_flavors_reach() -> None:
+    """Both refusals carry the job's `nodes` (the value to change) and the second one names
+    every flavor the job may use, in the job's order (spot first for `either`)."""
+    team = _team([_entry(1, borrowingLimitGpus=0)], gpus=16)
+    job = _job(nodes=2, capacity="either")
+    assert job_quota_problems("trainingJobs[3]", job, team, {FLAVOR: 1}, POD) == [
+        Problem(
+            "trainingJobs[3].nodes",
+            2,
+            "nodes x GPUs = 2 is over the 1 GPUs the a10g-x1 spot/on-demand pools provide",
+        ),
+        Problem(
+            "trainingJobs[3].nodes",
+            2,
+            "the job (2 GPUs, 2 CPU, 2 GiB) fits no quota of team team0 (no quota for "
+            "a10g-x1-spot; a10g-x1-on-demand: 1 GPUs, 64 CPU, 256 GiB with borrowing)",
+        ),
+    ]
+
+
+def test_a_flavor_without_a_quota_entry_does_not_end_the_search() -> None:
+    """`either` tries spot first: no spot entry is skipped, and the on-demand one still fits."""
+    team = _team([_entry(2, borrowingLimitGpus=0)], gpus=16)
+    job = _job(nodes=2, capacity="either")
+    assert job.capacity_types == ("spot", "on-demand")
+    assert job_quota_problems("k", job, team, {FLAVOR: 8}, POD) == []
+
+
+def test_a_flavor_no_pool_provides_has_no_capacity_to_borrow_or_run_on() -> None:
+    """A flavor missing from the capacity counts 0 GPUs: a one-GPU job is over the pools, and a
+    borrow-only entry with unbounded borrowing reaches nothing there."""
+    team = _team([_entry(0)], gpus=16)
+    job = _job(nodes=1)
+    assert job_quota_problems("k", job, team, {}, POD) == [
+        Problem(
+            "k.nodes", 1, "nodes x GPUs = 1 is over the 0 GPUs the a10g-x1 on-demand pools provide"
+        ),
+        Problem(
+            "k.nodes",
+            1,
+            "the job (1 GPUs, 1 CPU, 1 GiB) fits no quota of team team0 "
+            "(a10g-x1-on-demand: 0 GPUs, CPU and memory unbounded with borrowing)",
+        ),
+    ]
+
+
+def test_an_unqueued_source_is_told_every_way_out() -> None:
+    source = replace(_source("karpenter", {"g6.xlarge": NODE}), key="karpenter.pools[4]")
+    assert check_reachable_sources([source]) == [
+        Problem(
+            "karpenter.pools[4].unqueuedReason",
+            None,
+            "src serves l4-x1 on-demand, which no team's quota lists, so no ClusterQueue offers "
+            "flavor l4-x1-on-demand and no queued job can land there: add a quota entry for it "
+            "to a team, remove the source, or say here what it is for",
+        )
+    ]
+    assert check_reachable_sources([replace(source, unqueued_reason="validation only")]) == []
+
+
 # --- capacity.py ---------------------------------------------------------------------------------
 
 
@@ -462,6 +563,15 @@ def test_toleration_matching(toleration: dict[str, str], tolerated: bool) -> Non
     assert tolerates(TAINT, ()) is False
 
 
+def test_a_toleration_of_another_effect_does_not_stop_the_search() -> None:
+    """A toleration whose key matches but whose effect does not is skipped, not the end of the
+    list: one further on may still tolerate the taint."""
+    other_effect = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoExecute"}
+    match = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoSchedule"}
+    assert tolerates(TAINT, (other_effect, match)) is True
+    assert tolerates(TAINT, (other_effect,)) is False
+
+
 # --- resources.py and placement.py ---------------------------------------------------------------
 
 
@@ -511,6 +621,148 @@ def test_efa_is_requested_from_two_nodes_on_a_type_with_efa() -> None:
     assert efa_on(_job(nodes=1, efaDevices=1), 0) is True
     assert efa_on(_job(nodes=2, efa=False), 4) is False
     assert efa_on(_job(nodes=1, efa=True), 0) is True
+
+
+def test_the_node_affinity_a_pod_template_gets_word_for_word() -> None:
+    """Required: the class, the capacity types and (a fleet job) the regions; `either` also
+    prefers spot. What the API server reads, so every key and value is pinned."""
+    from components.analysis.placement import node_affinity
+
+    job = _job(capacity="either", regions=["us-east-1", "us-west-2"])
+    assert node_affinity(job) == {
+        "requiredDuringSchedulingIgnoredDuringExecution": {
+            "nodeSelectorTerms": [
+                {
+                    "matchExpressions": [
+                        {
+                            "key": "gpu-platform.io/gpu-class",
+                            "operator": "In",
+                            "values": ["a10g-x1"],
+                        },
+                        {
+                            "key": "gpu-platform.io/capacity-type",
+                            "operator": "In",
+                            "values": ["spot", "on-demand"],
+                        },
+                        {
+                            "key": "topology.kubernetes.io/region",
+                            "operator": "In",
+                            "values": ["us-east-1", "us-west-2"],
+                        },
+                    ]
+                }
+            ]
+        },
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "weight": 100,
+                "preference": {
+                    "matchExpressions": [
+                        {
+                            "key": "gpu-platform.io/capacity-type",
+                            "operator": "In",
+                            "values": ["spot"],
+                        }
+                    ]
+                },
+            }
+        ],
+    }
+    # One capacity type and no regions: neither the preference nor the region term.
+    plain = node_affinity(_job(capacity="spot"))
+    assert list(plain) == ["requiredDuringSchedulingIgnoredDuringExecution"]
+    (term,) = plain["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    assert [e["key"] for e in term["matchExpressions"]] == [
+        "gpu-platform.io/gpu-class",
+        "gpu-platform.io/capacity-type",
+    ]
+
+
+def test_a_single_zone_job_is_pinned_to_the_fsx_subnet_else_the_first_zone() -> None:
+    from components.analysis.placement import zone_pin_index
+
+    cfg = _dev().cfg
+    job = _job(nodes=2)
+
+    def with_rwx(kind: str, index: int | None) -> stack_config.StackConfig:
+        rwx = cfg.storage.rwx.model_copy(update={"type": kind, "subnet_index": index})
+        return cfg.model_copy(update={"storage": cfg.storage.model_copy(update={"rwx": rwx})})
+
+    assert zone_pin_index(with_rwx("fsx", 1), job, 1) == 1
+    assert zone_pin_index(with_rwx("efs", None), job, 1) == 0  # EFS spans every zone
+    assert zone_pin_index(with_rwx("fsx", 1), _job(nodes=1), 1) is None  # may span zones
+
+
+_REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+
+
+@pytest.mark.parametrize(
+    "affinity",
+    [
+        {},
+        {"nodeAffinity": {}},
+        {"nodeAffinity": {_REQUIRED: {}}},
+        {"nodeAffinity": {_REQUIRED: {"nodeSelectorTerms": [{}]}}},
+    ],
+)
+def test_a_pod_without_node_affinity_reads_back_as_requiring_nothing(
+    affinity: dict[str, Any],
+) -> None:
+    from components.analysis.placement import placement_of
+
+    where = placement_of(affinity, [])
+    assert (where.required, where.tolerations, where.single_zone) == ({}, (), False)
+
+
+def test_an_efa_gang_keeps_to_the_zone_of_its_own_pods() -> None:
+    """The single-zone term selects the job's own pods by the training-job label."""
+    from components.analysis.placement import pod_affinity
+
+    job = _job(nodes=2)
+    assert pod_affinity(job, 1)["podAffinity"] == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {
+                "labelSelector": {"matchLabels": {"gpu-platform.io/training-job": "edge"}},
+                "topologyKey": "topology.kubernetes.io/zone",
+            }
+        ]
+    }
+    assert "podAffinity" not in pod_affinity(job, 0)
+
+
+def test_the_nccl_host_needs_validation_and_its_nccl_test_both_on() -> None:
+    facts = _dev()
+    assert nccl.nccl_host(facts.cfg, facts.sources) is not None
+    validation = facts.cfg.validation
+    for off in ({"enabled": False}, {"nccl_test": False}):
+        cfg = facts.cfg.model_copy(update={"validation": validation.model_copy(update=off)})
+        assert nccl.nccl_host(cfg, facts.sources) is None, off
+
+
+def test_the_single_zone_term_word_for_word() -> None:
+    from components.analysis.placement import single_zone_affinity
+
+    selector = {"matchLabels": {"job": "edge"}}
+    assert single_zone_affinity(selector) == {
+        "requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": selector, "topologyKey": "topology.kubernetes.io/zone"}
+        ]
+    }
+
+
+def test_each_pod_template_gets_its_own_copy_of_the_affinity_and_tolerations() -> None:
+    """A template that changes its affinity (however deep) or tolerations changes no other
+    template's, nor the Placement they came from."""
+    where = _jf().placement
+    assert where.affinity
+    first = where.pod_affinity()
+    assert first == dict(where.affinity)
+    first["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] = "changed"
+    assert where.pod_affinity() == dict(where.affinity) != first
+    tolerations = where.pod_tolerations()
+    assert tolerations == [dict(t) for t in where.tolerations] != []
+    tolerations[0]["key"] = "changed"
+    assert where.pod_tolerations()[0]["key"] != "changed"
 
 
 def test_a_job_is_kept_in_one_zone_from_two_nodes_over_efa() -> None:
@@ -625,6 +877,249 @@ def _placed(jf: JobFacts) -> Placed:
     return Placed(jf.fit.candidates, jf.fit.fitting, jf.resources.efa_devices)
 
 
+# --- willrun.py: each refusal in the words the report prints --------------------------------
+# The rules above are pinned at their edges; these pin what a refusal says — the key path, the
+# value to change and the allowed text, which names the sources and figures involved.
+
+
+def _job_of(jf: JobFacts, **changes: Any) -> JobFacts:
+    return replace(jf, job=jf.job.model_copy(update=changes))
+
+
+def test_a_gang_over_the_namespace_limit_is_refused_at_its_nodes_count() -> None:
+    jf = _with_limits(_jf(), cpu=10)
+    assert _namespace_limits(jf, {"cpu": 5.5, "memory": 1.0}) == [
+        Problem(
+            f"{jf.key}.nodes",
+            2,
+            "the gang requests 11 CPU, over team research's namespace limit of 10 (ResourceQuota)",
+        )
+    ]
+
+
+def test_sources_that_bring_no_node_are_each_named_with_their_limit() -> None:
+    jf = _jf()
+    (source,) = jf.fit.fitting
+    a = replace(_sized(source, 0), name="a", key="karpenter.pools[0]", limit_text="limits.gpus 0")
+    b = replace(a, name="b", key="nodeGroups.gpu[1]", limit_text="desiredSize 0, fixed")
+    _, found = _scale_and_gang(jf, [a, b])
+    assert found == [
+        Problem(
+            f"{jf.key}.gpuClass",
+            "a10g-x1",
+            "nothing brings a node: a (karpenter.pools[0]) limits.gpus 0, b (nodeGroups.gpu[1]) "
+            "desiredSize 0, fixed; give the class a Karpenter pool or a managed group with "
+            "desiredSize > 0",
+        )
+    ]
+
+
+def test_a_gang_over_what_its_sources_reach_names_each_ones_scale_up() -> None:
+    jf = _jf()
+    (source,) = jf.fit.fitting
+    a = replace(_sized(source, 1), name="a", limit_text="limits.gpus 1", scale_up_seconds=250)
+    b = replace(a, name="b", max_nodes=0, limit_text="limits.gpus 0")
+    _, found = _scale_and_gang(jf, [a, b])
+    assert found == [
+        Problem(
+            f"{jf.key}.nodes",
+            2,
+            "a gang of 2 pods needs 2 nodes at once; the a10g-x1 sources reach at most 1 "
+            "(Karpenter NodePool `a` launches nodes, ≈ 250 s, up to 1 nodes (limits.gpus 1); "
+            "Karpenter NodePool `b` launches nodes, ≈ 250 s, up to 0 nodes (limits.gpus 0))",
+        )
+    ]
+
+
+def test_model_states_over_a_gpu_name_the_parameters_mode_and_gpu() -> None:
+    jf = _job_of(_jf(), model_parameters=7_000_000_000)
+    _, found = _memory(replace(jf, model_state_gib=100.0))
+    assert found == [
+        Problem(
+            f"{jf.key}.modelParameters",
+            7_000_000_000,
+            "ddp: parameters + gradients + optimizer state need 100.0 GiB per rank, over the "
+            "22.3516 GiB of a a10g GPU (before activations); shard (fsdp, ZeRO-3), offload, or "
+            "add ranks",
+        )
+    ]
+
+
+def test_a_shared_checkpoint_claim_not_read_write_many_names_claim_and_mode() -> None:
+    jf = _jf()
+    claim, found = _storage(_dev(), jf, "ReadWriteOnce")
+    rwx = _dev().cfg.storage.rwx.type
+    assert claim == Claim(
+        "team-research", "research-checkpoints", "ReadWriteOnce", storage.RWX_STORAGE_CLASS[rwx]
+    )
+    assert found == [
+        Problem(
+            f"{jf.key}.checkpoint.volume",
+            True,
+            "pods on 2 nodes share research-checkpoints, which is ReadWriteOnce: it must be "
+            "ReadWriteMany",
+        )
+    ]
+
+
+def _fit(candidates: tuple[NodeSource, ...], **misses: str | None) -> Any:
+    from components.analysis.fit import SourceFit
+
+    return SourceFit(candidates, {s.name: misses.get(s.name) for s in candidates})
+
+
+def test_a_pod_no_source_admits_names_the_affinity_it_asked_for() -> None:
+    jf = _jf()
+    where = replace(jf.placement, required={"b": ("x", "y"), "a": ("z",)})
+    placed, found = _placement(jf, where=where, fit=_fit(()))
+    assert found == [
+        Problem(
+            f"{jf.key}.gpuClass",
+            "a10g-x1",
+            "no node source matches the pod's node affinity (a in z, b in x/y) and taints",
+        )
+    ]
+    assert placed == Placed((), (), 0)
+
+
+def test_a_pod_that_fits_no_candidate_names_each_ones_miss() -> None:
+    jf = _jf()
+    one, two = (replace(_source("karpenter", {"g6.xlarge": NODE}), name=n) for n in "ab")
+    fit = _fit((one, two), a="cpu 3 > 2 on g6.xlarge", b="memory 9 > 8 on g6.xlarge")
+    placed, found = _placement(jf, where=jf.placement, fit=fit)
+    assert found == [
+        Problem(
+            f"{jf.key}.gpuClass",
+            "a10g-x1",
+            "the pod fits no matching node source: a: cpu 3 > 2 on g6.xlarge; "
+            "b: memory 9 > 8 on g6.xlarge",
+        )
+    ]
+    assert (placed.candidates, placed.fitting) == ((one, two), ())
+
+
+def test_efa_asked_of_sources_without_enough_devices_is_refused_at_efa() -> None:
+    """NODE offers 2 EFA devices: a pod asking for 3 is short of EFA on every candidate (the
+    refusal names `efa`), one asking for 2 misses something else (it names the class)."""
+    jf = _job_of(_jf(), efa=True)
+    source = replace(_source("karpenter", {"g6.xlarge": NODE}), name="a")
+    fit = _fit((source,), a="vpc.amazonaws.com/efa 3 > 2 on g6.xlarge")
+    asking = replace(jf, resources=replace(jf.resources, efa_devices=3))
+    placed, found = _placement(asking, where=jf.placement, fit=fit)
+    assert found == [
+        Problem(
+            f"{jf.key}.efa",
+            True,
+            "EFA requested (3 per pod) but no matching node source provides EFA devices (only "
+            "managed groups and Karpenter pools of EFA-capable types do): a: "
+            "vpc.amazonaws.com/efa 3 > 2 on g6.xlarge",
+        )
+    ]
+    assert placed.efa_devices == 3
+    enough = replace(jf, resources=replace(jf.resources, efa_devices=2))
+    _, (problem,) = _placement(enough, where=jf.placement, fit=_fit((source,), a="cpu"))
+    assert (problem.key, problem.value) == (f"{jf.key}.gpuClass", "a10g-x1")
+
+
+def test_pods_outside_kueue_both_provisioners_serve_name_every_source() -> None:
+    jf = _job_of(_jf(), scheduler="volcano")
+    pools = [replace(_source("karpenter", {"g6.xlarge": NODE}), name=n) for n in ("p1", "p2")]
+    groups = [replace(_source("managed", {"g6.xlarge": NODE}), name=n) for n in ("g1", "g2")]
+    assert _mixed_provisioners(jf, [*pools, *groups]) == [
+        Problem(
+            f"{jf.key}.capacity",
+            jf.job.capacity,
+            "capacity one provisioner serves: the pods match managed node groups (g1, g2) and "
+            "Karpenter NodePools (p1, p2); the cluster-autoscaler and Karpenter would each "
+            "bring a node for the same pending pod (or queue it with Kueue: each flavor selects "
+            "one)",
+        )
+    ]
+
+
+def test_resources_kueue_neither_covers_nor_excludes_are_named_with_the_queues_cover() -> None:
+    facts, jf = _dev(), _job_of(_jf(), efa=True)
+    requests = {"cpu": 1.0, "example.com/a": 1.0, catalog.EFA_RESOURCE: 1.0}
+    _, found = _kueue_admission(
+        facts, jf, requests=requests, over_quota=False, covered=("cpu", "memory"), excluded=()
+    )
+    assert found == [
+        Problem(
+            f"{jf.key}.efa",
+            True,
+            "Kueue would keep the job pending: it requests example.com/a, "
+            f"{catalog.EFA_RESOURCE}, which ClusterQueue research does not cover (cpu, memory) "
+            "and the Kueue config does not exclude (resources.excludeResourcePrefixes)",
+        )
+    ]
+    # Without EFA among them the refusal is the job's own.
+    _, (problem,) = _kueue_admission(
+        facts, jf, requests={"example.com/a": 1.0}, over_quota=False, covered=(), excluded=()
+    )
+    assert problem.key == jf.key
+
+
+def _efa(jf: JobFacts, pin: int | None, efa: int = 1) -> JobFacts:
+    return replace(jf, zone_pin=pin, resources=replace(jf.resources, efa_devices=efa))
+
+
+SPREAD = (
+    "a multi-node EFA job must keep its pods in one availability zone (EFA does not cross "
+    "zones); the pod template does not confine them"
+)
+
+
+def test_pods_not_confined_to_one_zone_are_refused_when_pinned_or_multi_node_efa() -> None:
+    jf = _job_of(_jf(), zones="any")
+    assert jf.job.nodes == 2
+    spread = replace(jf.placement, single_zone=False)
+    placed = _placed(jf)
+    # Pinned to a zone (EFA or not, one node or two), or EFA over two nodes: one refusal.
+    for case in (_efa(jf, 0, efa=0), _efa(_job_of(jf, nodes=1), 0), _efa(jf, None)):
+        _, found = _zone(_dev(), case, where=spread, placed=placed)
+        assert found == [Problem(f"{jf.key}.zones", "any", SPREAD)], case
+    # EFA on one node, or two nodes over TCP: nothing to keep together.
+    for case in (_efa(_job_of(jf, nodes=1), None), _efa(jf, None, efa=0)):
+        assert _zone(_dev(), case, where=spread, placed=placed)[1] == []
+
+
+def test_the_zone_record_says_whether_pinned_and_which_sources_carry_efa() -> None:
+    jf = _jf()
+    group = replace(_source("managed", {"g6.xlarge": NODE}), name="fits")
+    other = replace(group, name="admits only")
+    placed = Placed((group, other), (group,), 1)
+    where = replace(jf.placement, single_zone=True)
+    zone, _ = _zone(_dev(), _efa(jf, 0), where=where, placed=placed)
+    assert (zone.single, zone.pin, zone.efa_sources, zone.efa) == (True, 0, (group,), True)
+    # Nothing fits: the candidates are the sources the EFA job would land on.
+    zone, _ = _zone(_dev(), _efa(jf, 0), where=where, placed=replace(placed, fitting=()))
+    assert zone.efa_sources == (group, other)
+    # Not pinned, or pinned over TCP: no EFA sources.
+    zone, _ = _zone(_dev(), _efa(jf, None), where=where, placed=placed)
+    assert (zone.single, zone.efa_sources) == (False, ())
+    assert _zone(_dev(), _efa(jf, 0, efa=0), where=where, placed=placed)[0].efa_sources == ()
+
+
+def test_a_gang_kept_in_one_zone_names_each_scattered_group_and_the_fix() -> None:
+    jf = _job_of(_jf(), zones="single")
+    group = replace(
+        _source("managed", {"g6.xlarge": NODE}), name="ng-x", key="nodeGroups.gpu[0]", zones=2
+    )
+    where = replace(jf.placement, single_zone=True)
+    _, found = _zone(_dev(), jf, where=where, placed=replace(_placed(jf), fitting=(group,)))
+    assert found == [
+        Problem(
+            f"{jf.key}.zones",
+            "single",
+            "`any` (a TCP job) or node sources confined to one zone: the 2 pods must share one "
+            "zone, but node group `ng-x` (nodeGroups.gpu[0]) spans 2 zones: the "
+            "cluster-autoscaler sizes the gang in its Auto Scaling group's first zone while the "
+            "group spreads the new nodes across all of them, so pods whose node lands in another "
+            "zone stay Pending; confine the group to one zone with nodeGroups.gpu[0].zoneIndex",
+        )
+    ]
+
+
 # --- willrun.py and readiness.py: waitForPodsReady ------------------------------------------
 
 
@@ -643,6 +1138,24 @@ def test_a_job_ready_in_exactly_the_timeout_passes_one_second_longer_fails() -> 
     assert _ready(with_timeout(1), jf, ()) == (None, [])
     volcano_jf = replace(jf, job=jf.job.model_copy(update={"scheduler": "volcano"}))
     assert _ready(with_timeout(1), volcano_jf, jf.fit.fitting) == (None, [])
+
+
+def test_a_job_not_ready_within_the_timeout_names_its_image_size_and_both_fixes() -> None:
+    facts = _dev()
+    jf = _job_of(_jf(), image_size_gib=200.0)
+    slow = replace(facts, pods_ready=replace(facts.pods_ready, timeout="60s"))
+    ready, found = _ready(slow, jf, jf.fit.fitting)
+    assert ready is not None
+    assert found == [
+        Problem(
+            f"{jf.key}.imageSizeGib",
+            200.0,
+            "an image Ready within the platform's waitForPodsReady.timeout (60s): "
+            f"{ready.slowest.text()}, so Kueue would evict and requeue the job on every start "
+            "that takes that long (raise the platform's training.imageSizeGib, which the "
+            "timeout is derived from, or its scheduling.waitForPodsReady.timeout)",
+        )
+    ]
 
 
 def _ready_cfg(**ready: str) -> stack_config.StackConfig:
@@ -669,6 +1182,22 @@ def test_a_configured_timeout_of_exactly_the_required_figure_passes_one_second_l
     assert readiness.check_pods_ready(_ready_cfg(**{field: "0s"}), sources) == []
 
 
+def test_a_short_timeout_is_told_the_longest_path_or_that_there_is_none() -> None:
+    facts = _dev()
+    figures = readiness.pods_ready(facts.cfg, facts.sources)
+    assert figures.longest is not None
+    (problem,) = readiness.check_pods_ready(_ready_cfg(timeout="60s"), facts.sources)
+    assert problem.allowed == (
+        f"at least 19m (unset derives it): the longest path from admission to Ready pods is "
+        f"{figures.longest.text()}; a shorter timeout evicts and requeues workloads whose "
+        "nodes are still coming"
+    )
+    # No GPU source: no path at all (the margin alone is required), and the message says so.
+    assert readiness.pods_ready(facts.cfg, ()).required_s > 60
+    (problem,) = readiness.check_pods_ready(_ready_cfg(timeout="60s"), ())
+    assert "the longest path from admission to Ready pods is none; " in problem.allowed
+
+
 def test_an_autoscaler_give_up_time_of_exactly_the_launch_passes_one_second_less_fails() -> None:
     facts = _dev()
     slowest = max(
@@ -686,9 +1215,10 @@ def test_an_autoscaler_give_up_time_of_exactly_the_launch_passes_one_second_less
     found = readiness.check_pods_ready(with_give_up(launch - 1), facts.sources)
     (problem,) = [p for p in found if p.key == "clusterAutoscaler.maxNodeProvisionTime"]
     assert problem.value == f"{launch - 1}s"
-    assert problem.allowed.startswith(
+    assert problem.allowed == (
         f"at least {readiness.minutes(launch)}: a {slowest.instance_types[0]} node of "
-        f"{slowest.name} takes about {launch} s to become Ready"
+        f"{slowest.name} takes about {launch} s to become Ready (planning figure, "
+        "catalog.NODE_LAUNCH_SECONDS), and the autoscaler would count it failed"
     )
     # Only the groups the autoscaler resizes count: Karpenter's pools have no such give-up.
     pools = [s for s in facts.sources if s.scaler != "autoscaler"]
@@ -721,6 +1251,81 @@ def test_a_providers_bound_is_never_below_its_own_launch_time() -> None:
     assert readiness.provision_bound_s(facts.cfg, fixed) == (0, "fixed group (nodes exist)")
 
 
+def test_an_autoscaled_groups_bound_is_the_scan_and_its_provision_time() -> None:
+    facts = _dev()
+    (group,) = [s for s in facts.sources if s.scaler == "autoscaler"]
+    bound, what = readiness.provision_bound_s(facts.cfg, group)
+    assert what == "cluster-autoscaler scan + maxNodeProvisionTime"
+    assert bound == readiness.AUTOSCALER_SCAN_SECONDS + readiness.duration_s(
+        facts.cfg.cluster_autoscaler.max_node_provision_time
+    )
+
+
+def _prod_cfg(**gpu_node_class: Any) -> stack_config.StackConfig:
+    values = stack_values("prod")
+    node_class = values["gpu-platform:karpenter"].setdefault("gpuNodeClass", {})
+    node_class.update(gpu_node_class)
+    return _parse(values)
+
+
+def test_a_managed_group_pulls_onto_its_own_root_volume() -> None:
+    """Prod's ng-h100-od has a 1000 MiB/s root, the L40S groups the default: each pulls with
+    containerd's default onto its own; a name no group has falls back to the default pull."""
+    cfg = _prod_cfg()
+    disks = {g.name: g.disk_throughput_mibps for g in cfg.node_groups.gpu}
+    assert disks["ng-h100-od"] == 1000 != disks["ng-l40s-spot"]
+    spot_disk = disks["ng-l40s-spot"]
+    assert readiness.pull_rate(cfg, "managed", "ng-l40s-spot", "g6e.xlarge") == (
+        readiness.PullRate(min(readiness.PULL_MIBPS, spot_disk), f"gp3 {spot_disk} MiB/s", False)
+    )
+    assert readiness.pull_rate(cfg, "managed", "ng-h100-od", "p5.48xlarge") == (
+        readiness.PullRate(readiness.PULL_MIBPS, "gp3 1000 MiB/s", False)
+    )
+    pull = readiness.PULL_MIBPS
+    assert readiness.pull_rate(cfg, "managed", "no-such-group", "g6e.xlarge") == (
+        readiness.PullRate(pull, f"gp3 {pull} MiB/s", False)
+    )
+
+
+def test_soci_pulls_in_parallel_from_four_vcpus_onto_the_gp3_root_without_raid0() -> None:
+    cfg = _prod_cfg(instanceStoreRaid0=False, diskThroughputMibps=1000)
+    parallel = readiness.PullRate(readiness.PARALLEL_PULL_MIBPS, "gp3 1000 MiB/s", True)
+    assert catalog.instance("g6.xlarge").vcpu == 4
+    assert readiness.pull_rate(cfg, "karpenter", "kp-l4-spot", "g6.xlarge") == parallel
+    assert catalog.instance("m6i.large").vcpu == 2
+    assert readiness.pull_rate(cfg, "karpenter", "", "m6i.large") == (
+        readiness.PullRate(readiness.PULL_MIBPS, "gp3 1000 MiB/s", False)
+    )
+
+
+def test_a_sources_ready_path_is_its_slowest_types_pull() -> None:
+    """With RAID0 a type with NVMe (g6.xlarge) pulls at SOCI's rate, one without (c6i.2xlarge)
+    at the gp3 root's 125 MiB/s: the path is the slowest type's pull, whatever the names'
+    order; a managed group's types pull onto its own root."""
+    cfg = _prod_cfg(instanceStoreRaid0=True, diskThroughputMibps=125)
+    facts = build(cfg)
+    (pool,) = [s for s in facts.sources if s.name == "kp-l4-spot"]
+    both = replace(pool, allocatable={"g6.xlarge": NODE, "c6i.2xlarge": NODE})
+    fast, slow = (readiness.pull_rate(cfg, "karpenter", pool.name, t) for t in both.allocatable)
+    assert (fast.mibps, slow.mibps) == (readiness.PARALLEL_PULL_MIBPS, 125)
+    bound, what = readiness.provision_bound_s(cfg, pool)
+    assert readiness.ready_path(cfg, both, 100.0) == readiness.ReadyPath(
+        "kp-l4-spot", bound, what, round(100.0 * 1024 / 125), "c6i.2xlarge", 100.0
+    )
+    # A managed group's root at gp3's 125 MiB/s baseline, below containerd's default pull.
+    (group,) = [s for s in facts.sources if s.name == "ng-h100-od"]
+    slow_root = [
+        g.model_copy(update={"disk_throughput_mibps": 125}) if g.name == group.name else g
+        for g in cfg.node_groups.gpu
+    ]
+    cfg = cfg.model_copy(
+        update={"node_groups": cfg.node_groups.model_copy(update={"gpu": slow_root})}
+    )
+    path = readiness.ready_path(cfg, group, 100.0)
+    assert (path.source, path.instance_type) == ("ng-h100-od", "p5.48xlarge")
+    assert path.pull_s == round(100.0 * 1024 / 125)
+
+
 # --- willrun.py: validation workloads ------------------------------------------------------------
 
 
@@ -749,6 +1354,130 @@ def test_the_nccl_test_needs_exactly_its_nodes_from_its_pool() -> None:
     assert f"the NCCL test needs {nodes} nodes of {pool.name} at once; it can hold " in (
         problem.allowed
     )
+
+
+def _nccl_setup(override: float | None = 2.0) -> tuple[Any, Any, NodeSource]:
+    """Dev's NCCL pool (kp-a10g-od: g5 types, no EFA, 2 nodes), its threshold override set."""
+    cfg = _dev().cfg
+    nccl_cfg = cfg.validation.nccl.model_copy(update={"min_bus_bandwidth_gbps": override})
+    cfg = cfg.model_copy(
+        update={"validation": cfg.validation.model_copy(update={"nccl": nccl_cfg})}
+    )
+    pool = cfg.nccl_pool()
+    (source,) = [s for s in build(cfg).sources if s.name == pool.name]
+    return cfg, pool, source
+
+
+def test_an_nccl_host_type_without_a_published_figure_needs_a_threshold() -> None:
+    cfg, pool, source = _nccl_setup(override=None)
+    host, found = _nccl_problems(cfg, pool, source)
+    assert host is not None and host.instance_type == "g5.xlarge"
+    assert found == [
+        Problem(
+            "validation.nccl.minBusBandwidthGbps",
+            None,
+            "a threshold in GB/s: the catalog has no published all-reduce figure for "
+            "g5.xlarge (pool kp-a10g-od, the type its pods land on)",
+        )
+    ]
+    # A type with a published figure needs none.
+    p5 = replace(source, allocatable={"p5.48xlarge": nodes.allocatable("p5.48xlarge", efa=False)})
+    assert _nccl_problems(cfg, pool, p5)[1] == []
+
+
+def test_an_nccl_pool_whose_types_hold_no_test_pod_names_each_types_allocatable() -> None:
+    cfg, pool, source = _nccl_setup()
+    small = Allocatable(cpu=1.0, memory_gib=4, gpus=1, efa=0)
+    smaller = Allocatable(cpu=0.5, memory_gib=2, gpus=1, efa=0)
+    tiny = replace(source, allocatable={"g5.xlarge": small, "g5.2xlarge": smaller})
+    host, found = _nccl_problems(cfg, pool, tiny)
+    assert host is None
+    assert found == [
+        Problem(
+            "validation.nccl.pool",
+            "kp-a10g-od",
+            "a GPU source with an instance type whose allocatable holds one NCCL test pod (all "
+            f"its GPUs, {catalog.NCCL_POD_CPU} CPU, at least {catalog.NCCL_POD_MIN_MEMORY_GIB} "
+            "GiB): g5.xlarge: 1 CPU / 4 GiB allocatable; g5.2xlarge: 0.5 CPU / 2 GiB "
+            "allocatable; its pods would stay Pending until the Job's deadline",
+        )
+    ]
+
+
+def test_an_nccl_test_short_of_nodes_names_its_count_and_the_sources_limit() -> None:
+    cfg, pool, source = _nccl_setup()
+    _, found = _nccl_problems(cfg, pool, replace(source, max_nodes=1))
+    assert found == [
+        Problem(
+            "validation.nccl.nodes",
+            2,
+            "the NCCL test needs 2 nodes of kp-a10g-od at once; it can hold 1 (limits.gpus 2)",
+        )
+    ]
+    host, found = _nccl_problems(cfg, pool, None)
+    assert host is None
+    assert found == [
+        Problem(
+            "validation.nccl.nodes",
+            2,
+            "the NCCL test needs 2 nodes of kp-a10g-od at once; it can hold 0 (unknown source)",
+        )
+    ]
+
+
+def test_an_nccl_gang_over_efa_on_a_scattered_group_is_told_to_confine_it() -> None:
+    """The test keeps its ranks in one zone over EFA only: a scattered group is named for an
+    EFA host, not for one without EFA, and alongside any other refusal."""
+    cfg, pool, source = _nccl_setup()
+    efa_alloc = replace(source.allocatable["g5.2xlarge"], efa=1)
+    group = replace(
+        source,
+        kind="managed",
+        scaler="autoscaler",
+        zones=2,
+        key="nodeGroups.gpu[0]",
+        allocatable={"g5.2xlarge": efa_alloc},
+    )
+    _, found = _nccl_problems(cfg, pool, replace(group, max_nodes=1))
+    assert found == [
+        Problem(
+            "nodeGroups.gpu[0].zoneIndex",
+            None,
+            "a private-subnet index: " + scattered_text(group, 2),
+        ),
+        Problem(
+            "validation.nccl.nodes",
+            2,
+            "the NCCL test needs 2 nodes of kp-a10g-od at once; it can hold 1 (limits.gpus 2)",
+        ),
+    ]
+    without_efa = replace(group, allocatable=source.allocatable)
+    assert _nccl_problems(cfg, pool, without_efa)[1] == []
+    # After a missing threshold, both are named.
+    no_threshold, _, _ = _nccl_setup(override=None)
+    found = _nccl_problems(no_threshold, pool, group)[1]
+    assert [p.key for p in found] == [
+        "validation.nccl.minBusBandwidthGbps",
+        "nodeGroups.gpu[0].zoneIndex",
+    ]
+
+
+def test_an_nccl_verdict_records_its_efa_sources_and_what_no_source_brings() -> None:
+    from components.analysis.willrun import _nccl_verdict
+
+    cfg, pool, source = _nccl_setup()
+    facts = replace(_dev(), cfg=cfg)
+    efa = replace(
+        source, allocatable={"g5.2xlarge": replace(source.allocatable["g5.2xlarge"], efa=1)}
+    )
+    verdict = _nccl_verdict(facts, pool, efa)
+    assert verdict.zone == Zone(single=True, efa_sources=(efa,), efa=True)
+    assert verdict.scale_up == ScaleUp(max_nodes=source.max_nodes)
+    # No source for the pool: no node, no placement, no zone to keep.
+    verdict = _nccl_verdict(facts, pool, None)
+    assert verdict.scale_up == ScaleUp(max_nodes=0)
+    assert verdict.placement == Placed((), (), nccl=None, pool=pool.name)
+    assert verdict.zone == Zone(single=False, efa_sources=(), efa=False)
 
 
 @pytest.mark.parametrize(
@@ -840,6 +1569,26 @@ def test_checkpoint_figures_must_be_positive_and_finite(bad: float) -> None:
         checkpoint.young_daly_interval_s(bad, 10.0)
     with pytest.raises(ValueError, match="mtbf_s must be a positive finite number"):
         checkpoint.wasted_fraction(10.0, 1.0, bad)
+
+
+@pytest.mark.parametrize("field", ["interval_s", "save_s", "mtbf_s"])
+def test_each_checkpoint_figure_is_checked_on_its_own(field: str) -> None:
+    figures = {"interval_s": 600.0, "save_s": 30.0, "mtbf_s": 36000.0}
+    with pytest.raises(ValueError, match=f"^{field} must be a positive finite number, got 0"):
+        checkpoint.wasted_fraction(**{**figures, field: 0.0})
+    if field != "interval_s":
+        young = {k: v for k, v in figures.items() if k != "interval_s"}
+        with pytest.raises(ValueError, match=f"^{field} must be"):
+            checkpoint.young_daly_interval_s(**{**young, field: 0.0})
+
+
+def test_no_restart_time_is_zero_restart_time() -> None:
+    assert checkpoint.wasted_fraction(600.0, 30.0, 36000.0) == checkpoint.wasted_fraction(
+        600.0, 30.0, 36000.0, 0.0
+    )
+    assert checkpoint.wasted_fraction(600.0, 30.0, 36000.0, 1.0) > (
+        checkpoint.wasted_fraction(600.0, 30.0, 36000.0)
+    )
 
 
 def test_restart_time_may_be_zero_not_negative() -> None:
@@ -1013,6 +1762,14 @@ def test_a_volcano_gang_asking_for_less_than_its_queue_names_only_what_it_asks()
     assert path.min_resources == {"cpu": 1.0}
 
 
+def test_a_reservation_selected_by_tags_names_each_tag() -> None:
+    values = stack_values("prod")
+    (reservation,) = values["gpu-platform:karpenter"]["reservations"]
+    reservation["tags"] = {"team": "pretrain", "gpu-platform/reservation": "h100"}
+    (row,) = capacity_reservations(_parse(values))
+    assert row.selector == "gpu-platform/reservation=h100,team=pretrain"
+
+
 def test_a_capacity_block_window_needs_both_ends() -> None:
     values = stack_values("prod")
     karpenter = values["gpu-platform:karpenter"]
@@ -1040,6 +1797,60 @@ def test_job_resources_reads_the_types_its_pools_launch() -> None:
     jf = _jf("ddp-l4-nodegroup")
     assert resources.job_resources(_dev().cfg, jf.job) == jf.resources
     assert jf.resources.instance_type == "g6.xlarge"
+
+
+def test_job_resources_sizes_a_pod_for_the_pools_types_not_the_whole_class() -> None:
+    """A group that launches g6.2xlarge and larger sizes the job's pods for g6.2xlarge, not for
+    the class's smallest type (g6.xlarge), which no pool of the job would launch."""
+    cfg = _dev().cfg
+    (group,) = cfg.node_groups.gpu
+    types = ["g6.2xlarge", "g6.4xlarge"]
+    larger = group.model_copy(update={"instance_types": types})
+    cfg = cfg.model_copy(
+        update={"node_groups": cfg.node_groups.model_copy(update={"gpu": [larger]})}
+    )
+    job = next(j for j in cfg.training_jobs if j.name == "ddp-l4-nodegroup")
+    assert "g6.xlarge" in stack_config.gpu_class_instance_types("l4-x1")
+    found = resources.job_resources(cfg, job)
+    assert found.instance_type == "g6.2xlarge"
+    assert found == resources_on(job, types) != resources_on(job, [])
+
+
+def test_a_jobs_facts_size_its_pods_for_its_pools_and_take_its_checkpoint_interval() -> None:
+    """The facts (what the program reads) agree with job_resources on a group of larger types,
+    and a configured checkpoint interval is the one the waste is planned with."""
+    from components.analysis import checkpoint as checkpointing
+    from components.analysis.facts import job_facts
+
+    cfg = _dev().cfg
+    (group,) = cfg.node_groups.gpu
+    larger = group.model_copy(update={"instance_types": ["g6.2xlarge", "g6.4xlarge"]})
+    cfg = cfg.model_copy(
+        update={"node_groups": cfg.node_groups.model_copy(update={"gpu": [larger]})}
+    )
+    index, job = next(
+        (i, j) for i, j in enumerate(cfg.training_jobs) if j.name == "ddp-l4-nodegroup"
+    )
+    set_interval = job.checkpoint.model_copy(update={"interval_seconds": 1234})
+    job = job.model_copy(update={"checkpoint": set_interval})
+    facts = build(cfg)
+    team = facts.teams[job.team]
+    jf = job_facts(cfg, index, job, team, sources=facts.sources, provisioners=facts.provisioners)
+    assert jf.resources.instance_type == "g6.2xlarge"
+    assert jf.resources == resources.job_resources(cfg, job)
+    assert jf.checkpoint_interval_s == 1234.0
+    assert jf.planned_waste == checkpointing.wasted_fraction(
+        1234.0,
+        job.checkpoint.blocking,
+        job.checkpoint.mtbf_seconds,
+        job.checkpoint.restart_seconds,
+    )
+
+
+def test_a_jobs_facts_name_the_provisioners_of_its_flavors() -> None:
+    by_name = {jf.job.name: jf for jf in _dev().jobs}
+    assert by_name["ddp-l4-nodegroup"].provisioners == frozenset({"node-group"})
+    assert by_name["ddp-smoke"].provisioners == frozenset({"karpenter"})
 
 
 def test_judge_keeps_each_jobs_quota_problems_and_check_raises_them_all() -> None:

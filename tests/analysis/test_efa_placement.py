@@ -8,7 +8,8 @@ import copy
 import json
 from typing import Any
 
-from components.config import StackConfig
+from components.analysis import efa_placement
+from components.config import Problem, StackConfig
 from components.config.load import namespace_values, parse
 from tests.analysis.judged import sources_of, verdicts_for
 from tests.conftest import values_with_jobs
@@ -89,3 +90,106 @@ def test_efa_managed_group_offers_its_efa_devices_in_the_group() -> None:
     l4 = sources["l4-od"]
     assert l4.allocatable["g6.4xlarge"].efa == 0
     assert (l4.placement_group, l4.zones) == ("", 3)
+
+
+# --- the rules themselves, on prod's config with its values changed (pure, no synth) --------
+
+
+def _prod_with(change: Any) -> StackConfig:
+    raw = copy.deepcopy(values_with_jobs("prod"))
+    change(raw)
+    return parse(
+        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    )
+
+
+def _reservations_in_group(raw: dict[str, Any]) -> None:
+    for reservation in raw["gpu-platform:karpenter"]["reservations"]:
+        reservation["inPlacementGroup"] = True
+
+
+def test_the_reserved_class_joins_the_group_only_when_every_reservation_was_made_in_it() -> None:
+    assert efa_placement.reserved_in_group(_prod_with(lambda raw: None)) is False
+    cfg = _prod_with(_reservations_in_group)
+    assert cfg.network.efa_placement_group.enabled
+    assert efa_placement.reserved_in_group(cfg) is True
+    # No reservation at all: nothing was made in the group.
+    none = cfg.model_copy(
+        update={"karpenter": cfg.karpenter.model_copy(update={"reservations": []})}
+    )
+    assert efa_placement.reserved_in_group(none) is False
+
+
+def test_a_reservation_in_a_group_the_stack_does_not_create_is_named() -> None:
+    cfg = _prod_with(_reservations_in_group)
+    off = cfg.network.efa_placement_group.model_copy(update={"enabled": False})
+    cfg = cfg.model_copy(
+        update={"network": cfg.network.model_copy(update={"efa_placement_group": off})}
+    )
+    assert efa_placement.check_placement_group(cfg) == [
+        Problem(
+            "karpenter.reservations[0].inPlacementGroup",
+            True,
+            "false while network.efaPlacementGroup.enabled is false (there is no group to "
+            "have created the reservation in)",
+        )
+    ]
+
+
+def test_a_grouped_node_groups_zone_index_off_the_groups_zone_names_its_value() -> None:
+    cfg = _prod_with(lambda raw: None)
+    index, group = next(
+        (i, g)
+        for i, g in enumerate(cfg.node_groups.gpu)
+        if efa_placement.node_group_in_group(cfg, g)
+    )
+    pg_zone = cfg.network.efa_placement_group.zone_index
+    moved = group.model_copy(update={"zone_index": pg_zone + 1})
+    groups = [moved if g is group else g for g in cfg.node_groups.gpu]
+    cfg = cfg.model_copy(update={"node_groups": cfg.node_groups.model_copy(update={"gpu": groups})})
+    assert efa_placement.check_node_group_zones(cfg) == [
+        Problem(
+            f"nodeGroups.gpu[{index}].zoneIndex",
+            pg_zone + 1,
+            f"unset or {pg_zone}: the group launches into the EFA placement group, which lives "
+            f"in network.efaPlacementGroup.zoneIndex ({pg_zone})",
+        )
+    ]
+
+
+def _group_off(cfg: StackConfig) -> StackConfig:
+    off = cfg.network.efa_placement_group.model_copy(update={"enabled": False})
+    return cfg.model_copy(
+        update={"network": cfg.network.model_copy(update={"efa_placement_group": off})}
+    )
+
+
+def test_an_efa_pool_joins_the_group_reserved_pools_only_with_their_reservations() -> None:
+    cfg = _prod_with(lambda raw: None)
+    reserved = next(p for p in cfg.karpenter.pools if p.name == "kp-h100-reserved")
+    assert reserved.is_efa
+    on_demand = reserved.model_copy(update={"capacity_type": "on-demand"})
+    assert efa_placement.pool_in_group(cfg, on_demand) is True
+    assert efa_placement.pool_in_group(_group_off(cfg), on_demand) is False
+    assert efa_placement.pool_in_group(cfg, reserved) is False  # not declared inPlacementGroup
+    in_group = _prod_with(_reservations_in_group)
+    assert efa_placement.pool_in_group(in_group, reserved) is True
+    # The memberships say the same, pool by pool.
+    assert efa_placement.memberships(cfg)[1]["kp-h100-reserved"] == (
+        efa_placement.Membership(placement_group=False)
+    )
+    assert efa_placement.memberships(in_group)[1]["kp-h100-reserved"] == (
+        efa_placement.Membership(placement_group=True)
+    )
+
+
+def test_a_managed_group_joins_the_group_from_one_efa_device_unless_a_capacity_block() -> None:
+    cfg = _prod_with(lambda raw: None)
+    group = next(g for g in cfg.node_groups.gpu if g.name == "ng-h100-od")
+    assert efa_placement.node_group_in_group(cfg, group) is True
+    one_card = group.model_copy(update={"instance_types": ["g6.8xlarge"]})
+    assert one_card.efa_devices == 1
+    assert efa_placement.node_group_in_group(cfg, one_card) is True
+    block = group.model_copy(update={"capacity_type": "capacity-block"})
+    assert efa_placement.node_group_in_group(cfg, block) is False
+    assert efa_placement.node_group_in_group(_group_off(cfg), group) is False

@@ -11,7 +11,14 @@ from typing import Any
 import pytest
 
 from components.analysis import problems
-from components.analysis.images import image_problems, image_source
+from components.analysis.images import (
+    image_pattern,
+    image_problems,
+    image_source,
+    image_source_problems,
+    trainer_problems,
+)
+from components.config import Problem
 from components.config.load import namespace_values, parse
 from synth.verdict_text import image_text
 from tests.conftest import stack_values, values_with_jobs
@@ -146,3 +153,103 @@ def test_a_tag_no_deploy_can_resolve_is_a_job_that_cannot_run(image: str) -> Non
 def test_an_ecr_tag_in_dev_is_runnable() -> None:
     cfg = _cfg("dev", f"{ECR}/gpu-dev/teams/research/llm:7")
     assert not [p for p in problems(cfg) if p[0].startswith("trainingJobs[0]")]
+
+
+# --- each refusal word for word (key, value, allowed) ----------------------------------------
+
+SHOWN = "<account>.dkr.ecr.<region>.amazonaws.com, ghcr.io/gpu-platform"
+
+
+def test_an_image_from_another_registry_names_every_allowed_one() -> None:
+    cfg = _cfg("prod")
+    image = f"docker.io/library/python:3.11{DIGEST}"
+    assert image_problems(cfg, "trainingJobs[2].image", image) == [
+        Problem(
+            "trainingJobs[2].image",
+            image,
+            f"an image from {SHOWN} (<registry>/<lowercase path>[:tag]); the trusted-images "
+            "admission policy denies any other",
+        )
+    ]
+    # A tag (no digest) of an allowed registry is past that check and refused for its tag.
+    tagged = "ghcr.io/gpu-platform/trainer:0.2.0"
+    assert image_problems(cfg, "k", tagged) == [
+        Problem("k", tagged, "an image pinned by digest (admission denies tag-only references)")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("signatures", "signer"),
+    [
+        (None, "the platform key (security.imageAdmission.signatures.platformKey)"),
+        (
+            {**KEYLESS, "keylessIssuer": None, "keylessSubjectRegexp": None, "publicKey": "k"},
+            "the configured public key (signatures.publicKey)",
+        ),
+    ],
+)
+def test_an_image_nothing_signs_names_the_signer_admission_trusts(
+    signatures: dict[str, Any] | None, signer: str
+) -> None:
+    cfg = _cfg("prod", signatures=signatures)
+    image = f"ghcr.io/gpu-platform/tools:1{DIGEST}"
+    assert image_problems(cfg, "k", image) == [
+        Problem(
+            "k",
+            image,
+            f"an image from a repository {signer} signs: admission (Kyverno, Deny) requires "
+            "that signature, and nothing signs this repository with it (docs/images.md)",
+        )
+    ]
+
+
+def test_the_built_trainer_under_another_signer_is_told_both_ways_out() -> None:
+    cfg = _cfg("prod", signatures=KEYLESS)
+    subject = KEYLESS["keylessSubjectRegexp"]
+    assert trainer_problems(cfg, "trainingJobs[0].image") == [
+        Problem(
+            "trainingJobs[0].image",
+            None,
+            "an image by digest signed by the trusted signer: the reference trainer this stack "
+            f"builds is signed with the platform key, and admission trusts the keyless identity "
+            f"{subject} (set signatures.platformKey: true, or training.defaultImage / the job's "
+            "image to a release that signer signed)",
+        )
+    ]
+    # Signatures off: no signer to distrust the trainer.
+    off = _cfg("prod", signatures={**KEYLESS, "enabled": False})
+    assert trainer_problems(off, "k") == []
+
+
+def test_a_tag_no_deploy_can_resolve_names_both_ways_to_pin_it() -> None:
+    image = "ghcr.io/gpu-platform/trainer:0.2.0"
+    cfg = _cfg("dev", image)
+    assert image_source_problems(cfg, "trainingJobs[0]", cfg.training_jobs[0]) == [
+        Problem(
+            "trainingJobs[0].image",
+            image,
+            "an image by digest (repo[:tag]@sha256:...), or a tag in an ECR registry "
+            "(<account>.dkr.ecr.<region>.amazonaws.com/<repo>:<tag>) that the deploy resolves "
+            "to its digest; a tag in another registry cannot be resolved at deploy time",
+        )
+    ]
+
+
+def test_the_admission_pattern_escapes_registry_dots_and_requires_a_digest_when_asked() -> None:
+    pattern = image_pattern(["ghcr.io/org"], require_digest=True)
+    assert pattern == r"^(ghcr\.io/org)/[a-z0-9._/-]+(:[A-Za-z0-9._-]+)?@sha256:[a-f0-9]{64}$"
+    assert image_pattern(["ghcr.io/org"], require_digest=False).endswith(
+        "(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$"
+    )
+
+
+def test_a_resolved_ecr_tag_keeps_the_reference_the_job_configured() -> None:
+    """`ImageSource.reference` is the configured reference for every source but the reference
+    trainer (None), whether the deploy resolves it or it carries its digest."""
+    image = f"{ECR}/mine:1.2"
+    cfg = _cfg("dev", image)
+    source = image_source(cfg, cfg.training_jobs[0])
+    assert source is not None and source.ecr is not None
+    assert source.reference == image
+    trainer = image_source(_cfg("dev"), _cfg("dev").training_jobs[0])
+    assert trainer is not None and trainer.reference is None

@@ -135,3 +135,84 @@ INVALID = [
 ]
 
 test_a_job_the_limit_range_stops_exits_2_naming_the_key = config_error_test(INVALID, _dev_raw)
+
+
+def test_the_team_limit_range_word_for_word() -> None:
+    """What the API server gets: defaults for containers that declare nothing, a default CPU
+    limit only when the platform sets one."""
+    assert limit_range.limit_range_spec(ContainerDefaults()) == {
+        "limits": [
+            {
+                "type": "Container",
+                "defaultRequest": {"cpu": "1", "memory": "4Gi"},
+                "default": {"memory": "16Gi"},
+            }
+        ]
+    }
+    capped = limit_range.limit_range_spec(ContainerDefaults(cpu_limit="2"))
+    assert capped["limits"][0]["default"] == {"cpu": "2", "memory": "16Gi"}
+
+
+def test_a_refusal_names_every_request_over_its_limit() -> None:
+    container = {
+        "requests": {"cpu": "2", "memory": "2Gi"},
+        "limits": {"cpu": "1", "memory": "1Gi"},
+    }
+    assert limit_range.kueue_refusals([container], {"limits": []}) == [
+        "containers[0]: requests of cpu, memory (2 > 1, 2Gi > 1Gi) exceed the limits the "
+        "namespace LimitRange gives them"
+    ]
+
+
+def test_a_max_bounds_only_what_a_container_asks_for() -> None:
+    """A container that declares no CPU at all (and no default gives it one) is within any
+    CPU max, even one under a core."""
+    spec = {"limits": [{"type": "Container", "max": {"cpu": "500m"}}]}
+    container = {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    assert limit_range.kueue_refusals([container], spec) == []
+    asking = {"requests": {"cpu": "1"}, "limits": {}}
+    assert limit_range.kueue_refusals([asking], spec) == [
+        "containers[0]: cpu above the LimitRange max 500m"
+    ]
+
+
+def test_a_min_bounds_only_what_a_container_asks_for() -> None:
+    spec = {"limits": [{"type": "Container", "min": {"cpu": "100m"}}]}
+    container = {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}
+    assert limit_range.kueue_refusals([container], spec) == []
+    asking = {"requests": {"cpu": "50m"}, "limits": {}}
+    assert limit_range.kueue_refusals([asking], spec) == [
+        "containers[0]: cpu below the LimitRange min 100m"
+    ]
+
+
+def test_the_training_container_word_for_word() -> None:
+    assert limit_range.container_resources(2.0, 12, 1, 0) == {
+        "requests": {"cpu": "2", "memory": "12Gi", "nvidia.com/gpu": "1"},
+        "limits": {"memory": "12Gi", "nvidia.com/gpu": "1"},
+    }
+    with_efa = limit_range.container_resources(183.0, 1841, 8, 32)
+    assert with_efa["requests"]["vpc.amazonaws.com/efa"] == "32"
+    assert with_efa["limits"]["vpc.amazonaws.com/efa"] == "32"
+
+
+def test_the_summary_skips_pod_items_and_keeps_the_tightest_bound_first_seen() -> None:
+    """A `type: Pod` item is passed over, not the end of the list; of equal bounds the first
+    spelling stays; the lowest max and the highest min win."""
+    spec = {
+        "limits": [
+            {"type": "Pod", "max": {"cpu": "64"}},
+            {"type": "Container", "default": {"memory": "1Gi"}, "max": {"cpu": "1"}},
+            {"type": "Container", "max": {"cpu": "1000m"}, "min": {"cpu": "10m"}},
+            {"type": "Container", "max": {"cpu": "2"}, "min": {"cpu": "10m"}},
+            {"type": "Container", "min": {"cpu": "0.01"}},
+        ]
+    }
+    summary = limit_range._summary(spec)
+    assert summary["default"] == {"memory": "1Gi"}
+    assert summary["max"] == {"cpu": "1"}
+    assert summary["min"] == {"cpu": "10m"}
+    tighter = {"limits": [*spec["limits"], {"type": "Container", "max": {"cpu": "500m"}}]}
+    assert limit_range._summary(tighter)["max"] == {"cpu": "500m"}
+    higher = {"limits": [*spec["limits"], {"type": "Container", "min": {"cpu": "20m"}}]}
+    assert limit_range._summary(higher)["min"] == {"cpu": "20m"}

@@ -99,3 +99,61 @@ def test_the_estimate_is_a_function_of_values_the_facts_hold_once() -> None:
     bare = startup.estimate(cfg, jf.job, "p5.48xlarge", ())
     expected = readiness.pull_rate(cfg, "karpenter", "", "p5.48xlarge")
     assert (bare.pull_mibps, bare.image_store) == (expected.mibps, expected.image_store)
+
+
+def test_the_reports_line_names_every_term_and_the_pull() -> None:
+    """The report's breakdown, word for word: the pull is SOCI's parallel pull where the node
+    class turns it on, containerd's default pull elsewhere."""
+    est = startup.StartupEstimate("m7i.large", 300, 10, 125, "gp3 125 MiB/s", True, 32)
+    assert est.line() == (
+        "time to first step ≈ 414 s = node launch 300 s (m7i.large) + image pull 82 s (10 GiB "
+        "at 125 MiB/s: SOCI parallel pull, image store gp3 125 MiB/s) + rendezvous 32 s "
+        "(planning figures: components/analysis/startup.py)"
+    )
+    default = startup.StartupEstimate("m7i.large", 300, 10, 125, "gp3 125 MiB/s", False, 32)
+    assert "at 125 MiB/s: containerd default pull, image store" in default.line()
+
+
+def _l40s_groups_apart() -> StackConfig:
+    """Prod with its on-demand L40S group's root volume at gp3's 125 MiB/s baseline, the spot
+    group's left at the default: the two managed groups of `finetune-l40s` pull apart."""
+    raw = values_with_jobs("prod")
+    groups = copy.deepcopy(raw["gpu-platform:nodeGroups"])
+    for group in groups["gpu"]:
+        if group["name"] == "ng-l40s-od":
+            group["diskThroughputMibps"] = 125
+    return _prod({"gpu-platform:nodeGroups": groups})
+
+
+def test_the_pull_is_the_one_of_the_source_of_the_jobs_first_capacity_type() -> None:
+    """`finetune-l40s` asks for spot, then on-demand: its estimate is pulled the way the spot
+    managed group pulls (containerd's default onto that group's own gp3 root), whatever order
+    the fitting sources come in; a source of a capacity type the job does not ask for, or
+    without the job's type, is the last choice."""
+    cfg = _l40s_groups_apart()
+    (jf,) = (jf for jf in build(cfg).jobs if jf.job.name == "finetune-l40s")
+    assert jf.job.capacity_types == ("spot", "on-demand")
+    spot, on_demand = (
+        next(s for s in jf.fit.fitting if s.name == name) for name in ("ng-l40s-spot", "ng-l40s-od")
+    )
+    kind = jf.resources.instance_type
+    spot_disk = next(
+        g for g in cfg.node_groups.gpu if g.name == "ng-l40s-spot"
+    ).disk_throughput_mibps
+    assert spot_disk != 125
+    for fitting in ((spot, on_demand), (on_demand, spot)):
+        est = startup.estimate(cfg, jf.job, kind, fitting)
+        assert (est.image_store, est.parallel_pull) == (f"gp3 {spot_disk} MiB/s", False)
+        assert est.pull_mibps == min(readiness.PULL_MIBPS, spot_disk)
+    assert jf.startup == startup.estimate(cfg, jf.job, kind, (spot, on_demand))
+    # Only the on-demand group: its own 125 MiB/s bounds the pull.
+    est = startup.estimate(cfg, jf.job, kind, (on_demand,))
+    assert (est.image_store, est.pull_mibps) == ("gp3 125 MiB/s", 125)
+    # A spot-only job ranks an on-demand source after its own.
+    spot_only = jf.job.model_copy(update={"capacity": "spot"})
+    est = startup.estimate(cfg, spot_only, kind, (on_demand, spot))
+    assert est.image_store == f"gp3 {spot_disk} MiB/s"
+    # A source without the pods' type is passed over.
+    est = startup.estimate(cfg, jf.job, "g6e.48xlarge", (spot, on_demand))
+    expected = readiness.pull_rate(cfg, "karpenter", "", "g6e.48xlarge")
+    assert (est.pull_mibps, est.image_store) == (expected.mibps, expected.image_store)

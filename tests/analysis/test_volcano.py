@@ -16,7 +16,7 @@ import pytest
 from components import catalog
 from components.analysis import problems, volcano
 from components.analysis.facts import build
-from components.config import StackConfig
+from components.config import Problem, StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
 from tests.analysis.judged import verdict_for, verdicts_for
@@ -178,6 +178,80 @@ def test_a_gang_over_the_guarantee_names_the_job_nodes() -> None:
 
     passing = _cfg(with_room)
     assert not [p for p in problems(passing) if p[0] == f"trainingJobs[{index}].nodes"]
+
+
+def test_a_volcano_refusal_names_the_value_to_change_and_the_blocker() -> None:
+    """Without a guarantee the way out is Kueue or a guarantee (`scheduler`); over a guarantee
+    it is fewer nodes (`nodes`, the job's count). Each ends with the blocker's own words."""
+    from components.analysis.willrun import _volcano_admission
+
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(without)
+    facts = build(cfg)
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    admission, found = _volcano_admission(facts, jf)
+    (blocker,) = admission.path.blockers
+    assert found == [
+        Problem(
+            f"{jf.key}.scheduler",
+            "volcano",
+            "kueue, or a Volcano queue with a guarantee (teams[1].volcano.guarantee: nominal): "
+            + blocker,
+        )
+    ]
+
+    def bigger(values: dict[str, Any]) -> None:
+        _a10g_only(values["teams"], values["trainingJobs"], values["nodeGroups"]["gpu"])
+        job = next(j for j in values["trainingJobs"] if j["name"] == "ds-zero2")
+        job["nodes"] = 4
+
+    facts = build(_cfg(bigger))
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    admission, found = _volcano_admission(facts, jf)
+    assert admission.min_available == 4
+    assert found and all(p.key == f"{jf.key}.nodes" and p.value == 4 for p in found)
+    assert found[0].allowed.startswith(
+        "a gang within team applied's Volcano queue guarantee (its nominal quota, teams[1].quota): "
+    )
+
+
+def test_a_queue_without_guarantee_is_told_what_it_lacks_at_each_gate() -> None:
+    """With enqueue on, the PodGroup waits on the real capability (empty: every other queue's
+    guarantee takes it all); with enqueue off, allocate never gives the gang what it asks.
+    Each gate names every resource it is short of."""
+    gang = {GPU: 2, "cpu": 4, "memory": 24}
+    short = "cpu 4 > 0; memory 24Gi > 0Gi; nvidia.com/gpu 2 > 0"
+
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+
+    cfg = _cfg(without)
+    assert cfg.scheduling.volcano_enqueue
+    path = volcano.admission(cfg, cfg.teams[1], gang, build(cfg).nccl_host)
+    assert path.blockers == (
+        "Volcano's enqueue (proportion) keeps the PodGroup Pending: with no node up queue "
+        f"applied's real capability is empty ({short}); no pod is created, so nothing scales up",
+    )
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        without(values)
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(no_enqueue)
+    path = volcano.admission(cfg, cfg.teams[1], gang, build(cfg).nccl_host)
+    assert path.blockers == (
+        "Volcano's allocate (proportion) never places the gang: once its nodes exist queue "
+        f"applied deserves {short} (every other queue's guarantee comes first)",
+    )
+
+
+def test_resources_are_described_with_units_and_without_zeros() -> None:
+    assert volcano.describe({GPU: 2, "memory": 24.0, "cpu": 4, "example.com/x": 0}) == (
+        "cpu 4, memory 24Gi, nvidia.com/gpu 2"
+    )
 
 
 def test_guarantee_over_capability_is_refused_like_volcanos_webhook() -> None:
@@ -371,3 +445,92 @@ INVALID = [
 ]
 
 test_volcano_deadlocks_exit_2_naming_the_key = config_error_test(INVALID, _dev_raw)
+
+
+def test_the_scheduler_runs_enqueue_only_when_asked() -> None:
+    assert volcano.scheduler_actions(True) == "enqueue, allocate, backfill"
+    assert volcano.scheduler_actions(False) == "allocate, backfill"
+
+
+def test_quantities_put_memory_in_gib() -> None:
+    assert volcano.quantities({"cpu": 4.0, "memory": 24.0, GPU: 2}) == {
+        "cpu": "4",
+        "memory": "24Gi",
+        GPU: "2",
+    }
+
+
+def test_a_queue_without_guarantee_is_refused_in_words_that_depend_on_enqueue() -> None:
+    def without(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+
+    cfg = _cfg(without)
+    assert cfg.scheduling.volcano_enqueue
+    assert volcano.check_queues(cfg) == [
+        Problem(
+            "teams[1].volcano.guarantee",
+            "none",
+            "nominal: with Volcano's enqueue action (scheduling.volcanoEnqueue) a queue without "
+            "a guarantee admits no PodGroup until its GPUs exist, so a Volcano job on a pool "
+            "that scales from zero never gets a pod",
+        )
+    ]
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        without(values)
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    assert volcano.check_queues(_cfg(no_enqueue)) == [
+        Problem(
+            "teams[1].volcano.guarantee",
+            "none",
+            "nominal: a queue without a guarantee deserves only what exceeds the other queues' "
+            "guarantees, so its gangs are never placed",
+        )
+    ]
+
+
+def test_a_namespace_limit_under_the_guarantee_names_the_limit_and_the_quota() -> None:
+    def small_limits(values: dict[str, Any]) -> None:
+        values["teams"][0]["limits"]["cpu"] = 20
+
+    cfg = _cfg(small_limits)
+    wanted = volcano.queue_guarantee(cfg.teams[0])["cpu"]
+    assert wanted > 20
+    assert volcano.check_queues(cfg) == [
+        Problem(
+            "teams[0].limits.cpu",
+            20,
+            f"at least the nominal quota's {wanted:g} (the Volcano queue's guarantee and "
+            "deserved; Volcano rejects deserved over capability)",
+        )
+    ]
+
+
+def test_the_nccl_tests_guarantee_comes_before_a_queue_without_one() -> None:
+    """Without a guarantee a queue deserves what exceeds every other guarantee, the validation
+    queue's for the NCCL test (its 2 nodes x 1 GPU on dev) included: a 7-GPU gang deserves
+    7 - (3 of the team queues + 2 of the NCCL test) = 2 GPUs, in the refusal's own words."""
+    from dataclasses import replace
+
+    from components.analysis.willrun import _volcano_admission
+
+    def no_enqueue(values: dict[str, Any]) -> None:
+        values["teams"][1].setdefault("volcano", {})["guarantee"] = "none"
+        values.setdefault("scheduling", {})["volcanoEnqueue"] = False
+
+    cfg = _cfg(no_enqueue)
+    facts = build(cfg)
+    assert facts.nccl_host is not None
+    assert volcano.total_guarantee(cfg, facts.nccl_host)[GPU] == 5
+    assert volcano.total_guarantee(cfg, None)[GPU] == 3
+    path = volcano.admission(cfg, cfg.teams[1], {GPU: 7}, facts.nccl_host)
+    assert path.blockers == (
+        "Volcano's allocate (proportion) never places the gang: once its nodes exist queue "
+        "applied deserves nvidia.com/gpu 7 > 2 (every other queue's guarantee comes first)",
+    )
+    (jf,) = (jf for jf in facts.jobs if jf.job.name == "ds-zero2")
+    seven = replace(jf, job=jf.job.model_copy(update={"nodes": 7}))
+    admission, _ = _volcano_admission(facts, seven)
+    (blocker,) = admission.path.blockers
+    assert "; nvidia.com/gpu 7 > 2 (every other queue's guarantee comes first)" in blocker
