@@ -173,6 +173,20 @@ def _trainer_batch_problems(cfg: StackConfig, key: str, job: TrainingJobConfig) 
     ]
 
 
+def _efa_gpu_types() -> str:
+    """The catalog's GPU instance types with EFA devices, by family: what an EFA ask can run on
+    (the catalog's table, never a list kept by hand: it once left out g6.8xlarge-16xlarge)."""
+    by_family: dict[str, list[str]] = {}
+    rows = sorted(
+        catalog.INSTANCE_TYPES.values(), key=lambda row: (row.name.split(".")[0], row.vcpu)
+    )
+    for row in rows:
+        if row.gpus and row.efa_devices:
+            family, size = row.name.split(".", 1)
+            by_family.setdefault(family, []).append(size)
+    return "; ".join(f"{family}.{'/'.join(sizes)}" for family, sizes in sorted(by_family.items()))
+
+
 def _efa_problems(jf: JobFacts) -> list[Problem]:
     """EFA asks that can never be met: EFA on types without it, more devices per pod than the
     type has, and a multi-node EFA job allowed to spread across zones."""
@@ -191,7 +205,7 @@ def _efa_problems(jf: JobFacts) -> list[Problem]:
                 f"{key}.efa" if job.efa else f"{key}.efaDevices",
                 True if job.efa else job.efa_devices,
                 f"a GPU class whose instance types have EFA devices ({', '.join(without)} "
-                "have none; EFA types: p4d, p5, p5e, p5en, p6 and the largest g5/g6e)",
+                f"have none; GPU types with EFA: {_efa_gpu_types()})",
             )
         )
         return out

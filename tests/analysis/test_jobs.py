@@ -10,6 +10,7 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from components import catalog
 from components import config as stack_config
 from components.analysis.facts import build
 from components.analysis.jobs import judge_training_jobs, validate_training_jobs
@@ -178,8 +179,25 @@ def _efa_problems(cfg: stack_config.StackConfig, name: str, **changes: Any) -> l
 
 L4_WITHOUT_EFA = (
     "a GPU class whose instance types have EFA devices (g6.2xlarge, g6.4xlarge, g6.xlarge "
-    "have none; EFA types: p4d, p5, p5e, p5en, p6 and the largest g5/g6e)"
+    "have none; GPU types with EFA: g5.8xlarge/12xlarge/16xlarge/24xlarge/48xlarge; "
+    "g6.8xlarge/12xlarge/16xlarge/24xlarge/48xlarge; g6e.12xlarge/24xlarge/48xlarge; "
+    "p4d.24xlarge; p4de.24xlarge; p5.48xlarge; p5e.48xlarge; p5en.48xlarge; p6-b200.48xlarge)"
 )
+
+
+def test_the_efa_refusal_names_every_catalog_gpu_type_with_efa() -> None:
+    """The list comes from the catalog's table (it was once written by hand and left out
+    g6.8xlarge-16xlarge, which have EFA devices); no GPU-less or EFA-less type is named."""
+    listed = L4_WITHOUT_EFA.split("GPU types with EFA: ", 1)[1].removesuffix(")")
+    named = {
+        f"{family}.{size}"
+        for group in listed.split("; ")
+        for family, sizes in [group.split(".", 1)]
+        for size in sizes.split("/")
+    }
+    expected = {n for n, row in catalog.INSTANCE_TYPES.items() if row.gpus and row.efa_devices}
+    assert named == expected
+    assert {"g6.8xlarge", "g6.12xlarge", "g6.16xlarge"} <= named
 
 
 def test_efa_asked_of_types_without_it_names_the_ask_and_each_type() -> None:
