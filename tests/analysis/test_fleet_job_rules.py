@@ -230,6 +230,8 @@ def test_a_region_pin_that_cannot_tell_workers_apart_is_refused() -> None:
     ]
     judged = judge_fleet_job(fleet, 3, _job(0, regions=None, capacity="on-demand"))
     assert [r.runnable for r in judged.regions] == [False, True, False]
+    assert judged.index == 3
+    assert all(p.key.startswith("trainingJobs[3].") for r in judged.regions for p in r.problems)
     (problem,) = judged.problems
     assert problem.key == "trainingJobs[3].regions" and problem.value is None
     assert problem.allowed.startswith(
@@ -369,7 +371,9 @@ def test_a_job_is_judged_by_each_of_its_findings() -> None:
         ),
     )
     assert (volcano.key, secrets.key) == ("trainingJobs[1].launcher", "trainingJobs[1].secrets")
-    judged = judge_fleet_job(read(), 1, _job(launcher="volcano", scheduler="volcano"))
+    volcano_job = _job(launcher="volcano", scheduler="volcano")
+    judged = judge_fleet_job(read(), 1, volcano_job)
+    assert (judged.index, judged.job) == (1, volcano_job)
     assert judged.problems == (Problem("trainingJobs[1].launcher", "volcano", VOLCANO_ALLOWED),)
     assert judged.regions == () and judged.replication is None
     assert fleet_job_errors([judged]) == list(judged.problems)
@@ -490,6 +494,7 @@ def test_the_managers_limit_range_is_its_first_workers_and_refuses_once() -> Non
     judged = judge_fleet_job(fleet, 6, _job())
     assert [r.runnable for r in judged.regions] == [False, True, True]
     assert judged.auto_pinned == ("us-west-2",)
+    assert judged.index == 6
     (problem,) = judged.problems
     assert problem.key == "trainingJobs[6].cpu" and problem.value == 2.0
     assert problem.allowed.startswith(
@@ -534,3 +539,74 @@ def test_judge_fleet_jobs_judges_each_job_at_its_index() -> None:
     assert [fj.index for fj in judged.jobs] == [0, 1]
     assert judged.problems == (Problem("trainingJobs[0].launcher", "volcano", VOLCANO_ALLOWED),)
     assert judge_fleet_jobs(fleet, []).jobs == ()
+
+
+# --- what the first judgement decides --------------------------------------------------------
+
+
+def test_only_the_workers_that_can_run_a_job_size_its_pod() -> None:
+    """use1 judges the job (its pod is sized: g6.xlarge) but cannot run it (its l4 spot pools
+    hold 12 GPUs, the job takes 13); usw2, whose l4 spot pool launches g6.2xlarge and larger, can:
+    the pod is usw2's."""
+    cfg = manager_config()
+    use1_pools = _worker_values("prod-use1", "karpenter")
+    for pool in use1_pools["pools"]:
+        if pool["name"] == "kp-l4-spot":
+            pool["limits"] = {"gpus": 12}
+    usw2_pools = _worker_values("prod-usw2", "karpenter")
+    for pool in usw2_pools["pools"]:
+        if pool["name"] == "kp-l4-spot":
+            pool["instanceTypes"] = ["g6.2xlarge", "g6.4xlarge", "g6.8xlarge"]
+    fleet = read(
+        cfg=cfg,
+        inputs=[
+            committed_input(cfg.workers[0], karpenter=use1_pools),
+            committed_input(cfg.workers[1], karpenter=usw2_pools),
+        ],
+    )
+    job = _job(nodes=13)
+    first = [judge_on(w, 1, job) for w in fleet.workers]
+    assert [r.runnable for r in first] == [False, True]
+    use1_pod, usw2_pod = (r.job for r in first)
+    assert use1_pod is not None and usw2_pod is not None
+    assert use1_pod.resources.cpu < usw2_pod.resources.cpu
+    judged = judge_fleet_job(fleet, 1, job)
+    assert judged.auto_pinned == ("us-west-2",)
+    assert (judged.job.cpu, judged.job.memory_gib) == (
+        usw2_pod.resources.cpu,
+        usw2_pod.resources.memory_gib,
+    )
+
+
+def test_one_efa_device_is_efa() -> None:
+    use1 = read().workers[0]
+    one = judge_on(use1, 0, _job(0, efaDevices=1)).job
+    assert one is not None and one.resources.efa_devices == 1
+    job = pinned(fleet_jobs()[0], [one])
+    assert (job.efa, job.efa_devices) == (True, 1)
+
+
+def test_a_job_no_worker_takes_is_judged_against_the_first_team() -> None:
+    """A team no worker has: every worker's config refuses it, no worker sizes a pod, and the
+    manager's LimitRange is the first team's (nothing to check it against)."""
+    judged = judge_fleet_job(read(), 2, _job(team="vision"))
+    assert judged.index == 2 and judged.problems == ()
+    assert [r.job for r in judged.regions] == [None, None]
+    errors = fleet_job_errors([judged])
+    assert errors and all(p.key.startswith("trainingJobs[2].") for p in errors)
+
+
+def test_an_image_is_judged_only_on_the_workers_of_its_regions() -> None:
+    """use1's own registry: use1 admits it, usw2 (another region's registry) does not."""
+    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-prod-use1/eval@sha256:" + "1" * 64
+    fleet = read()
+    assert fleet_job_problems(fleet, 1, _job(image=image, regions=["us-east-1"])) == []
+    (problem,) = fleet_job_problems(fleet, 1, _job(image=image))
+    assert problem.allowed.startswith(
+        "an image every worker the job may be dispatched to admits (worker usw2 (us-west-2) "
+        "refuses it: "
+    )
+    assert problem.allowed.endswith(
+        "pin it with regions: [us-east-1] (the workers that admit it), or push it where every "
+        "worker admits it"
+    )
