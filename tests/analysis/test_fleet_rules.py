@@ -20,7 +20,7 @@ from components.analysis.fleet import (
     manager_teams,
 )
 from components.analysis.readiness import PodsReady
-from components.config import FlavorQuota, trainer_runtime_names
+from components.config import FlavorQuota, TeamDeploy, trainer_runtime_names
 from tests.analysis.fleet_inputs import (
     TEST_SIGNING_KEY,
     TEST_TRAINER_IMAGE,
@@ -422,7 +422,10 @@ def test_a_team_whose_namespace_differs_on_a_worker_is_refused() -> None:
 def test_a_team_missing_or_extra_on_a_worker_is_refused_in_name_order() -> None:
     teams = _teams("prod-usw2", {"research": {"name": "alpha", "group": "gpu-platform:alpha"}})
     clash = committed_input(manager_config().workers[1], teams=teams)
-    assert refused(_on(1, job_platform=clash.job_platform)) == [
+    # teamDeploy is checked against the first worker's teams (research: there).
+    values = fleet_values()
+    values["teamDeploy"] = {**values["teamDeploy"], "research": values["teamDeploy"]["pretrain"]}
+    assert refused(_on(1, job_platform=clash.job_platform), cfg=manager_config(values)) == [
         USW2 + "a worker whose team 'alpha' matches worker use1's (namespace, LocalQueue and "
         "group: None there, ('team-research', 'gpu-platform:alpha') here)",
         USW2 + "a worker whose team 'research' matches worker use1's (namespace, LocalQueue and "
@@ -501,9 +504,13 @@ def test_manager_teams_sum_each_limit_and_drop_the_deploy_identity() -> None:
     fleet = read()
     use1, usw2 = fleet.workers
 
+    # A worker's team may have a CI identity of its own; the manager's has its own
+    # (teamDeploy), never the worker's.
+    deploy = TeamDeploy(github_repo="gpu-platform/gpu-platform", environments=["TEST"])
+
     def with_quota(worker: Any, quota: list[FlavorQuota]) -> Any:
         teams = [
-            t.model_copy(update={"quota": quota}) if t.name == "research" else t
+            t.model_copy(update={"quota": quota, "deploy": deploy}) if t.name == "research" else t
             for t in worker.cfg.teams
         ]
         stack = dataclasses.replace(
@@ -512,6 +519,10 @@ def test_manager_teams_sum_each_limit_and_drop_the_deploy_identity() -> None:
         return dataclasses.replace(worker, stack=stack)
 
     workers = [with_quota(use1, [_quota(4, 2, 1)]), with_quota(usw2, [_quota(8, 3, 5)])]
+    assert [next(t for t in w.cfg.teams if t.name == "research").deploy for w in workers] == [
+        deploy,
+        deploy,
+    ]
     research = next(t for t in manager_teams(workers) if t.name == "research")
     assert research.quota == [
         FlavorQuota(
