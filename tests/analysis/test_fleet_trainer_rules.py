@@ -429,3 +429,30 @@ def test_home_trainer_refuses_a_home_without_a_digest_or_a_key() -> None:
     # Without signature verification here the key is not needed.
     unsigned = _admission("prod-usw2", signatures={"enabled": False})
     assert home_trainer(unsigned, "us-west-2", keyless, platform).public_key is None
+
+
+def test_every_region_whose_workers_admit_an_image_is_named_once() -> None:
+    """use1 admits its own registry's image; usw2 refuses it; two workers whose admission only
+    audits (one in us-east-1, one in a TEST region) admit it."""
+    fleet = read()
+    use1, usw2 = fleet.workers
+
+    def auditing(worker: Any, region: str) -> Any:
+        security = worker.cfg.security
+        admission = security.image_admission.model_copy(update={"action": "Audit"})
+        cfg = worker.cfg.model_copy(
+            update={"security": security.model_copy(update={"image_admission": admission})}
+        )
+        return dataclasses.replace(
+            worker,
+            fleet_worker=worker.fleet_worker.model_copy(update={"region": region}),
+            stack=dataclasses.replace(worker.stack, cfg=cfg),
+        )
+
+    workers = [use1, auditing(usw2, "us-east-1"), usw2, auditing(usw2, "eu-west-1")]
+    image = f"{TEST_ACCOUNT_ID}.dkr.ecr.us-east-1.amazonaws.com/gpu-prod-use1/eval@{DIGEST}"
+    (problem,) = job_image_problems(workers, image, 0, None)
+    assert problem.allowed.endswith(
+        "pin it with regions: [us-east-1, eu-west-1] (the workers that admit it), or push it "
+        "where every worker admits it"
+    )
