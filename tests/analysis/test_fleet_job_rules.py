@@ -610,3 +610,21 @@ def test_an_image_is_judged_only_on_the_workers_of_its_regions() -> None:
         "pin it with regions: [us-east-1] (the workers that admit it), or push it where every "
         "worker admits it"
     )
+
+
+def test_the_managers_limit_range_is_not_judged_on_workers_that_cannot_run_the_job() -> None:
+    """No worker can run it (40 nodes): each worker's own findings stop it, not the manager's
+    LimitRange (which would refuse its pod: cpuLimit 1)."""
+    teams = _worker_values("prod-use1", "teams")
+    for team in teams:
+        team["containerDefaults"] = {"cpuLimit": "1"}
+    cfg = manager_config()
+    fleet = read(
+        cfg=cfg,
+        inputs=[committed_input(cfg.workers[0], teams=teams), committed_input(cfg.workers[1])],
+    )
+    judged = judge_fleet_job(fleet, 1, _job(nodes=40))
+    assert [r.runnable for r in judged.regions] == [False, False]
+    assert all(r.job is not None for r in judged.regions)
+    assert judged.problems == ()
+    assert judged.replication == Replication(1, None, None)
