@@ -102,7 +102,9 @@ def quota_problems(facts: StackFacts) -> dict[int, list[Problem]]:
         for jf in facts.jobs
         if jf.job.scheduler == "kueue"
         and (
-            found := quota.job_quota_problems(jf.key, jf.job, jf.team, facts.capacity, jf.resources)
+            found := quota.job_quota_problems(
+                jf.key, jf.job, jf.team, facts.capacity, jf.resources, cohort=facts.cfg.teams
+            )
         )
     }
 

@@ -7,7 +7,6 @@ the facts itself."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 
 from components import catalog
@@ -82,12 +81,15 @@ def job_quota_problems(
     team: TeamConfig,
     capacity: Capacity,
     requests: JobResources,
+    *,
+    cohort: Sequence[TeamConfig],
 ) -> list[Problem]:
     """Nodes x GPUs (and CPU/memory) within the team's quota for one of the job's flavors
-    (nominal + borrowing limit; unbounded borrowing = the pools' capacity), the namespace's
-    ResourceQuota, and the pools' capacity. A Kueue podset runs on one flavor, so `either`
-    needs one flavor that fits the whole job. `key` is the job's config path, `requests` one
-    pod's resources."""
+    (its nominal quota plus what the other teams of the cohort lend, within its borrowing
+    limit: _entry_fit), the namespace's ResourceQuota, and the pools' capacity. A Kueue podset
+    runs on one flavor, so `either` needs one flavor that fits the whole job. `key` is the
+    job's config path, `requests` one pod's resources, `cohort` every team (one cohort holds
+    all team ClusterQueues: components/platform/tenancy/team_queues.py)."""
     gpus = job.world_size
     problems: list[Problem] = []
     pools = [capacity.get((job.gpu_class, c), 0) for c in job.capacity_types]
@@ -116,9 +118,14 @@ def job_quota_problems(
                 f"no quota for {catalog.gpu_flavor_name(job.gpu_class, capacity_type)}"
             )
             continue
-        text, fit = _entry_fit(
-            entry, capacity.get((job.gpu_class, capacity_type), 0), job, requests
-        )
+        others = [
+            q
+            for other in cohort
+            if other.name != team.name
+            for q in other.quota
+            if q.flavor == entry.flavor
+        ]
+        text, fit = _entry_fit(entry, others, job, requests)
         quota_text.append(text)
         if fit:
             fits.append(entry.flavor)
@@ -145,32 +152,44 @@ def job_quota_problems(
 
 
 def _entry_fit(
-    entry: FlavorQuota, pool: int, job: TrainingJobConfig, requests: JobResources
+    entry: FlavorQuota,
+    others: Sequence[FlavorQuota],
+    job: TrainingJobConfig,
+    requests: JobResources,
 ) -> tuple[str, bool]:
     """One quota entry's reach with borrowing (GPUs, CPU, memory) as the report words it, and
-    whether the whole job fits it; `pool`: the flavor's capacity (unbounded borrowing reaches
-    at most that)."""
-    gpu_cap = (
-        entry.gpus + entry.borrowing_limit_gpus
-        if entry.borrowing_limit_gpus is not None
-        else max(pool, entry.gpus)
-    )
-    if entry.gpus:
-        scale = gpu_cap / entry.gpus
-        cpu_cap, mem_cap = entry.cpu * scale, entry.memory_gib * scale
-        bounds = f"{cpu_cap:g} CPU, {mem_cap:g} GiB"
-    else:
-        # A borrow-only entry (no nominal GPUs): its ClusterQueue sets no CPU/memory borrowing
-        # limit (team_queues._scaled has no GPU share to scale by), so the GPUs it may borrow
-        # are its only bound.
-        cpu_cap = mem_cap = math.inf
-        bounds = "CPU and memory unbounded"
+    whether the whole job fits it; `others`: the other teams' entries of the same flavor, the
+    ClusterQueues of the one cohort every team queue joins.
+
+    Kueue lends only quota: a ClusterQueue borrows what the other ClusterQueues of its cohort
+    put in (their nominal quota up to their lending limits) and the platform's Cohort holds
+    none of its own, so the most a ClusterQueue can ever be admitted is its nominal quota plus
+    the others' lendable quota, within its borrowing limit (kueue v0.19.2
+    pkg/cache/scheduler/resource_node.go `potentialAvailable` L129-140, `accumulateFromChild`
+    L217-222; a workload that exceeds it never fits, whatever the pools hold). The pools'
+    capacity is checked apart (job_quota_problems)."""
+    reach: dict[str, int] = {}
+    for quantity in entry.quantities():
+        pooled = sum(
+            theirs.lendable
+            for other in others
+            for theirs in other.quantities()
+            if theirs.name == quantity.name
+        )
+        most = quantity.nominal + pooled
+        if quantity.borrowing is not None:
+            most = min(most, quantity.nominal + quantity.borrowing)
+        reach[quantity.name] = most
     fits = (
-        job.world_size <= gpu_cap
-        and requests.cpu * job.nodes <= cpu_cap
-        and requests.memory_gib * job.nodes <= mem_cap
+        job.world_size <= reach["gpus"]
+        and requests.cpu * job.nodes <= reach["cpu"]
+        and requests.memory_gib * job.nodes <= reach["memory"]
     )
-    return f"{entry.flavor}: {gpu_cap} GPUs, {bounds} with borrowing", fits
+    text = (
+        f"{entry.flavor}: {reach['gpus']} GPUs, {reach['cpu']} CPU, {reach['memory']} GiB "
+        "with what the cohort lends"
+    )
+    return text, fits
 
 
 def unreachable_sources(cfg: StackConfig, sources: Sequence[NodeSource]) -> list[NodeSource]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import ConfigDict, Field, StringConstraints, field_validator, model_validator
@@ -20,6 +22,31 @@ from components.config.base import (
 
 DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 Quantity = Annotated[str, StringConstraints(pattern=r"^[0-9]+(\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$")]
+
+
+@dataclass(frozen=True)
+class ResourceQuota:
+    """One resource of a quota entry as the team's ClusterQueue carries it: nominal quota,
+    borrowing and lending limits (None: no limit). `name`: "cpu", "memory" (GiB) or "gpus"."""
+
+    name: str
+    nominal: int
+    borrowing: int | None
+    lending: int | None
+
+    @property
+    def lendable(self) -> int:
+        """What this ClusterQueue puts into its cohort: its nominal quota up to its lending
+        limit (kueue v0.19.2 pkg/cache/scheduler/resource_node.go `accumulateFromChild`: a
+        child adds SubtreeQuota - localQuota, localQuota = nominal - lendingLimit)."""
+        return self.nominal if self.lending is None else min(self.nominal, self.lending)
+
+
+def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
+    """CPU/memory share that goes with `gpus_part` of `gpus` GPUs (None: no bound)."""
+    if gpus_part is None or gpus == 0:
+        return None
+    return math.ceil(value * gpus_part / gpus)
 
 
 class FlavorQuota(Model):
@@ -39,6 +66,27 @@ class FlavorQuota(Model):
     @property
     def flavor(self) -> str:
         return catalog.gpu_flavor_name(self.gpu_class, self.capacity_type)
+
+    def quantities(self) -> tuple[ResourceQuota, ResourceQuota, ResourceQuota]:
+        """CPU, memory (GiB) and GPUs as the team's ClusterQueue renders them
+        (components/platform/tenancy/team_queues.py): the GPU limits as set, and for CPU and
+        memory the share that goes with them, rounded up (no GPU limit, or no nominal GPUs:
+        no CPU/memory limit either)."""
+        return (
+            ResourceQuota(
+                "cpu",
+                self.cpu,
+                _scaled(self.cpu, self.borrowing_limit_gpus, self.gpus),
+                _scaled(self.cpu, self.lending_limit_gpus, self.gpus),
+            ),
+            ResourceQuota(
+                "memory",
+                self.memory_gib,
+                _scaled(self.memory_gib, self.borrowing_limit_gpus, self.gpus),
+                _scaled(self.memory_gib, self.lending_limit_gpus, self.gpus),
+            ),
+            ResourceQuota("gpus", self.gpus, self.borrowing_limit_gpus, self.lending_limit_gpus),
+        )
 
     @model_validator(mode="after")
     def _check(self) -> FlavorQuota:

@@ -142,6 +142,18 @@ def _team(
     )
 
 
+#: Another team of the one cohort, lending 64 GPUs of each a10g flavor and far more CPU and
+#: memory than any job here asks: what a team may borrow in the quota tests below (Kueue lends
+#: only what other ClusterQueues hold: quota.py `_entry_fit`).
+LENDER = _team(
+    [
+        _entry(64, cpu=100_000, memoryGib=10_000_000),
+        _entry(64, capacity="spot", cpu=100_000, memoryGib=10_000_000),
+    ],
+    gpus=128,
+    index=9,
+)
+
 #: One pod's requests small enough that no CPU or memory bound is near.
 POD = JobResources("g5.xlarge", 1.0, 1, 1, 0)
 FLAVOR = ("a10g-x1", "on-demand")
@@ -161,9 +173,11 @@ def test_a_job_with_exactly_the_namespace_gpu_limit_passes_one_gpu_less_fails() 
     assert job.world_size == 2
     capacity = {FLAVOR: 8}
     at = _team([_entry(1, borrowingLimitGpus=1)], gpus=2)
-    assert job_quota_problems("trainingJobs[0]", job, at, capacity, POD) == []
+    assert job_quota_problems("trainingJobs[0]", job, at, capacity, POD, cohort=[at, LENDER]) == []
     below = _team([_entry(1, borrowingLimitGpus=1)], gpus=1)
-    (problem,) = job_quota_problems("trainingJobs[0]", job, below, capacity, POD)
+    (problem,) = job_quota_problems(
+        "trainingJobs[0]", job, below, capacity, POD, cohort=[below, LENDER]
+    )
     assert problem.key == "trainingJobs[0].nodes"
     assert problem.value == 2
     assert "nodes x GPUs = 2 is over team team0's namespace limit (1 GPUs)" in problem.allowed
@@ -175,8 +189,9 @@ def test_a_job_with_exactly_the_namespace_gpu_limit_passes_one_gpu_less_fails() 
 def test_a_job_with_exactly_the_largest_pools_gpus_passes_one_gpu_more_fails() -> None:
     team = _team([_entry(4, borrowingLimitGpus=8)], gpus=16)
     job = _job(nodes=4)
-    assert job_quota_problems("trainingJobs[0]", job, team, {FLAVOR: 4}, POD) == []
-    (problem,) = job_quota_problems("trainingJobs[0]", job, team, {FLAVOR: 3}, POD)
+    cohort = [team, LENDER]
+    assert job_quota_problems("trainingJobs[0]", job, team, {FLAVOR: 4}, POD, cohort=cohort) == []
+    (problem,) = job_quota_problems("trainingJobs[0]", job, team, {FLAVOR: 3}, POD, cohort=cohort)
     assert "nodes x GPUs = 4 is over the 3 GPUs the a10g-x1 on-demand pools provide" in (
         problem.allowed
     )
@@ -189,8 +204,8 @@ def test_either_capacity_is_measured_against_its_largest_pool() -> None:
     )
     job = _job(nodes=4, capacity="either")
     spot = ("a10g-x1", "spot")
-    assert job_quota_problems("k", job, team, {FLAVOR: 3, spot: 4}, POD) == []
-    (problem,) = job_quota_problems("k", job, team, {FLAVOR: 3, spot: 3}, POD)
+    assert job_quota_problems("k", job, team, {FLAVOR: 3, spot: 4}, POD, cohort=[team]) == []
+    (problem,) = job_quota_problems("k", job, team, {FLAVOR: 3, spot: 3}, POD, cohort=[team])
     assert "over the 3 GPUs the a10g-x1 spot/on-demand pools provide" in problem.allowed
 
 
@@ -201,8 +216,18 @@ def _quota_misses(problems: list[Any]) -> list[Any]:
     return [p for p in problems if "fits no quota" in p.allowed]
 
 
-def _fits_quota(team: stack_config.TeamConfig, job: Any, pod: JobResources = POD) -> bool:
-    found = job_quota_problems("k", job, team, {FLAVOR: 64, ("a10g-x1", "spot"): 64}, pod)
+def _fits_quota(
+    team: stack_config.TeamConfig,
+    job: Any,
+    pod: JobResources = POD,
+    cohort: tuple[stack_config.TeamConfig, ...] | None = None,
+) -> bool:
+    """Whether a quota of `team` fits `job`, with LENDER in its cohort unless `cohort` says
+    otherwise (pools of 64 GPUs per flavor: never the bound here)."""
+    capacity = {FLAVOR: 64, ("a10g-x1", "spot"): 64}
+    found = job_quota_problems(
+        "k", job, team, capacity, pod, cohort=(team, LENDER) if cohort is None else cohort
+    )
     return not [p for p in found if "fits no quota" in p.allowed]
 
 
@@ -212,10 +237,14 @@ def test_a_job_of_exactly_nominal_plus_borrowing_gpus_fits_one_more_does_not() -
     assert not _fits_quota(team, _job(nodes=5))
     (problem,) = [
         p
-        for p in job_quota_problems("k", _job(nodes=5), team, {FLAVOR: 64}, POD)
+        for p in job_quota_problems(
+            "k", _job(nodes=5), team, {FLAVOR: 64}, POD, cohort=[team, LENDER]
+        )
         if "fits no quota" in p.allowed
     ]
-    assert "a10g-x1-on-demand: 4 GPUs, 128 CPU, 512 GiB with borrowing" in problem.allowed
+    assert (
+        "a10g-x1-on-demand: 4 GPUs, 128 CPU, 512 GiB with what the cohort lends" in problem.allowed
+    )
     assert "the job (5 GPUs, 5 CPU, 5 GiB)" in problem.allowed
 
 
@@ -225,21 +254,58 @@ def test_without_borrowing_the_nominal_quota_is_the_edge() -> None:
     assert not _fits_quota(team, _job(nodes=4))
 
 
-def test_unbounded_borrowing_reaches_the_pool_not_past_it() -> None:
+def test_unbounded_borrowing_reaches_what_the_cohort_lends_not_the_pool() -> None:
+    """Kueue lends quota, not capacity (kueue v0.19.2 pkg/cache/scheduler/resource_node.go
+    `potentialAvailable`): a ClusterQueue with 2 nominal GPUs and no borrowing limit reaches 2
+    plus what the other teams' queues lend — however large the pool. Alone in its cohort, a
+    6-GPU job over a 6-GPU pool never fits (the old model admitted it: it waited forever)."""
     team = _team([_entry(2)], gpus=16)
     job = _job(nodes=6)
-    found = job_quota_problems("k", job, team, {FLAVOR: 6}, POD)
-    assert not [p for p in found if "fits no quota" in p.allowed]
-    (problem,) = _quota_misses(job_quota_problems("k", job, team, {FLAVOR: 5}, POD))
-    assert "a10g-x1-on-demand: 5 GPUs" in problem.allowed
+    (alone,) = _quota_misses(job_quota_problems("k", job, team, {FLAVOR: 6}, POD, cohort=[team]))
+    assert "a10g-x1-on-demand: 2 GPUs, 64 CPU, 256 GiB with what the cohort lends" in (
+        alone.allowed
+    )
+    lends_four = _team([_entry(4)], gpus=4, index=1)
+    assert not _quota_misses(
+        job_quota_problems("k", job, team, {FLAVOR: 6}, POD, cohort=[team, lends_four])
+    )
+    lends_three = _team([_entry(3)], gpus=3, index=1)
+    (short,) = _quota_misses(
+        job_quota_problems("k", job, team, {FLAVOR: 6}, POD, cohort=[team, lends_three])
+    )
+    assert "a10g-x1-on-demand: 5 GPUs" in short.allowed
 
 
-def test_unbounded_borrowing_over_a_smaller_pool_still_reaches_the_nominal_quota() -> None:
-    # max(pool, nominal): a nominal quota above what the pools have is still the quota's reach
-    # (the pools' own rule reports the capacity).
+def test_a_lending_limit_bounds_what_a_queue_puts_into_the_cohort() -> None:
+    """The other queue lends its nominal quota up to its lending limit (resource_node.go
+    `accumulateFromChild`: SubtreeQuota - localQuota); another flavor's quota lends nothing."""
+    team = _team([_entry(2)], gpus=16)
+    job = _job(nodes=6)
+    lends_four_of_eight = _team([_entry(8, lendingLimitGpus=4)], gpus=8, index=1)
+    assert _fits_quota(team, job, cohort=(team, lends_four_of_eight))
+    lends_three_of_eight = _team([_entry(8, lendingLimitGpus=3)], gpus=8, index=1)
+    assert not _fits_quota(team, job, cohort=(team, lends_three_of_eight))
+    other_flavor = _team([_entry(64, capacity="spot")], gpus=64, index=1)
+    assert not _fits_quota(team, job, cohort=(team, other_flavor))
+
+
+def test_a_borrowing_limit_caps_what_the_cohort_would_lend() -> None:
+    team = _team([_entry(2, borrowingLimitGpus=1)], gpus=16)
+    assert _fits_quota(team, _job(nodes=3))
+    assert not _fits_quota(team, _job(nodes=4))
+    assert not _fits_quota(team, _job(nodes=3), cohort=(team,))
+
+
+def test_a_nominal_quota_over_a_smaller_pool_is_still_the_quotas_reach() -> None:
+    # The pools' own rule reports the capacity; the quota's reach stays its nominal quota.
     team = _team([_entry(4)], gpus=16)
-    assert not _quota_misses(job_quota_problems("k", _job(nodes=4), team, {FLAVOR: 2}, POD))
-    (problem,) = _quota_misses(job_quota_problems("k", _job(nodes=5), team, {FLAVOR: 2}, POD))
+    cohort = [team]
+    assert not _quota_misses(
+        job_quota_problems("k", _job(nodes=4), team, {FLAVOR: 2}, POD, cohort=cohort)
+    )
+    (problem,) = _quota_misses(
+        job_quota_problems("k", _job(nodes=5), team, {FLAVOR: 2}, POD, cohort=cohort)
+    )
     assert "a10g-x1-on-demand: 4 GPUs" in problem.allowed
 
 
@@ -263,13 +329,21 @@ def test_a_gang_of_exactly_the_quotas_cpu_or_memory_fits_one_more_does_not(field
     assert not _fits_quota(team, job, over)
 
 
-def test_a_borrow_only_entry_bounds_gpus_not_cpu_or_memory() -> None:
+def test_a_borrow_only_entry_bounds_gpus_and_leaves_cpu_and_memory_to_the_cohort() -> None:
+    """No nominal GPUs: its ClusterQueue sets no CPU/memory borrowing limit (no GPU share to
+    scale one by), so CPU and memory reach what the cohort lends; the GPUs its limit."""
     team = _team([_entry(0, borrowingLimitGpus=2, cpu=1, memoryGib=1)], gpus=2)
     huge = JobResources("g5.xlarge", 1000.0, 100000, 1, 0)
     assert _fits_quota(team, _job(nodes=2), huge)
     assert not _fits_quota(team, _job(nodes=3), huge)
-    (problem,) = _quota_misses(job_quota_problems("k", _job(nodes=3), team, {FLAVOR: 64}, huge))
-    assert "a10g-x1-on-demand: 2 GPUs, CPU and memory unbounded with borrowing" in problem.allowed
+    (problem,) = _quota_misses(
+        job_quota_problems("k", _job(nodes=3), team, {FLAVOR: 64}, huge, cohort=[team, LENDER])
+    )
+    assert (
+        "a10g-x1-on-demand: 2 GPUs, 100001 CPU, 10000001 GiB with what the cohort lends"
+        in problem.allowed
+    )
+    assert not _fits_quota(team, _job(nodes=1), huge, cohort=(team,))
 
 
 def test_a_job_fits_if_one_of_its_flavors_fits_and_names_each_that_does_not() -> None:
@@ -280,7 +354,8 @@ def test_a_job_fits_if_one_of_its_flavors_fits_and_names_each_that_does_not() ->
     assert _fits_quota(team, _job(nodes=3, capacity="either"))
     assert not _fits_quota(team, _job(nodes=4, capacity="either"))
     only_spot = _team([_entry(3, capacity="spot", borrowingLimitGpus=0)], gpus=8)
-    found = job_quota_problems("k", _job(nodes=4, capacity="either"), only_spot, {FLAVOR: 9}, POD)
+    job = _job(nodes=4, capacity="either")
+    found = job_quota_problems("k", job, only_spot, {FLAVOR: 9}, POD, cohort=[only_spot, LENDER])
     (problem,) = [p for p in found if "fits no quota" in p.allowed]
     assert "no quota for a10g-x1-on-demand" in problem.allowed
     assert "a10g-x1-spot: 3 GPUs" in problem.allowed
@@ -376,7 +451,7 @@ def test_a_job_over_the_pools_and_every_quota_names_its_nodes_and_each_flavors_r
     every flavor the job may use, in the job's order (spot first for `either`)."""
     team = _team([_entry(1, borrowingLimitGpus=0)], gpus=16)
     job = _job(nodes=2, capacity="either")
-    assert job_quota_problems("trainingJobs[3]", job, team, {FLAVOR: 1}, POD) == [
+    assert job_quota_problems("trainingJobs[3]", job, team, {FLAVOR: 1}, POD, cohort=[team]) == [
         Problem(
             "trainingJobs[3].nodes",
             2,
@@ -386,7 +461,8 @@ def test_a_job_over_the_pools_and_every_quota_names_its_nodes_and_each_flavors_r
             "trainingJobs[3].nodes",
             2,
             "the job (2 GPUs, 2 CPU, 2 GiB) fits no quota of team team0 (no quota for "
-            "a10g-x1-spot; a10g-x1-on-demand: 1 GPUs, 64 CPU, 256 GiB with borrowing)",
+            "a10g-x1-spot; a10g-x1-on-demand: 1 GPUs, 64 CPU, 256 GiB with what the cohort "
+            "lends)",
         ),
     ]
 
@@ -396,15 +472,15 @@ def test_a_flavor_without_a_quota_entry_does_not_end_the_search() -> None:
     team = _team([_entry(2, borrowingLimitGpus=0)], gpus=16)
     job = _job(nodes=2, capacity="either")
     assert job.capacity_types == ("spot", "on-demand")
-    assert job_quota_problems("k", job, team, {FLAVOR: 8}, POD) == []
+    assert job_quota_problems("k", job, team, {FLAVOR: 8}, POD, cohort=[team]) == []
 
 
 def test_a_flavor_no_pool_provides_has_no_capacity_to_borrow_or_run_on() -> None:
     """A flavor missing from the capacity counts 0 GPUs: a one-GPU job is over the pools, and a
-    borrow-only entry with unbounded borrowing reaches nothing there."""
+    borrow-only entry with unbounded borrowing, alone in its cohort, reaches nothing there."""
     team = _team([_entry(0)], gpus=16)
     job = _job(nodes=1)
-    assert job_quota_problems("k", job, team, {}, POD) == [
+    assert job_quota_problems("k", job, team, {}, POD, cohort=[team]) == [
         Problem(
             "k.nodes", 1, "nodes x GPUs = 1 is over the 0 GPUs the a10g-x1 on-demand pools provide"
         ),
@@ -412,7 +488,7 @@ def test_a_flavor_no_pool_provides_has_no_capacity_to_borrow_or_run_on() -> None
             "k.nodes",
             1,
             "the job (1 GPUs, 1 CPU, 1 GiB) fits no quota of team team0 "
-            "(a10g-x1-on-demand: 0 GPUs, CPU and memory unbounded with borrowing)",
+            "(a10g-x1-on-demand: 0 GPUs, 64 CPU, 256 GiB with what the cohort lends)",
         ),
     ]
 

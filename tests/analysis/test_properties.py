@@ -660,11 +660,17 @@ def test_a_quota_for_a_flavor_no_pool_provides_is_named(
 def quota_cases(
     draw: st.DrawFn, *, borrowing: bool = True, within_nominal: bool = True
 ) -> tuple[
-    stack_config.TrainingJobConfig, stack_config.TeamConfig, dict[Flavor, int], JobResources
+    stack_config.TrainingJobConfig,
+    stack_config.TeamConfig,
+    dict[Flavor, int],
+    JobResources,
+    stack_config.TeamConfig,
 ]:
     """A job, its team's quota for each of its flavors (nominal >= 1, borrowing limit or
-    unbounded), the pools' capacity and one pod's requests (`within_nominal`: the job's CPU
-    and memory within every entry's nominal)."""
+    unbounded), the pools' capacity, one pod's requests (`within_nominal`: the job's CPU
+    and memory within every entry's nominal) and another team of the cohort, lending 0-128
+    GPUs of each of the job's flavors (and CPU and memory beyond any job's: only its GPUs
+    bound what the team may borrow)."""
     gpu_class = draw(st.sampled_from(sorted(CLASS_TYPES)))
     job = _job(gpu_class, draw(_pick(JOB_CAPACITIES)), draw(st.integers(1, 8)))
     capacity: dict[Flavor, int] = {}
@@ -686,7 +692,26 @@ def quota_cases(
     else:
         cpu, memory = draw(st.integers(1, 256)), draw(st.integers(1, 2048))
     requests = JobResources("", float(cpu), memory, 1, 0)
-    return job, team, capacity, requests
+    lends = [
+        _entry(flavor, draw(st.integers(0, 128)), cpu=10**6, memoryGib=10**7) for flavor in capacity
+    ]
+    lender = stack_config.TeamConfig.model_validate(_team(1, lends))
+    return job, team, capacity, requests, lender
+
+
+def _lent(lender: stack_config.TeamConfig, entry: stack_config.FlavorQuota) -> int:
+    """GPUs of `entry`'s flavor the other team of the cohort puts in (it sets no lending
+    limit: all of its nominal quota)."""
+    return sum(q.gpus for q in lender.quota if q.flavor == entry.flavor)
+
+
+def _reach(entry: stack_config.FlavorQuota, lender: stack_config.TeamConfig) -> int:
+    """The most GPUs Kueue can admit on the entry's flavor: nominal plus what the cohort
+    lends, within the borrowing limit (kueue v0.19.2 resource_node.go `potentialAvailable`)."""
+    lent = _lent(lender, entry)
+    if entry.borrowing_limit_gpus is not None:
+        lent = min(lent, entry.borrowing_limit_gpus)
+    return entry.gpus + lent
 
 
 def _kinds(problems: list[Any], key: str) -> Counter[str]:
@@ -712,35 +737,43 @@ def test_a_job_is_refused_exactly_where_it_outgrows_pools_quota_or_namespace_lim
 ) -> None:
     """A job of nodes x GPUs per node (catalog) GPUs, whose CPU and memory are within its
     quota's nominal, gets a problem naming `trainingJobs[i].nodes` for each bound it outgrows
-    and no other: the largest pool of its flavors, nominal + borrowing limit of every quota
-    entry of its flavors (Kueue admits it onto one flavor), and the namespace's GPU limit.
-    A missing problem is a job that queues forever; an extra one refuses a job that runs."""
-    job, team, capacity, requests = case
+    and no other: the largest pool of its flavors, the reach of every quota entry of its
+    flavors (nominal plus what the cohort lends, within the borrowing limit; Kueue admits it
+    onto one flavor), and the namespace's GPU limit. A missing problem is a job that queues
+    forever; an extra one refuses a job that runs."""
+    job, team, capacity, requests, lender = case
     gpus = job.nodes * GPUS_PER_NODE[job.gpu_class]
     expected = Counter(
         {
             "pools": int(gpus > max(capacity.values())),
-            "quota": int(all(gpus > q.gpus + (q.borrowing_limit_gpus or 0) for q in team.quota)),
+            "quota": int(all(gpus > _reach(q, lender) for q in team.quota)),
             "limit": int(gpus > team.limits.gpus),
         }
     )
     key = f"trainingJobs[{index}]"
-    found = _kinds(job_quota_problems(key, job, team, capacity, requests), key)
+    found = _kinds(
+        job_quota_problems(key, job, team, capacity, requests, cohort=[team, lender]), key
+    )
     assert found == +expected
 
 
 @MANY
 @given(quota_cases(borrowing=False))
-def test_unbounded_borrowing_admits_a_job_the_pools_can_hold(case: tuple[Any, ...]) -> None:
-    """Without a borrowing limit a team may borrow what the cohort has, up to the pools'
-    capacity: a job within the largest pool of its flavors (CPU and memory within nominal)
-    never fits "no quota", however small the nominal GPU quota."""
-    job, team, capacity, requests = case
-    assume(job.nodes * GPUS_PER_NODE[job.gpu_class] <= max(capacity.values()))
+def test_unbounded_borrowing_reaches_what_the_cohort_lends_and_no_further(
+    case: tuple[Any, ...],
+) -> None:
+    """Without a borrowing limit a team may borrow what the other queues of its cohort lend,
+    however large the pools: a job within nominal + lent on one of its flavors never fits "no
+    quota"; a job past it on every flavor always does, even when the pools could hold it
+    (Kueue lends quota, not capacity: such a job would wait forever)."""
+    job, team, capacity, requests, lender = case
+    gpus = job.nodes * GPUS_PER_NODE[job.gpu_class]
     found = _kinds(
-        job_quota_problems("trainingJobs[0]", job, team, capacity, requests), "trainingJobs[0]"
+        job_quota_problems("trainingJobs[0]", job, team, capacity, requests, cohort=[team, lender]),
+        "trainingJobs[0]",
     )
-    assert found["quota"] == 0
+    within = any(gpus <= q.gpus + _lent(lender, q) for q in team.quota)
+    assert found["quota"] == int(not within)
 
 
 def _raised(team: stack_config.TeamConfig, how: str, by: int) -> stack_config.TeamConfig:
@@ -761,24 +794,30 @@ def _raised(team: stack_config.TeamConfig, how: str, by: int) -> stack_config.Te
 @MANY
 @given(
     quota_cases(borrowing=True, within_nominal=False),
-    st.sampled_from(["borrowing", "cpu", "memoryGib", "limit", "nominal", "pools"]),
+    st.sampled_from(["borrowing", "cpu", "memoryGib", "limit", "nominal", "pools", "lent"]),
     st.integers(1, 8),
 )
 def test_raising_a_quota_or_the_pools_never_adds_a_problem(
     case: tuple[Any, ...], how: str, by: int
 ) -> None:
     """Raising a quota — its borrowing limit, CPU, memory, the namespace's GPU limit, or the
-    nominal GPUs together with their CPU and memory — or the pools' capacity never adds a
-    problem to a job: more quota or capacity must never turn a job that runs into a config
-    error."""
-    job, team, capacity, requests = case
+    nominal GPUs together with their CPU and memory —, what another team of the cohort lends,
+    or the pools' capacity never adds a problem to a job: more quota or capacity must never
+    turn a job that runs into a config error."""
+    job, team, capacity, requests, lender = case
     key = "trainingJobs[0]"
-    before = _kinds(job_quota_problems(key, job, team, capacity, requests), key)
+    before = _kinds(
+        job_quota_problems(key, job, team, capacity, requests, cohort=[team, lender]), key
+    )
     if how == "pools":
         capacity = {flavor: gpus + by for flavor, gpus in capacity.items()}
+    elif how == "lent":
+        lender = _raised(lender, "nominal", by + 1)
     else:
         team = _raised(team, how, by)
-    after = _kinds(job_quota_problems(key, job, team, capacity, requests), key)
+    after = _kinds(
+        job_quota_problems(key, job, team, capacity, requests, cohort=[team, lender]), key
+    )
     assert after <= before
 
 
@@ -788,7 +827,20 @@ def test_a_borrow_only_quota_admits_a_job_within_its_borrowing_limit() -> None:
     job = _job("l4-x1", "on-demand", 1)
     requests = JobResources("g6.xlarge", 1.0, 4, 1, 0)
     capacity = {("l4-x1", "on-demand"): 8}
-    assert job_quota_problems("trainingJobs[0]", job, team, capacity, requests) == []
+    lender = stack_config.TeamConfig.model_validate(_team(1, [_entry(("l4-x1", "on-demand"), 8)]))
+    assert (
+        job_quota_problems("trainingJobs[0]", job, team, capacity, requests, cohort=[team, lender])
+        == []
+    )
+    # Alone in its cohort, a borrow-only quota reaches nothing: Kueue lends only quota.
+    assert job_quota_problems("trainingJobs[0]", job, team, capacity, requests, cohort=[team]) == [
+        (
+            "trainingJobs[0].nodes",
+            1,
+            "the job (1 GPUs, 1 CPU, 4 GiB) fits no quota of team team0 "
+            "(l4-x1-on-demand: 0 GPUs, 8 CPU, 32 GiB with what the cohort lends)",
+        )
+    ]
 
 
 @FAST

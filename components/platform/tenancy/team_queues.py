@@ -4,7 +4,6 @@ the flavors of autoscaled node groups. components/platform/tenancy/teams.py crea
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -16,36 +15,25 @@ from components.platform.scheduling.scheduling import PROVISIONING_CHECK, Flavor
 COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
 
 
-def _scaled(value: int, gpus_part: int | None, gpus: int) -> int | None:
-    """CPU/memory share that goes with `gpus_part` of `gpus` GPUs (None: no bound)."""
-    if gpus_part is None or gpus == 0:
-        return None
-    return math.ceil(value * gpus_part / gpus)
+#: The Kubernetes resource and unit of each quantity of a quota entry (FlavorQuota.quantities).
+RESOURCE_NAMES: dict[str, tuple[str, str]] = {
+    "cpu": ("cpu", ""),
+    "memory": ("memory", "Gi"),
+    "gpus": (catalog.GPU_RESOURCE, ""),
+}
 
 
 def flavor_resources(entry: FlavorQuota) -> list[dict[str, Any]]:
+    """The entry's resources in a ClusterQueue flavor: nominal quota, borrowing and lending
+    limits, as the config model derives them (FlavorQuota.quantities)."""
     rows: list[dict[str, Any]] = []
-    for resource, nominal, unit in (
-        ("cpu", entry.cpu, ""),
-        ("memory", entry.memory_gib, "Gi"),
-        (catalog.GPU_RESOURCE, entry.gpus, ""),
-    ):
-        is_gpu = resource == catalog.GPU_RESOURCE
-        borrow = (
-            entry.borrowing_limit_gpus
-            if is_gpu
-            else _scaled(nominal, entry.borrowing_limit_gpus, entry.gpus)
-        )
-        lend = (
-            entry.lending_limit_gpus
-            if is_gpu
-            else _scaled(nominal, entry.lending_limit_gpus, entry.gpus)
-        )
-        row: dict[str, Any] = {"name": resource, "nominalQuota": f"{nominal}{unit}"}
-        if borrow is not None:
-            row["borrowingLimit"] = f"{borrow}{unit}"
-        if lend is not None:
-            row["lendingLimit"] = f"{lend}{unit}"
+    for quantity in entry.quantities():
+        resource, unit = RESOURCE_NAMES[quantity.name]
+        row: dict[str, Any] = {"name": resource, "nominalQuota": f"{quantity.nominal}{unit}"}
+        if quantity.borrowing is not None:
+            row["borrowingLimit"] = f"{quantity.borrowing}{unit}"
+        if quantity.lending is not None:
+            row["lendingLimit"] = f"{quantity.lending}{unit}"
         rows.append(row)
     return rows
 
