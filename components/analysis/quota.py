@@ -166,8 +166,10 @@ def _entry_fit(
     none of its own, so the most a ClusterQueue can ever be admitted is its nominal quota plus
     the others' lendable quota, within its borrowing limit (kueue v0.19.2
     pkg/cache/scheduler/resource_node.go `potentialAvailable` L129-140, `accumulateFromChild`
-    L217-222; a workload that exceeds it never fits, whatever the pools hold). The pools'
-    capacity is checked apart (job_quota_problems)."""
+    L217-222; pkg/scheduler/flavorassigner/flavorassigner.go L1342-1356 refuses a request over
+    it: "insufficient quota … > maximum capacity", whatever the pools hold; seen on the real
+    Kueue in tests/e2e/test_quota.py). The pools' capacity is checked apart
+    (job_quota_problems)."""
     reach: dict[str, int] = {}
     for quantity in entry.quantities():
         pooled = sum(
