@@ -14,6 +14,7 @@ components/platform/fleet/reading.py does.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
@@ -47,6 +48,12 @@ TEST_TRAINER_IMAGE: Final = (
 TEST_SIGNING_KEY: Final = "TEST public key: not a PEM"
 #: The manager's region (fleet/Pulumi.prod.yaml `aws:region`).
 MANAGER_REGION: Final = "us-east-1"
+#: What a fleet job stack is told of a Volcano job (fleet_jobs.py: MultiKueue cannot carry it).
+VOLCANO_ALLOWED: Final = (
+    "kubeflow (or native) with scheduler kueue: Kueue's MultiKueue has no adapter for Volcano "
+    "Jobs (no vcjob integration at v0.19.2, and its JobSpec has no managedBy), so a Volcano job "
+    "never leaves the cluster it is created in"
+)
 
 
 def worker_config(stack: str, **overrides: Any) -> stack_config.StackConfig:
@@ -159,3 +166,52 @@ def fleet_jobs() -> list[TrainingJobConfig]:
         TrainingJobConfig.model_validate({**job, "team": team})
         for job in config["gpu-platform-jobs:trainingJobs"]
     ]
+
+
+def fleet_job(index: int = 1, **changes: Any) -> TrainingJobConfig:
+    """A committed fleet job (jobs/Pulumi.pretrain-fleet.yaml; 1: eval-l4) with `changes`."""
+    job = fleet_jobs()[index]
+    data = job.model_dump(by_alias=True, exclude_unset=True)
+    return TrainingJobConfig.model_validate({**data, **changes})
+
+
+def worker_values(stack: str, key: str) -> Any:
+    return stack_values(stack)[f"gpu-platform:{key}"]
+
+
+def three_workers(**use1: Any) -> FleetFacts:
+    """The committed fleet plus a second worker in us-west-2 (usw2b) whose team pretrain and
+    pools have 8 on-demand H100s (as use1's; usw2 has 16); `use1`: overrides of use1's config."""
+    values = fleet_values()
+    values["workers"] = [
+        *values["workers"],
+        {"name": "usw2b", "stack": "gpu-platform/gpu-platform/prod-usw2b"},
+    ]
+    cfg = manager_config(values)
+    teams = worker_values("prod-usw2", "teams")
+    for team in teams:
+        for entry in team["quota"]:
+            if (entry["gpuClass"], entry["capacityType"]) == ("h100-x8", "on-demand"):
+                entry.update(gpus=8, cpu=192, memoryGib=2000)
+    karpenter = worker_values("prod-usw2", "karpenter")
+    for pool in karpenter["pools"]:
+        if pool["name"] == "kp-h100-od":
+            pool["limits"] = {"gpus": 8}
+    inputs: list[WorkerInput] = [
+        committed_input(cfg.workers[0], **use1),
+        committed_input(cfg.workers[1]),
+    ]
+    third = dataclasses.replace(
+        committed_input(
+            cfg.workers[1],
+            cluster={**worker_values("prod-usw2", "cluster"), "name": "gpu-prod-usw2b"},
+            teams=teams,
+            karpenter=karpenter,
+        ),
+        ref=cfg.workers[2],
+    )
+    assert third.fleet_worker is not None
+    third = dataclasses.replace(
+        third, fleet_worker=third.fleet_worker.model_copy(update={"vpc_cidr": "10.3.0.0/16"})
+    )
+    return read(cfg=cfg, inputs=[*inputs, third])

@@ -12,13 +12,10 @@ from typing import Any
 import pytest
 
 from components.analysis.costs import Replication, replication
-from components.analysis.fleet import FleetFacts, WorkerInput
 from components.analysis.fleet_jobs import (
-    FleetJob,
     Region,
     _one_region,
     _rekeyed,
-    _team_namespace,
     fleet_job_errors,
     fleet_job_problems,
     judge_fleet_job,
@@ -27,66 +24,15 @@ from components.analysis.fleet_jobs import (
     pinned,
     region_pin,
 )
-from components.config import Problem, TrainingJobConfig
+from components.config import Problem
 from tests.analysis.fleet_inputs import (
     TEST_TRAINER_IMAGE,
-    committed_input,
+    VOLCANO_ALLOWED,
+    fleet_job,
     fleet_jobs,
-    fleet_values,
-    manager_config,
     read,
+    three_workers,
 )
-from tests.conftest import stack_values
-
-
-def _job(index: int = 1, **changes: Any) -> TrainingJobConfig:
-    """A committed fleet job (jobs/Pulumi.pretrain-fleet.yaml; 1: eval-l4) with `changes`."""
-    job = fleet_jobs()[index]
-    data = job.model_dump(by_alias=True, exclude_unset=True)
-    return TrainingJobConfig.model_validate({**data, **changes})
-
-
-def _worker_values(stack: str, key: str) -> Any:
-    return stack_values(stack)[f"gpu-platform:{key}"]
-
-
-def _three_workers(**use1: Any) -> FleetFacts:
-    """The committed fleet plus a second worker in us-west-2 (usw2b) whose team pretrain and
-    pools have 8 on-demand H100s (as use1's; usw2 has 16); `use1`: overrides of use1's config."""
-    values = fleet_values()
-    values["workers"] = [
-        *values["workers"],
-        {"name": "usw2b", "stack": "gpu-platform/gpu-platform/prod-usw2b"},
-    ]
-    cfg = manager_config(values)
-    teams = _worker_values("prod-usw2", "teams")
-    for team in teams:
-        for entry in team["quota"]:
-            if (entry["gpuClass"], entry["capacityType"]) == ("h100-x8", "on-demand"):
-                entry.update(gpus=8, cpu=192, memoryGib=2000)
-    karpenter = _worker_values("prod-usw2", "karpenter")
-    for pool in karpenter["pools"]:
-        if pool["name"] == "kp-h100-od":
-            pool["limits"] = {"gpus": 8}
-    inputs: list[WorkerInput] = [
-        committed_input(cfg.workers[0], **use1),
-        committed_input(cfg.workers[1]),
-    ]
-    third = dataclasses.replace(
-        committed_input(
-            cfg.workers[1],
-            cluster={**_worker_values("prod-usw2", "cluster"), "name": "gpu-prod-usw2b"},
-            teams=teams,
-            karpenter=karpenter,
-        ),
-        ref=cfg.workers[2],
-    )
-    assert third.fleet_worker is not None
-    third = dataclasses.replace(
-        third, fleet_worker=third.fleet_worker.model_copy(update={"vpc_cidr": "10.3.0.0/16"})
-    )
-    return read(cfg=cfg, inputs=[*inputs, third])
-
 
 # --- the committed jobs ----------------------------------------------------------------------
 
@@ -141,7 +87,7 @@ def test_a_jobs_replication_is_sized_on_its_home_worker() -> None:
 
 def test_the_pod_is_pinned_to_what_every_capable_worker_offers() -> None:
     fleet = read()
-    evaluation = judge_fleet_job(fleet, 1, _job())
+    evaluation = judge_fleet_job(fleet, 1, fleet_job())
     assert (
         evaluation.job.cpu,
         evaluation.job.memory_gib,
@@ -162,7 +108,7 @@ def test_the_pod_is_pinned_to_what_every_capable_worker_offers() -> None:
 def test_pinned_takes_the_least_of_every_capable_pod() -> None:
     use1 = read().workers[0]
     big = judge_on(use1, 0, fleet_jobs()[0]).job
-    small = judge_on(use1, 0, _job()).job
+    small = judge_on(use1, 0, fleet_job()).job
     assert big is not None and small is not None
     job = fleet_jobs()[0]
     assert pinned(job, []) is job
@@ -192,7 +138,7 @@ def test_pinned_takes_the_least_of_every_capable_pod() -> None:
 
 def test_a_job_no_worker_can_run_names_every_worker() -> None:
     fleet = read()
-    judged = judge_fleet_job(fleet, 4, _job(nodes=40))
+    judged = judge_fleet_job(fleet, 4, fleet_job(nodes=40))
     assert judged.problems == () and judged.runnable_on == () and judged.home is None
     assert judged.replication == Replication(1, None, None)
     errors = fleet_job_errors([judged])
@@ -208,7 +154,7 @@ def test_a_job_only_some_workers_can_run_is_pinned_to_their_regions() -> None:
     # Two on-demand p5 nodes: team pretrain's on-demand H100 quota is 8 GPUs on use1, 16 on
     # usw2 (Pulumi.prod-use1.yaml, Pulumi.prod-usw2.yaml).
     fleet = read()
-    job = _job(0, regions=None, capacity="on-demand")
+    job = fleet_job(0, regions=None, capacity="on-demand")
     judged = judge_fleet_job(fleet, 0, job)
     assert judged.problems == ()
     assert judged.auto_pinned == ("us-west-2",)
@@ -222,13 +168,13 @@ def test_a_job_only_some_workers_can_run_is_pinned_to_their_regions() -> None:
 
 
 def test_a_region_pin_that_cannot_tell_workers_apart_is_refused() -> None:
-    fleet = _three_workers()
+    fleet = three_workers()
     assert [w.label for w in fleet.workers] == [
         "use1 (us-east-1)",
         "usw2 (us-west-2)",
         "usw2b (us-west-2)",
     ]
-    judged = judge_fleet_job(fleet, 3, _job(0, regions=None, capacity="on-demand"))
+    judged = judge_fleet_job(fleet, 3, fleet_job(0, regions=None, capacity="on-demand"))
     assert [r.runnable for r in judged.regions] == [False, True, False]
     assert judged.index == 3
     assert all(p.key.startswith("trainingJobs[3].") for r in judged.regions for p in r.problems)
@@ -245,7 +191,7 @@ def test_a_region_pin_that_cannot_tell_workers_apart_is_refused() -> None:
 
 
 def test_region_pin_on_judged_regions() -> None:
-    job = _job()
+    job = fleet_job()
     no_efa = (Problem("trainingJobs[0].efa", True, "EFA devices"),)
     quota = (Problem("trainingJobs[0].gpus", 16, "quota"),)
     a = Region("a", "us-east-1", True)
@@ -268,17 +214,10 @@ def test_region_pin_on_judged_regions() -> None:
     e = Region("e", "eu-west-1", False, quota)
     assert region_pin(job, 3, [c, a, e]) == (("us-east-1", "us-west-2"), [])
     assert region_pin(job, 3, [c, b]) == (("us-west-2",), [])
-    assert region_pin(_job(regions=["us-east-1"]), 3, [a, b, c, d]) == ((), [])
+    assert region_pin(fleet_job(regions=["us-east-1"]), 3, [a, b, c, d]) == ((), [])
 
 
 # --- what MultiKueue cannot carry ------------------------------------------------------------
-
-
-VOLCANO_ALLOWED = (
-    "kubeflow (or native) with scheduler kueue: Kueue's MultiKueue has no adapter for Volcano "
-    "Jobs (no vcjob integration at v0.19.2, and its JobSpec has no managedBy), so a Volcano job "
-    "never leaves the cluster it is created in"
-)
 
 
 @pytest.mark.parametrize(
@@ -351,11 +290,11 @@ VOLCANO_ALLOWED = (
     ],
 )
 def test_what_multikueue_cannot_carry(changes: dict[str, Any], expected: list[Problem]) -> None:
-    assert fleet_job_problems(read(), 2, _job(**changes)) == expected
+    assert fleet_job_problems(read(), 2, fleet_job(**changes)) == expected
 
 
 def test_secret_env_is_refused_naming_its_key() -> None:
-    job = _job(secretEnv=[{"name": "HF_TOKEN", "secretName": "hf", "key": "token"}])
+    job = fleet_job(secretEnv=[{"name": "HF_TOKEN", "secretName": "hf", "key": "token"}])
     (problem,) = fleet_job_problems(read(), 0, job)
     assert problem.key == "trainingJobs[0].secretEnv" and problem.value == ["HF_TOKEN"]
 
@@ -364,14 +303,14 @@ def test_a_job_is_judged_by_each_of_its_findings() -> None:
     (volcano, secrets) = fleet_job_problems(
         read(),
         1,
-        _job(
+        fleet_job(
             launcher="volcano",
             scheduler="volcano",
             secrets=[{"name": "wandb", "files": ["api_key"]}],
         ),
     )
     assert (volcano.key, secrets.key) == ("trainingJobs[1].launcher", "trainingJobs[1].secrets")
-    volcano_job = _job(launcher="volcano", scheduler="volcano")
+    volcano_job = fleet_job(launcher="volcano", scheduler="volcano")
     judged = judge_fleet_job(read(), 1, volcano_job)
     assert (judged.index, judged.job) == (1, volcano_job)
     assert judged.problems == (Problem("trainingJobs[1].launcher", "volcano", VOLCANO_ALLOWED),)
@@ -382,7 +321,7 @@ def test_a_job_is_judged_by_each_of_its_findings() -> None:
 def test_an_image_a_worker_refuses_is_refused_and_the_fleets_trainer_is_the_default() -> None:
     fleet = read()
     image = "docker.io/library/busybox@sha256:" + "0" * 64
-    (problem,) = fleet_job_problems(fleet, 1, _job(image=image))
+    (problem,) = fleet_job_problems(fleet, 1, fleet_job(image=image))
     assert (problem.key, problem.value) == ("trainingJobs[1].image", image)
     assert problem.allowed.startswith(
         "an image every worker the job may be dispatched to admits (worker use1 (us-east-1) "
@@ -396,19 +335,19 @@ def test_an_image_a_worker_refuses_is_refused_and_the_fleets_trainer_is_the_defa
     )
     refusing = dataclasses.replace(fleet, workers=(use1, *fleet.workers[1:]))
     assert refusing.trainer_image == image
-    (default,) = fleet_job_problems(refusing, 1, _job())
+    (default,) = fleet_job_problems(refusing, 1, fleet_job())
     assert (default.key, default.value) == ("trainingJobs[1].image", image)
-    assert fleet_job_problems(refusing, 1, _job(image=TEST_TRAINER_IMAGE)) == []
+    assert fleet_job_problems(refusing, 1, fleet_job(image=TEST_TRAINER_IMAGE)) == []
 
 
 def test_one_region_is_a_pin_to_one_or_a_fleet_in_one() -> None:
     fleet = read()
-    assert _one_region(_job(regions=["us-west-2"]), fleet)
-    assert not _one_region(_job(regions=["us-west-2", "us-east-1"]), fleet)
-    assert not _one_region(_job(), fleet)
+    assert _one_region(fleet_job(regions=["us-west-2"]), fleet)
+    assert not _one_region(fleet_job(regions=["us-west-2", "us-east-1"]), fleet)
+    assert not _one_region(fleet_job(), fleet)
     single = dataclasses.replace(fleet, workers=fleet.workers[:1])
-    assert _one_region(_job(), single)
-    assert _one_region(_job(regions=["us-west-2", "us-east-1"]), single)
+    assert _one_region(fleet_job(), single)
+    assert _one_region(fleet_job(regions=["us-west-2", "us-east-1"]), single)
 
 
 # --- one worker's judgement ------------------------------------------------------------------
@@ -428,7 +367,7 @@ def test_rekeyed_names_the_job_and_the_worker_and_keeps_only_job_keys() -> None:
 
 def test_judge_on_a_worker_outside_the_jobs_regions() -> None:
     usw2 = read().workers[1]
-    assert judge_on(usw2, 5, _job(regions=["us-east-1"])) == Region(
+    assert judge_on(usw2, 5, fleet_job(regions=["us-east-1"])) == Region(
         "usw2",
         "us-west-2",
         False,
@@ -444,7 +383,7 @@ def test_judge_on_a_worker_outside_the_jobs_regions() -> None:
 
 def test_judge_on_a_job_the_workers_config_refuses() -> None:
     use1 = read().workers[0]
-    region = judge_on(use1, 5, _job(team="vision"))
+    region = judge_on(use1, 5, fleet_job(team="vision"))
     assert (region.worker, region.region, region.runnable, region.job) == (
         "use1",
         "us-east-1",
@@ -458,7 +397,7 @@ def test_judge_on_a_job_the_workers_config_refuses() -> None:
 
 def test_judge_on_a_job_the_worker_cannot_run() -> None:
     use1 = read().workers[0]
-    region = judge_on(use1, 5, _job(nodes=40))
+    region = judge_on(use1, 5, fleet_job(nodes=40))
     assert (region.runnable, region.job is not None, region.stack is not None) == (
         False,
         True,
@@ -469,7 +408,7 @@ def test_judge_on_a_job_the_worker_cannot_run() -> None:
 
 def test_judge_on_a_job_the_worker_runs() -> None:
     usw2 = read().workers[1]
-    region = judge_on(usw2, 5, _job(regions=["us-west-2"]))
+    region = judge_on(usw2, 5, fleet_job(regions=["us-west-2"]))
     assert (region.worker, region.region, region.runnable, region.problems) == (
         "usw2",
         "us-west-2",
@@ -479,152 +418,3 @@ def test_judge_on_a_job_the_worker_runs() -> None:
     assert region.job is not None and region.job.key == "trainingJobs[0]"
     assert region.verdict is not None and region.verdict.key == "trainingJobs[0]"
     assert region.stack is not None and region.stack.cfg.training_jobs == [region.job.job]
-
-
-# --- the manager's LimitRange ----------------------------------------------------------------
-
-
-def test_the_managers_limit_range_is_its_first_workers_and_refuses_once() -> None:
-    """The manager's team is the first worker's (its LimitRange); a job that only the other
-    workers' LimitRanges admit is refused on the manager, one line however many run it."""
-    teams = _worker_values("prod-use1", "teams")
-    for team in teams:
-        team["containerDefaults"] = {"cpuLimit": "1"}
-    fleet = _three_workers(teams=teams)
-    judged = judge_fleet_job(fleet, 6, _job())
-    assert [r.runnable for r in judged.regions] == [False, True, True]
-    assert judged.auto_pinned == ("us-west-2",)
-    assert judged.index == 6
-    (problem,) = judged.problems
-    assert problem.key == "trainingJobs[6].cpu" and problem.value == 2.0
-    assert problem.allowed.startswith(
-        "requests within the limits team pretrain's LimitRange gives its containers in the "
-        "fleet's manager (containerDefaults.cpuLimit 1, memoryLimit 16Gi)"
-    )
-    assert judged.replication is None
-    assert judged.job.regions == ["us-west-2"]
-
-
-def test_team_namespace_is_the_judged_jobs_else_the_first_teams() -> None:
-    fleet = read()
-    research = judge_fleet_job(fleet, 1, _job(team="research"))
-    assert research.runnable_on
-    assert _team_namespace(fleet, research.regions) == "team-research"
-    assert _team_namespace(fleet, [Region("a", "us-east-1", False)]) == "team-pretrain"
-    assert _team_namespace(fleet, []) == "team-pretrain"
-
-
-def test_fleet_job_errors_are_a_jobs_own_or_every_workers_when_none_runs() -> None:
-    own = Problem("trainingJobs[0].launcher", "volcano", "kubeflow")
-    west = Problem("trainingJobs[1].gpus", 40, "fewer [worker w]")
-    east = Problem("trainingJobs[1].gpus", 40, "fewer [worker e]")
-    job = _job()
-    refused = FleetJob(0, job, (own,), (Region("e", "us-east-1", False, (east,)),))
-    none_runs = FleetJob(
-        1,
-        job,
-        (),
-        (Region("e", "us-east-1", False, (east,)), Region("w", "us-west-2", False, (west,))),
-    )
-    some_run = FleetJob(
-        2, job, (), (Region("e", "us-east-1", False, (east,)), Region("w", "us-west-2", True))
-    )
-    assert fleet_job_errors([refused, none_runs, some_run]) == [own, east, west]
-    assert fleet_job_errors([]) == []
-
-
-def test_judge_fleet_jobs_judges_each_job_at_its_index() -> None:
-    fleet = read()
-    judged = judge_fleet_jobs(fleet, [_job(launcher="volcano", scheduler="volcano"), _job()])
-    assert [fj.index for fj in judged.jobs] == [0, 1]
-    assert judged.problems == (Problem("trainingJobs[0].launcher", "volcano", VOLCANO_ALLOWED),)
-    assert judge_fleet_jobs(fleet, []).jobs == ()
-
-
-# --- what the first judgement decides --------------------------------------------------------
-
-
-def test_only_the_workers_that_can_run_a_job_size_its_pod() -> None:
-    """use1 judges the job (its pod is sized: g6.xlarge) but cannot run it (its l4 spot pools
-    hold 12 GPUs, the job takes 13); usw2, whose l4 spot pool launches g6.2xlarge and larger, can:
-    the pod is usw2's."""
-    cfg = manager_config()
-    use1_pools = _worker_values("prod-use1", "karpenter")
-    for pool in use1_pools["pools"]:
-        if pool["name"] == "kp-l4-spot":
-            pool["limits"] = {"gpus": 12}
-    usw2_pools = _worker_values("prod-usw2", "karpenter")
-    for pool in usw2_pools["pools"]:
-        if pool["name"] == "kp-l4-spot":
-            pool["instanceTypes"] = ["g6.2xlarge", "g6.4xlarge", "g6.8xlarge"]
-    fleet = read(
-        cfg=cfg,
-        inputs=[
-            committed_input(cfg.workers[0], karpenter=use1_pools),
-            committed_input(cfg.workers[1], karpenter=usw2_pools),
-        ],
-    )
-    job = _job(nodes=13)
-    first = [judge_on(w, 1, job) for w in fleet.workers]
-    assert [r.runnable for r in first] == [False, True]
-    use1_pod, usw2_pod = (r.job for r in first)
-    assert use1_pod is not None and usw2_pod is not None
-    assert use1_pod.resources.cpu < usw2_pod.resources.cpu
-    judged = judge_fleet_job(fleet, 1, job)
-    assert judged.auto_pinned == ("us-west-2",)
-    assert (judged.job.cpu, judged.job.memory_gib) == (
-        usw2_pod.resources.cpu,
-        usw2_pod.resources.memory_gib,
-    )
-
-
-def test_one_efa_device_is_efa() -> None:
-    use1 = read().workers[0]
-    one = judge_on(use1, 0, _job(0, efaDevices=1)).job
-    assert one is not None and one.resources.efa_devices == 1
-    job = pinned(fleet_jobs()[0], [one])
-    assert (job.efa, job.efa_devices) == (True, 1)
-
-
-def test_a_job_no_worker_takes_is_judged_against_the_first_team() -> None:
-    """A team no worker has: every worker's config refuses it, no worker sizes a pod, and the
-    manager's LimitRange is the first team's (nothing to check it against)."""
-    judged = judge_fleet_job(read(), 2, _job(team="vision"))
-    assert judged.index == 2 and judged.problems == ()
-    assert [r.job for r in judged.regions] == [None, None]
-    errors = fleet_job_errors([judged])
-    assert errors and all(p.key.startswith("trainingJobs[2].") for p in errors)
-
-
-def test_an_image_is_judged_only_on_the_workers_of_its_regions() -> None:
-    """use1's own registry: use1 admits it, usw2 (another region's registry) does not."""
-    image = "123456789012.dkr.ecr.us-east-1.amazonaws.com/gpu-prod-use1/eval@sha256:" + "1" * 64
-    fleet = read()
-    assert fleet_job_problems(fleet, 1, _job(image=image, regions=["us-east-1"])) == []
-    (problem,) = fleet_job_problems(fleet, 1, _job(image=image))
-    assert problem.allowed.startswith(
-        "an image every worker the job may be dispatched to admits (worker usw2 (us-west-2) "
-        "refuses it: "
-    )
-    assert problem.allowed.endswith(
-        "pin it with regions: [us-east-1] (the workers that admit it), or push it where every "
-        "worker admits it"
-    )
-
-
-def test_the_managers_limit_range_is_not_judged_on_workers_that_cannot_run_the_job() -> None:
-    """No worker can run it (40 nodes): each worker's own findings stop it, not the manager's
-    LimitRange (which would refuse its pod: cpuLimit 1)."""
-    teams = _worker_values("prod-use1", "teams")
-    for team in teams:
-        team["containerDefaults"] = {"cpuLimit": "1"}
-    cfg = manager_config()
-    fleet = read(
-        cfg=cfg,
-        inputs=[committed_input(cfg.workers[0], teams=teams), committed_input(cfg.workers[1])],
-    )
-    judged = judge_fleet_job(fleet, 1, _job(nodes=40))
-    assert [r.runnable for r in judged.regions] == [False, False]
-    assert all(r.job is not None for r in judged.regions)
-    assert judged.problems == ()
-    assert judged.replication == Replication(1, None, None)
