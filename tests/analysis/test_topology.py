@@ -14,7 +14,7 @@ import pytest
 from components import catalog
 from components.analysis import check, problems, topology, topology_checks
 from components.analysis.facts import build
-from components.config import StackConfig
+from components.config import StackConfig, TopologyLevel, TopologyMode
 from components.config.load import namespace_values, parse
 from tests.conftest import (
     ConfigCase,
@@ -86,6 +86,95 @@ def test_hops_per_level_and_the_published_baseline() -> None:
     zone = topology_checks.level_effect("zone", levels, "p5.48xlarge")
     assert zone.max_hops is None and zone.baseline_gbps == 3200
     assert "PLANNING" in zone.text
+
+
+def test_volcanos_discovery_walks_the_zone_and_three_layers_down_to_the_node() -> None:
+    assert topology.volcano_levels() == [
+        {"nodeLabel": catalog.ZONE_LABEL},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-1"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-2"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-3"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
+
+
+def test_a_class_no_source_provides_has_no_layers() -> None:
+    cfg = _parse(l40s_topology_values())
+    assert topology.class_layers(cfg, "no-such-class") == 0
+    assert topology.class_layers(cfg, "l40s-x1") == 3
+
+
+def _request(mode: TopologyMode, level: TopologyLevel | None) -> topology.JobTopology:
+    return topology.JobTopology(mode, level, topology.levels_of(3), False, "asked")
+
+
+@pytest.mark.parametrize(
+    ("mode", "level", "kueue", "volcano"),
+    [
+        ("unconstrained", None, {topology.KUEUE_UNCONSTRAINED: "true"}, None),
+        (
+            "required",
+            "zone",
+            {topology.KUEUE_REQUIRED: catalog.ZONE_LABEL},
+            {"mode": "hard", "highestTierAllowed": 4},
+        ),
+        # No tier for the hostname: no hard constraint (topology_problems refuses it).
+        (
+            "required",
+            "hostname",
+            {topology.KUEUE_REQUIRED: "kubernetes.io/hostname"},
+            {"mode": "soft"},
+        ),
+        (
+            "preferred",
+            "layer-3",
+            {topology.KUEUE_PREFERRED: "topology.k8s.aws/network-node-layer-3"},
+            {"mode": "soft"},
+        ),
+        # Never built by the platform (the config requires a level), but the annotation's value
+        # is then empty, never a label.
+        ("preferred", None, {topology.KUEUE_PREFERRED: ""}, {"mode": "soft"}),
+    ],
+)
+def test_each_request_renders_one_kueue_annotation_and_volcanos_network_topology(
+    mode: TopologyMode,
+    level: TopologyLevel | None,
+    kueue: dict[str, str],
+    volcano: dict[str, Any] | None,
+) -> None:
+    request = _request(mode, level)
+    assert request.kueue_annotations() == kueue
+    assert request.volcano_network_topology() == volcano
+
+
+@pytest.mark.parametrize(
+    ("nodes", "single_zone", "one_zone", "why"),
+    [
+        (1, True, False, "one node: no traffic between nodes"),
+        (
+            2,
+            True,
+            False,
+            "a gang held to one zone (EFA does not cross zones) on flavors that reach several: "
+            "the zone is required, and Kueue packs the gang into few network blocks inside it",
+        ),
+        (
+            2,
+            True,
+            True,
+            "a gang held to one zone on one-zone flavors: one layer-3 block first, relaxed level "
+            "by level",
+        ),
+        (
+            2,
+            False,
+            False,
+            "a TCP gang that may span zones: one layer-3 block first, relaxed level by level",
+        ),
+    ],
+)
+def test_the_default_says_why(nodes: int, single_zone: bool, one_zone: bool, why: str) -> None:
+    assert topology.default_request(nodes, single_zone, one_zone, topology.levels_of(3))[1] == why
 
 
 # --- which classes may opt in --------------------------------------------------------------------
