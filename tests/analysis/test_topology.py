@@ -14,7 +14,13 @@ import pytest
 from components import catalog
 from components.analysis import check, problems, topology, topology_checks
 from components.analysis.facts import build
-from components.config import StackConfig, TopologyLevel, TopologyMode
+from components.config import (
+    Problem,
+    StackConfig,
+    TopologyLevel,
+    TopologyMode,
+    TopologyRequest,
+)
 from components.config.load import namespace_values, parse
 from tests.conftest import (
     ConfigCase,
@@ -211,6 +217,70 @@ def test_a_fleet_worker_cannot_opt_in() -> None:
     raw["gpu-platform:fleet"] = {"name": "prod"}
     found = [p for p in problems(_parse(raw)) if p.key.startswith("scheduling.topology")]
     assert found and "fleet worker" in found[0].allowed
+
+
+def test_each_refused_class_is_named_with_its_value_and_every_reason() -> None:
+    """An unknown class ends no check; a class of bare types served by Karpenter gets both
+    reasons, each naming every type or pool."""
+    raw = stack_values("dev")
+    raw["gpu-platform:scheduling"] = {"topology": {"gpuClasses": ["b200-x8", "a10g-x1"]}}
+    key = "scheduling.topology.gpuClasses"
+    assert topology.check_topology_classes(_parse(raw)) == [
+        Problem(f"{key}[0]", "b200-x8", "a GPU class the pools provide (a10g-x1, l4-x1)"),
+        Problem(
+            f"{key}[1]",
+            "a10g-x1",
+            "a class whose instance types EC2 gives a network topology: g5.16xlarge, g5.2xlarge, "
+            "g5.4xlarge, g5.8xlarge, g5.xlarge carry no topology.k8s.aws/network-node-layer "
+            "label (EC2 DescribeInstanceTopology supports g6e (3 layers), p4d (3 layers), p4de "
+            "(3 layers), p5 (3 layers), p5e (3 layers), p5en (3 layers), p6-b200 (4 layers)), "
+            "and Kueue admits onto no node that lacks a level of the flavor's Topology; leave it "
+            "out and it keeps today's placement (one zone, one cluster placement group)",
+        ),
+        Problem(
+            f"{key}[1]",
+            "a10g-x1",
+            "a class served by managed node groups only: Karpenter NodePool kp-a10g-spot "
+            "(karpenter.pools[0]), kp-a10g-od (karpenter.pools[1]) launches nodes only for "
+            "pending pods, and Kueue keeps a job of a Topology flavor without pods until it has "
+            "assigned it to nodes that exist (kubernetes-sigs/kueue@v0.19.2 "
+            "concepts/topology_aware_scheduling.md L61-69): its jobs would never start. Serve the "
+            "class from nodeGroups.gpu (static, or autoscaled behind the ProvisioningRequest "
+            "check), or leave it out",
+        ),
+    ]
+
+
+def test_a_fleet_workers_class_is_named_with_its_value() -> None:
+    raw = l40s_topology_values()
+    raw["gpu-platform:fleet"] = {"name": "prod"}
+    assert topology.check_topology_classes(_parse(raw)) == [
+        Problem(
+            "scheduling.topology.gpuClasses[0]",
+            "l40s-x1",
+            "left out on a fleet worker: MultiKueue needs the manager's flavors of the class to "
+            "carry the same Topology (kubernetes-sigs/kueue@v0.19.2 "
+            "site/content/en/docs/tasks/manage/setup_multikueue.md L145-157), which the fleet's "
+            "manager does not render (docs/topology.md)",
+        )
+    ]
+
+
+def test_the_nccl_tests_request_is_its_own_else_preferred_at_the_closest_layer() -> None:
+    levels = topology.levels_of(3)
+    opted = {"l40s-x1": levels}
+    assert topology.nccl_topology(None, "l40s-x1", opted) == topology.JobTopology(
+        "preferred",
+        "layer-3",
+        levels,
+        True,
+        "the test's ranks on the closest free nodes, never blocked",
+    )
+    asked = TopologyRequest(mode="required", level="layer-2")
+    assert topology.nccl_topology(asked, "l40s-x1", opted) == topology.JobTopology(
+        "required", "layer-2", levels, False, "asked"
+    )
+    assert topology.nccl_topology(asked, "l4-x1", opted) is None
 
 
 # --- what a gang may ask ----------------------------------------------------------------------
