@@ -5,6 +5,8 @@ test_topology.py."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from components import catalog
@@ -327,3 +329,24 @@ def test_a_one_zone_gang_asking_less_than_required_across_zones_is_named() -> No
     )
     assert check(_gang(a, single_zone=True), preferred, zone_count=2, opted=[]) == []
     assert check(_gang(a, b, single_zone=True), preferred, zone_count=1, opted=[]) == []
+
+
+def test_one_zone_flavors_is_per_capacity_type_and_trivial_on_a_one_zone_stack() -> None:
+    """topology.one_zone_flavors, which _zone_problems and the default rest on."""
+    spread = _source("ng-spread", "autoscaler")
+    a, b = _source("ng-a", "static", 1, 0), _source("ng-b", "static", 1, 1)
+    spot_b = replace(b, name="ng-spot-b", capacity_type="spot")
+    assert topology.one_zone_flavors([spread], 1)
+    assert not topology.one_zone_flavors([spread], 2)
+    assert not topology.one_zone_flavors([a, b], 2)
+    assert not topology.one_zone_flavors([a, b], 3)
+    assert topology.one_zone_flavors([a, spot_b], 2)
+    assert topology.one_zone_flavors([a, replace(a, name="ng-a2")], 3)
+
+
+def test_an_asked_request_is_resolved_as_asked() -> None:
+    asked = TopologyRequest(mode="preferred", level="layer-2")
+    assert topology.resolve(asked, 4, True, False, LEVELS) == JobTopology(
+        "preferred", "layer-2", LEVELS, False, "asked"
+    )
+    assert topology.resolve(asked, 4, True, False, None) is None
