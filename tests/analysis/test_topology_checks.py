@@ -350,3 +350,20 @@ def test_an_asked_request_is_resolved_as_asked() -> None:
         "preferred", "layer-2", LEVELS, False, "asked"
     )
     assert topology.resolve(asked, 4, True, False, None) is None
+
+
+def test_volcano_required_at_the_zone_of_a_one_zone_group_is_refused_kueue_is_not() -> None:
+    """Kueue's second pass assigns the zone after the scale-up; Volcano's pending pods get nodes
+    placed blind, so only Kueue may require the zone of an autoscaled one-zone group."""
+    one_zone = _source("ng-one", "autoscaler", 1, 0)
+    request = _request("required", "zone")
+    check = topology_checks.topology_problems
+    assert check(_gang(one_zone), request, zone_count=2, opted=[]) == []
+    assert check(_gang(one_zone, volcano=True), request, zone_count=2, opted=[]) == [
+        Problem(
+            "trainingJobs[3].topology.mode",
+            "required",
+            f"preferred: ng-one (test.ng-one, autoscaler): {AUTOSCALER_BLIND} zone domain, so the "
+            "gang may never start",
+        )
+    ]
