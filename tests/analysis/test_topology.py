@@ -283,6 +283,38 @@ def test_the_nccl_tests_request_is_its_own_else_preferred_at_the_closest_layer()
     assert topology.nccl_topology(asked, "l4-x1", opted) is None
 
 
+def test_why_a_class_is_not_placed_by_the_network_in_the_reports_words() -> None:
+    bare = "nodes carry no network-node labels (EC2 gives them no topology)"
+    assert topology.why_not_eligible(_parse(stack_values("dev")), "a10g-x1") == f"g5 {bare}"
+    use1 = _parse(stack_values("prod-use1"))
+    assert topology.why_not_eligible(use1, "l4-x1") == f"g6 {bare}"
+    assert topology.why_not_eligible(use1, "h100-x8") == (
+        "served by Karpenter NodePool kp-h100-reserved, kp-h100-od: Kueue places a Topology "
+        "flavor's gang only on nodes that exist before admission"
+    )
+    assert topology.why_not_eligible(_parse(l40s_topology_values()), "l40s-x1") == ""
+    raw = l40s_topology_values()
+    raw["gpu-platform:fleet"] = {"name": "prod"}
+    assert topology.why_not_eligible(_parse(raw), "l40s-x1") == (
+        "a fleet worker: its manager renders no Topology"
+    )
+
+
+def test_a_classs_types_are_its_groups_and_gpu_pools_and_its_topology_their_common_layers() -> None:
+    prod = _parse(stack_values("prod"))
+    assert topology.class_instance_types(prod, "l40s-x1") == [
+        "g6e.2xlarge",
+        "g6e.4xlarge",
+        "g6e.xlarge",
+    ]
+    assert topology.class_instance_types(prod, "h100-x8") == ["p5.48xlarge"]
+    assert topology.class_instance_types(prod, "cpu") == []
+    assert topology.opted_in(_parse(l40s_topology_values())) == {
+        "l40s-x1": ("zone", "layer-1", "layer-2", "layer-3", "hostname")
+    }
+    assert topology.opted_in(_parse(stack_values("dev"))) == {}
+
+
 # --- what a gang may ask ----------------------------------------------------------------------
 
 

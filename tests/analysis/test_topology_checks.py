@@ -14,6 +14,8 @@ from components.analysis import topology, topology_checks
 from components.analysis.nodes import NodeSource, Scaler
 from components.analysis.topology import JobTopology
 from components.config import Problem, TopologyLevel, TopologyMode, TopologyRequest
+from tests.analysis.test_topology import _job, _with_jobs
+from tests.conftest import l40s_topology_values
 
 LEVELS = topology.levels_of(3)
 
@@ -367,3 +369,32 @@ def test_volcano_required_at_the_zone_of_a_one_zone_group_is_refused_kueue_is_no
             "gang may never start",
         )
     ]
+
+
+def test_a_jobs_request_follows_its_efa_and_the_zones_its_fitting_sources_reach() -> None:
+    """topology.job_topology: EFA holds the gang to one zone; required at the zone only where
+    its sources reach several; a class without a Topology has no request."""
+    cfg = _with_jobs(l40s_topology_values(), _job(gpuClass="l40s-x1", nodes=2))
+    job = cfg.training_jobs[0]
+    a, b = _source("ng-a", "static", 1, 0), _source("ng-b", "static", 1, 1)
+    opted = {"l40s-x1": LEVELS}
+    block = "one layer-3 block first, relaxed level by level"
+    assert topology.job_topology(job, 0, opted, [a, b], 2) == JobTopology(
+        "preferred", "layer-3", LEVELS, True, f"a TCP gang that may span zones: {block}"
+    )
+    assert topology.job_topology(job, 1, opted, [a], 2) == JobTopology(
+        "preferred",
+        "layer-3",
+        LEVELS,
+        True,
+        f"a gang held to one zone on one-zone flavors: {block}",
+    )
+    assert topology.job_topology(job, 1, opted, [a, b], 2) == JobTopology(
+        "required",
+        "zone",
+        LEVELS,
+        True,
+        "a gang held to one zone (EFA does not cross zones) on flavors that reach several: the "
+        "zone is required, and Kueue packs the gang into few network blocks inside it",
+    )
+    assert topology.job_topology(job, 1, {}, [a, b], 2) is None
