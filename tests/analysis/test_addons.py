@@ -16,7 +16,7 @@ from components import addons, analysis
 from components import config as stack_config
 from components.analysis import addons as installed_addons
 from tests.conftest import config_error_test, stack_values
-from tests.fleet.conftest import fleet_config
+from tests.fleet.conftest import fleet_config, fleet_values
 
 
 def _values(stack: str) -> dict[str, Any]:
@@ -195,3 +195,10 @@ def test_a_fleet_manager_installs_its_own_add_ons_where_they_live() -> None:
         ("amazon-cloudwatch-observability", "amazon-cloudwatch"),
         ("external-secrets", "external-secrets"),
     ]
+
+
+def test_a_fleet_manager_puts_external_secrets_where_its_config_says() -> None:
+    values = fleet_values()
+    values["secrets"] = {**(values.get("secrets") or {}), "namespace": "eso"}
+    found = installed_addons.manager_installed(fleet_config(values))
+    assert [(i.addon.key, i.namespace) for i in found][-1] == ("external-secrets", "eso")

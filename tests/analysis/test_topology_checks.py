@@ -398,3 +398,10 @@ def test_a_jobs_request_follows_its_efa_and_the_zones_its_fitting_sources_reach(
         "zone is required, and Kueue packs the gang into few network blocks inside it",
     )
     assert topology.job_topology(job, 1, {}, [a, b], 2) is None
+    asked = _with_jobs(
+        l40s_topology_values(),
+        _job(gpuClass="l40s-x1", nodes=2, topology={"mode": "preferred", "level": "layer-2"}),
+    ).training_jobs[0]
+    assert topology.job_topology(asked, 1, opted, [a, b], 2) == JobTopology(
+        "preferred", "layer-2", LEVELS, False, "asked"
+    )
