@@ -154,3 +154,25 @@ def test_a_fleet_jobs_replication_is_its_states_per_checkpoint_to_every_other_wo
         400 * catalog.INTER_REGION_USD_PER_GB * 1024**3 / 1e9
     )
     assert costs.replication(None, 1800.0, 2) == costs.Replication(2, None, None)
+
+
+def test_a_platforms_costs_hold_each_groups_pools_idle_and_storage_figure() -> None:
+    groups = _groups({**H100, "maxSize": 2}, {**L40S, "maxSize": 3})
+    pool = KarpenterPool.model_validate(
+        dict(
+            name="l4",
+            gpuClass="l4-x1",
+            capacityType="on-demand",
+            instanceTypes=["g6.xlarge"],
+            limits={"gpus": 2},
+        )
+    )
+    found = costs.platform_costs(
+        groups, autoscaled=frozenset({"ng-h100"}), pools=[pool], reservations=(), rwx=None
+    )
+    assert found.node_groups == costs.node_group_costs(groups, frozenset({"ng-h100"}))
+    assert [g.name for g in found.node_groups] == ["a-l40s", "ng-h100", "system"]
+    assert found.pools == {"l4": costs.pool_max_cost(pool)}
+    assert found.idle == costs.idle_items(found.node_groups, ())
+    assert found.idle
+    assert found.storage == costs.storage_cost(None)
