@@ -176,3 +176,24 @@ def test_a_platforms_costs_hold_each_groups_pools_idle_and_storage_figure() -> N
     assert found.idle == costs.idle_items(found.node_groups, ())
     assert found.idle
     assert found.storage == costs.storage_cost(None)
+
+
+def test_a_spot_groups_idle_nodes_are_priced_at_spot() -> None:
+    (group,) = [
+        g
+        for g in costs.node_group_costs(_groups({**L40S, "maxSize": 3}), frozenset())
+        if g.name == "a-l40s"
+    ]
+    (item,) = costs.idle_items([group], ())
+    assert item == costs.IdleItem(
+        "node group a-l40s (g6e.xlarge, desired size)",
+        1,
+        catalog.instance("g6e.xlarge").spot_usd_per_hour,
+    )
+    assert item.usd_each != catalog.instance("g6e.xlarge").on_demand_usd_per_hour
+
+
+def test_replication_converts_gib_to_the_gb_it_is_billed_by_exactly() -> None:
+    # 400 GiB/h at $0.02 a GB: 400 x 1.073741824 GB.
+    assert catalog.INTER_REGION_USD_PER_GB == 0.02
+    assert costs.replication(100.0, 1800.0, 2).usd_per_hour == pytest.approx(8.589934592, rel=1e-12)
