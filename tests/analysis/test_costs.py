@@ -197,3 +197,17 @@ def test_replication_converts_gib_to_the_gb_it_is_billed_by_exactly() -> None:
     # 400 GiB/h at $0.02 a GB: 400 x 1.073741824 GB.
     assert catalog.INTER_REGION_USD_PER_GB == 0.02
     assert costs.replication(100.0, 1800.0, 2).usd_per_hour == pytest.approx(8.589934592, rel=1e-12)
+
+
+def test_a_fleet_managers_costs_are_its_system_group_only() -> None:
+    system = _groups().system
+    found = costs.manager_costs(system)
+    (group,) = found.node_groups
+    assert (group.name, group.instance_types, group.desired_size) == (
+        "system",
+        ("m6i.large", "m6i.xlarge"),
+        2,
+    )
+    assert found.pools == {}
+    assert found.idle == costs.idle_items(found.node_groups, ())
+    assert found.storage == costs.storage_cost(None)
