@@ -211,3 +211,30 @@ def test_a_fleet_managers_costs_are_its_system_group_only() -> None:
     assert found.pools == {}
     assert found.idle == costs.idle_items(found.node_groups, ())
     assert found.storage == costs.storage_cost(None)
+
+
+def test_a_groups_figures_keep_its_sizes_and_repair_setting() -> None:
+    price = catalog.instance("p5.48xlarge").on_demand_usd_per_hour
+    assert costs.group_cost(
+        "ng",
+        gpu_class="h100-x8",
+        capacity_type="on-demand",
+        instance_types=["p5.48xlarge"],
+        sizes=(1, 2, 3),
+        autoscaled=True,
+        auto_repair=False,
+    ) == costs.GroupCost(
+        name="ng",
+        gpu_class="h100-x8",
+        capacity_type="on-demand",
+        instance_types=("p5.48xlarge",),
+        min_size=1,
+        desired_size=2,
+        max_size=3,
+        autoscaled=True,
+        auto_repair=False,
+        gpus_per_node=8,
+        max_gpus=24,
+        idle_usd_per_hour=2 * price,
+        max_usd_per_hour=3 * price,
+    )
