@@ -15,6 +15,8 @@ import pytest
 from components import addons, analysis
 from components import config as stack_config
 from components.analysis import addons as installed_addons
+from tests.analysis.fleet_inputs import fleet_values
+from tests.analysis.fleet_inputs import manager_config as fleet_config
 from tests.conftest import config_error_test, stack_values
 
 
@@ -123,3 +125,81 @@ def test_config_value_reads_camel_case_keys() -> None:
     )
     with pytest.raises(KeyError):
         installed_addons.config_value(cfg, "gpuOperator.nameSpace")
+
+
+# --- the values the rule reads, pinned whole (issue #39's mutation run) -------------------------
+
+PROD_RESERVED = (
+    "amazon-cloudwatch, default, external-secrets, gpu-operator, gpu-platform-storage, "
+    "kube-node-lease, kube-public, kube-system, kubeflow-system, kueue-system, kyverno, "
+    "monitoring, volcano-system"
+)
+
+
+def test_each_team_on_a_reserved_namespace_is_named_with_its_owner_and_every_reserved_name() -> (
+    None
+):
+    values = _team_namespace(_team_namespace(_values("prod"), "kyverno", 0), "kube-system", 1)
+    assert installed_addons.namespace_problems(_parse(values)) == [
+        stack_config.Problem(
+            "teams[0].namespace",
+            "kyverno",
+            "a namespace of the team's own (this one belongs to Kyverno; this stack's add-ons and "
+            f"Kubernetes use {PROD_RESERVED})",
+        ),
+        stack_config.Problem(
+            "teams[1].namespace",
+            "kube-system",
+            "a namespace of the team's own (this one belongs to Kubernetes; this stack's add-ons "
+            f"and Kubernetes use {PROD_RESERVED})",
+        ),
+    ]
+
+
+def test_a_namespace_two_add_ons_share_names_both_and_kubernetes_keeps_its_own() -> None:
+    by_key = {addon.key: addon for addon in addons.ADDONS}
+    found = [
+        installed_addons.Installed(by_key["kueue"], "shared"),
+        installed_addons.Installed(by_key["kyverno"], "shared"),
+        installed_addons.Installed(by_key["external-secrets"], "kube-system"),
+    ]
+    owners = installed_addons.reserved(found)
+    assert owners == {
+        **dict.fromkeys(addons.KUBERNETES_NAMESPACES, "Kubernetes"),
+        "shared": "Kueue, Kyverno",
+    }
+    assert installed_addons.allowed("shared", owners, "the manager's") == (
+        "a namespace of the team's own (this one belongs to Kueue, Kyverno; the manager's add-ons "
+        f"and Kubernetes use {', '.join(sorted(owners))})"
+    )
+
+
+def test_prod_installs_each_add_on_in_its_configured_namespace() -> None:
+    cfg = _parse(_values("prod"))
+    assert [(i.addon.key, i.namespace) for i in installed_addons.installed(cfg)][:3] == [
+        ("kueue", "kueue-system"),
+        ("volcano", "volcano-system"),
+        ("kubeflow-trainer", "kubeflow-system"),
+    ]
+    values = _values("prod")
+    values["gpu-platform:observability"] = {"namespace": "metrics"}
+    moved = {i.addon.title: i.namespace for i in installed_addons.installed(_parse(values))}
+    assert moved["kube-prometheus-stack"] == "metrics"
+
+
+def test_a_fleet_manager_installs_its_own_add_ons_where_they_live() -> None:
+    assert [
+        (i.addon.key, i.namespace) for i in installed_addons.manager_installed(fleet_config())
+    ] == [
+        ("kueue", "kueue-system"),
+        ("kubeflow-trainer", "kubeflow-system"),
+        ("amazon-cloudwatch-observability", "amazon-cloudwatch"),
+        ("external-secrets", "external-secrets"),
+    ]
+
+
+def test_a_fleet_manager_puts_external_secrets_where_its_config_says() -> None:
+    values = fleet_values()
+    values["secrets"] = {**(values.get("secrets") or {}), "namespace": "eso"}
+    found = installed_addons.manager_installed(fleet_config(values))
+    assert [(i.addon.key, i.namespace) for i in found][-1] == ("external-secrets", "eso")

@@ -106,3 +106,16 @@ def test_a_fleet_manager_adds_up_its_workers_capacities(fleet_prod: object) -> N
     )
     by_flavor = {c.flavor: c for c in fleet.commitments}
     assert by_flavor["h100-x8-on-demand"].capacity_gpus == total[("h100-x8", "on-demand")] > 0
+
+
+def test_a_quota_on_a_flavor_no_pool_provides_counts_its_gpus_from_zero() -> None:
+    """dev without its l4 spot group: the applied team's 2 GPUs of l4-x1-spot are the whole
+    nominal figure (nothing added to a flavor the capacity does not list)."""
+    cfg = _config("dev")
+    capacity = dict(gpu_capacity(cfg))
+    del capacity[("l4-x1", "spot")]
+    assert flavor_commitments(cfg.teams, capacity) == (
+        FlavorCommitment("a10g-x1-on-demand", 2, 2),
+        FlavorCommitment("a10g-x1-spot", 4, 4),
+        FlavorCommitment("l4-x1-spot", 2, 0),
+    )

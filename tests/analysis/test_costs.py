@@ -154,3 +154,87 @@ def test_a_fleet_jobs_replication_is_its_states_per_checkpoint_to_every_other_wo
         400 * catalog.INTER_REGION_USD_PER_GB * 1024**3 / 1e9
     )
     assert costs.replication(None, 1800.0, 2) == costs.Replication(2, None, None)
+
+
+def test_a_platforms_costs_hold_each_groups_pools_idle_and_storage_figure() -> None:
+    groups = _groups({**H100, "maxSize": 2}, {**L40S, "maxSize": 3})
+    pool = KarpenterPool.model_validate(
+        dict(
+            name="l4",
+            gpuClass="l4-x1",
+            capacityType="on-demand",
+            instanceTypes=["g6.xlarge"],
+            limits={"gpus": 2},
+        )
+    )
+    found = costs.platform_costs(
+        groups, autoscaled=frozenset({"ng-h100"}), pools=[pool], reservations=(), rwx=None
+    )
+    assert found.node_groups == costs.node_group_costs(groups, frozenset({"ng-h100"}))
+    assert [g.name for g in found.node_groups] == ["a-l40s", "ng-h100", "system"]
+    assert found.pools == {"l4": costs.pool_max_cost(pool)}
+    assert found.idle == costs.idle_items(found.node_groups, ())
+    assert found.idle
+    assert found.storage == costs.storage_cost(None)
+
+
+def test_a_spot_groups_idle_nodes_are_priced_at_spot() -> None:
+    (group,) = [
+        g
+        for g in costs.node_group_costs(_groups({**L40S, "maxSize": 3}), frozenset())
+        if g.name == "a-l40s"
+    ]
+    (item,) = costs.idle_items([group], ())
+    assert item == costs.IdleItem(
+        "node group a-l40s (g6e.xlarge, desired size)",
+        1,
+        catalog.instance("g6e.xlarge").spot_usd_per_hour,
+    )
+    assert item.usd_each != catalog.instance("g6e.xlarge").on_demand_usd_per_hour
+
+
+def test_replication_converts_gib_to_the_gb_it_is_billed_by_exactly() -> None:
+    # 400 GiB/h at $0.02 a GB: 400 x 1.073741824 GB.
+    assert catalog.INTER_REGION_USD_PER_GB == 0.02
+    assert costs.replication(100.0, 1800.0, 2).usd_per_hour == pytest.approx(8.589934592, rel=1e-12)
+
+
+def test_a_fleet_managers_costs_are_its_system_group_only() -> None:
+    system = _groups().system
+    found = costs.manager_costs(system)
+    (group,) = found.node_groups
+    assert (group.name, group.instance_types, group.desired_size) == (
+        "system",
+        ("m6i.large", "m6i.xlarge"),
+        2,
+    )
+    assert found.pools == {}
+    assert found.idle == costs.idle_items(found.node_groups, ())
+    assert found.storage == costs.storage_cost(None)
+
+
+def test_a_groups_figures_keep_its_sizes_and_repair_setting() -> None:
+    price = catalog.instance("p5.48xlarge").on_demand_usd_per_hour
+    assert costs.group_cost(
+        "ng",
+        gpu_class="h100-x8",
+        capacity_type="on-demand",
+        instance_types=["p5.48xlarge"],
+        sizes=(1, 2, 3),
+        autoscaled=True,
+        auto_repair=False,
+    ) == costs.GroupCost(
+        name="ng",
+        gpu_class="h100-x8",
+        capacity_type="on-demand",
+        instance_types=("p5.48xlarge",),
+        min_size=1,
+        desired_size=2,
+        max_size=3,
+        autoscaled=True,
+        auto_repair=False,
+        gpus_per_node=8,
+        max_gpus=24,
+        idle_usd_per_hour=2 * price,
+        max_usd_per_hour=3 * price,
+    )

@@ -15,7 +15,7 @@ from components import catalog
 from components.analysis import nodes, trainer
 from components.analysis.facts import StackFacts, build
 from components.analysis.nodes import NodeSource, tolerates
-from components.config import StackConfig
+from components.config import Problem, StackConfig
 from components.config.load import namespace_values, parse
 from synth.harness import SynthResult
 from tests.analysis.judged import facts_of, verdict_for
@@ -132,3 +132,64 @@ def test_the_trainjob_rule_is_part_of_its_verdict() -> None:
     assert "example.com/dedicated=eval:NoSchedule" in problem.allowed
     native = job.model_copy(update={"launcher": "native"})
     assert verdict_for(cfg, index, native, sources=sources, placement=tolerant).runnable
+
+
+def _od_twin(facts: StackFacts) -> tuple[NodeSource, list[NodeSource]]:
+    """Dev's on-demand Karpenter pool with a value-less taint of its own, and the stack's sources
+    with an identical pool the job does not land on listed before it."""
+    od = next(s for s in facts.sources if s.name == "kp-a10g-od")
+    bare = {"key": "example.com/bare", "effect": "NoSchedule"}
+    tainted = replace(od, taints=(*od.taints, bare))
+    twin = replace(tainted, name="kp-a10g-od-twin")
+    return tainted, [twin, *(tainted if s is od else s for s in facts.sources)]
+
+
+def test_every_flavor_and_landing_source_is_judged_and_the_refusal_names_each_taint() -> None:
+    """Dev's TrainJob (`trainingJobs[2]`, a10g-x1 spot and on-demand): a flavor no provisioner
+    serves, and a source of a flavor the job does not land on, end no search; the refusal names
+    the flavor's tolerations and each lost taint (`=` and an empty value when it has none)."""
+    cfg = _cfg("dev")
+    jf = facts_of(cfg, cfg.training_jobs[2], 2)
+    facts = build(cfg)
+    od, sources = _od_twin(facts)
+    landing = [s for s in jf.fit.candidates if s.name != "kp-a10g-od"] + [od]
+    given = (
+        {"key": "example.com/a", "operator": "Exists", "effect": "NoSchedule"},
+        {"key": "example.com/b", "operator": "Exists", "effect": "NoExecute"},
+    )
+    # The spot flavor, the team's first quota entry, has no provisioner here.
+    provisioners = {k: v for k, v in facts.provisioners.items() if k != ("a10g-x1", "spot")}
+    found = trainer.toleration_problems(
+        jf, landing, sources, provisioners, tolerations_of=lambda members: given
+    )
+    assert found == [
+        Problem(
+            "trainingJobs[2].launcher",
+            "kubeflow",
+            "pods that keep tolerating node source kp-a10g-od (karpenter.pools[1]) on flavor "
+            "a10g-x1-on-demand: Kueue v0.19.2 replaces a TrainJob's tolerations with the "
+            "flavor's (example.com/a:NoSchedule, example.com/b:NoExecute), which do not tolerate "
+            "its taint nvidia.com/gpu=true:NoSchedule, example.com/bare=:NoSchedule (use "
+            "launcher native, whose pods get the flavor's tolerations added)",
+        )
+    ]
+
+
+def test_a_flavor_without_tolerations_ends_no_search() -> None:
+    """The spot flavor renders no tolerations (its pods keep their own); the on-demand flavor
+    after it is still judged."""
+    cfg = _cfg("dev")
+    jf = facts_of(cfg, cfg.training_jobs[2], 2)
+    facts = build(cfg)
+    strange = ({"key": "example.com/a", "operator": "Exists", "effect": "NoSchedule"},)
+    found = trainer.toleration_problems(
+        jf,
+        jf.fit.candidates,
+        facts.sources,
+        facts.provisioners,
+        tolerations_of=lambda members: () if members[0].capacity_type == "spot" else strange,
+    )
+    assert [p.allowed.split(":")[0] for p in found] == [
+        "pods that keep tolerating node source kp-a10g-od (karpenter.pools[1]) on flavor "
+        "a10g-x1-on-demand"
+    ]

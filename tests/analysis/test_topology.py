@@ -14,7 +14,13 @@ import pytest
 from components import catalog
 from components.analysis import check, problems, topology, topology_checks
 from components.analysis.facts import build
-from components.config import StackConfig
+from components.config import (
+    Problem,
+    StackConfig,
+    TopologyLevel,
+    TopologyMode,
+    TopologyRequest,
+)
 from components.config.load import namespace_values, parse
 from tests.conftest import (
     ConfigCase,
@@ -88,6 +94,95 @@ def test_hops_per_level_and_the_published_baseline() -> None:
     assert "PLANNING" in zone.text
 
 
+def test_volcanos_discovery_walks_the_zone_and_three_layers_down_to_the_node() -> None:
+    assert topology.volcano_levels() == [
+        {"nodeLabel": catalog.ZONE_LABEL},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-1"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-2"},
+        {"nodeLabel": "topology.k8s.aws/network-node-layer-3"},
+        {"nodeLabel": "kubernetes.io/hostname"},
+    ]
+
+
+def test_a_class_no_source_provides_has_no_layers() -> None:
+    cfg = _parse(l40s_topology_values())
+    assert topology.class_layers(cfg, "no-such-class") == 0
+    assert topology.class_layers(cfg, "l40s-x1") == 3
+
+
+def _request(mode: TopologyMode, level: TopologyLevel | None) -> topology.JobTopology:
+    return topology.JobTopology(mode, level, topology.levels_of(3), False, "asked")
+
+
+@pytest.mark.parametrize(
+    ("mode", "level", "kueue", "volcano"),
+    [
+        ("unconstrained", None, {topology.KUEUE_UNCONSTRAINED: "true"}, None),
+        (
+            "required",
+            "zone",
+            {topology.KUEUE_REQUIRED: catalog.ZONE_LABEL},
+            {"mode": "hard", "highestTierAllowed": 4},
+        ),
+        # No tier for the hostname: no hard constraint (topology_problems refuses it).
+        (
+            "required",
+            "hostname",
+            {topology.KUEUE_REQUIRED: "kubernetes.io/hostname"},
+            {"mode": "soft"},
+        ),
+        (
+            "preferred",
+            "layer-3",
+            {topology.KUEUE_PREFERRED: "topology.k8s.aws/network-node-layer-3"},
+            {"mode": "soft"},
+        ),
+        # Never built by the platform (the config requires a level), but the annotation's value
+        # is then empty, never a label.
+        ("preferred", None, {topology.KUEUE_PREFERRED: ""}, {"mode": "soft"}),
+    ],
+)
+def test_each_request_renders_one_kueue_annotation_and_volcanos_network_topology(
+    mode: TopologyMode,
+    level: TopologyLevel | None,
+    kueue: dict[str, str],
+    volcano: dict[str, Any] | None,
+) -> None:
+    request = _request(mode, level)
+    assert request.kueue_annotations() == kueue
+    assert request.volcano_network_topology() == volcano
+
+
+@pytest.mark.parametrize(
+    ("nodes", "single_zone", "one_zone", "why"),
+    [
+        (1, True, False, "one node: no traffic between nodes"),
+        (
+            2,
+            True,
+            False,
+            "a gang held to one zone (EFA does not cross zones) on flavors that reach several: "
+            "the zone is required, and Kueue packs the gang into few network blocks inside it",
+        ),
+        (
+            2,
+            True,
+            True,
+            "a gang held to one zone on one-zone flavors: one layer-3 block first, relaxed level "
+            "by level",
+        ),
+        (
+            2,
+            False,
+            False,
+            "a TCP gang that may span zones: one layer-3 block first, relaxed level by level",
+        ),
+    ],
+)
+def test_the_default_says_why(nodes: int, single_zone: bool, one_zone: bool, why: str) -> None:
+    assert topology.default_request(nodes, single_zone, one_zone, topology.levels_of(3))[1] == why
+
+
 # --- which classes may opt in --------------------------------------------------------------------
 
 
@@ -122,6 +217,102 @@ def test_a_fleet_worker_cannot_opt_in() -> None:
     raw["gpu-platform:fleet"] = {"name": "prod"}
     found = [p for p in problems(_parse(raw)) if p.key.startswith("scheduling.topology")]
     assert found and "fleet worker" in found[0].allowed
+
+
+def test_each_refused_class_is_named_with_its_value_and_every_reason() -> None:
+    """An unknown class ends no check; a class of bare types served by Karpenter gets both
+    reasons, each naming every type or pool."""
+    raw = stack_values("dev")
+    raw["gpu-platform:scheduling"] = {"topology": {"gpuClasses": ["b200-x8", "a10g-x1"]}}
+    key = "scheduling.topology.gpuClasses"
+    assert topology.check_topology_classes(_parse(raw)) == [
+        Problem(f"{key}[0]", "b200-x8", "a GPU class the pools provide (a10g-x1, l4-x1)"),
+        Problem(
+            f"{key}[1]",
+            "a10g-x1",
+            "a class whose instance types EC2 gives a network topology: g5.16xlarge, g5.2xlarge, "
+            "g5.4xlarge, g5.8xlarge, g5.xlarge carry no topology.k8s.aws/network-node-layer "
+            "label (EC2 DescribeInstanceTopology supports g6e (3 layers), p4d (3 layers), p4de "
+            "(3 layers), p5 (3 layers), p5e (3 layers), p5en (3 layers), p6-b200 (4 layers)), "
+            "and Kueue admits onto no node that lacks a level of the flavor's Topology; leave it "
+            "out and it keeps today's placement (one zone, one cluster placement group)",
+        ),
+        Problem(
+            f"{key}[1]",
+            "a10g-x1",
+            "a class served by managed node groups only: Karpenter NodePool kp-a10g-spot "
+            "(karpenter.pools[0]), kp-a10g-od (karpenter.pools[1]) launches nodes only for "
+            "pending pods, and Kueue keeps a job of a Topology flavor without pods until it has "
+            "assigned it to nodes that exist (kubernetes-sigs/kueue@v0.19.2 "
+            "concepts/topology_aware_scheduling.md L61-69): its jobs would never start. Serve the "
+            "class from nodeGroups.gpu (static, or autoscaled behind the ProvisioningRequest "
+            "check), or leave it out",
+        ),
+    ]
+
+
+def test_a_fleet_workers_class_is_named_with_its_value() -> None:
+    raw = l40s_topology_values()
+    raw["gpu-platform:fleet"] = {"name": "prod"}
+    assert topology.check_topology_classes(_parse(raw)) == [
+        Problem(
+            "scheduling.topology.gpuClasses[0]",
+            "l40s-x1",
+            "left out on a fleet worker: MultiKueue needs the manager's flavors of the class to "
+            "carry the same Topology (kubernetes-sigs/kueue@v0.19.2 "
+            "site/content/en/docs/tasks/manage/setup_multikueue.md L145-157), which the fleet's "
+            "manager does not render (docs/topology.md)",
+        )
+    ]
+
+
+def test_the_nccl_tests_request_is_its_own_else_preferred_at_the_closest_layer() -> None:
+    levels = topology.levels_of(3)
+    opted = {"l40s-x1": levels}
+    assert topology.nccl_topology(None, "l40s-x1", opted) == topology.JobTopology(
+        "preferred",
+        "layer-3",
+        levels,
+        True,
+        "the test's ranks on the closest free nodes, never blocked",
+    )
+    asked = TopologyRequest(mode="required", level="layer-2")
+    assert topology.nccl_topology(asked, "l40s-x1", opted) == topology.JobTopology(
+        "required", "layer-2", levels, False, "asked"
+    )
+    assert topology.nccl_topology(asked, "l4-x1", opted) is None
+
+
+def test_why_a_class_is_not_placed_by_the_network_in_the_reports_words() -> None:
+    bare = "nodes carry no network-node labels (EC2 gives them no topology)"
+    assert topology.why_not_eligible(_parse(stack_values("dev")), "a10g-x1") == f"g5 {bare}"
+    use1 = _parse(stack_values("prod-use1"))
+    assert topology.why_not_eligible(use1, "l4-x1") == f"g6 {bare}"
+    assert topology.why_not_eligible(use1, "h100-x8") == (
+        "served by Karpenter NodePool kp-h100-reserved, kp-h100-od: Kueue places a Topology "
+        "flavor's gang only on nodes that exist before admission"
+    )
+    assert topology.why_not_eligible(_parse(l40s_topology_values()), "l40s-x1") == ""
+    raw = l40s_topology_values()
+    raw["gpu-platform:fleet"] = {"name": "prod"}
+    assert topology.why_not_eligible(_parse(raw), "l40s-x1") == (
+        "a fleet worker: its manager renders no Topology"
+    )
+
+
+def test_a_classs_types_are_its_groups_and_gpu_pools_and_its_topology_their_common_layers() -> None:
+    prod = _parse(stack_values("prod"))
+    assert topology.class_instance_types(prod, "l40s-x1") == [
+        "g6e.2xlarge",
+        "g6e.4xlarge",
+        "g6e.xlarge",
+    ]
+    assert topology.class_instance_types(prod, "h100-x8") == ["p5.48xlarge"]
+    assert topology.class_instance_types(prod, "cpu") == []
+    assert topology.opted_in(_parse(l40s_topology_values())) == {
+        "l40s-x1": ("zone", "layer-1", "layer-2", "layer-3", "hostname")
+    }
+    assert topology.opted_in(_parse(stack_values("dev"))) == {}
 
 
 # --- what a gang may ask ----------------------------------------------------------------------

@@ -23,6 +23,7 @@ from components.config import (
     SPOT_NOTICE_SECONDS,
     ConfigError,
     GraceSeconds,
+    Problem,
     StackConfig,
     TrainingJobConfig,
     trainer_runtime_names,
@@ -282,6 +283,33 @@ def test_policy_reads_a_trainjobs_grace_from_its_runtime_never_its_patch(dev: Sy
     assert any("terminationGracePeriodSeconds None < 120" in m for m in found), found
 
 
+def test_dropped_fields_labels_list_items_by_name_else_index_and_skips_what_is_no_mapping() -> None:
+    schema = [{"name": None, "kept": None}]
+    items = [{"name": "node", "extra": 1}, {"extra": 2}, 5, "text"]
+    assert list(trainer.dropped_fields(items, schema, "jobs")) == [
+        "jobs[node].extra",
+        "jobs[1].extra",
+    ]
+    # A value that is no list where the schema has one (a malformed patch) is no dropped field.
+    assert list(trainer.dropped_fields(5, schema, "jobs")) == []
+
+
+def test_a_patch_problem_names_the_launcher_and_every_dropped_field_of_each_patch() -> None:
+    job = {"spec": {"runtimePatches": [{"manager": "m"}, {"manager": "m", "extra": 1, "more": {}}]}}
+    assert trainer.patch_problems("trainingJobs[4]", job) == [
+        Problem(
+            "trainingJobs[4].launcher",
+            "kubeflow",
+            "a TrainJob whose runtime patches set only fields of Trainer v2.2.1's RuntimePatch, "
+            "the types Kueue v0.19.2 writes TrainJobs back with (a field they lack is dropped on "
+            "admission and on MultiKueue's copy, kubeflow/trainer@v2.2.1 "
+            "pkg/apis/trainer/v1alpha1/trainjob_types.go L287-481): runtimePatches[1].extra, "
+            "runtimePatches[1].more would never reach the pods (the pod's grace period belongs "
+            "in the ClusterTrainingRuntime)",
+        )
+    ]
+
+
 # --- the runtime must exist -------------------------------------------------------------------
 
 
@@ -295,6 +323,28 @@ def test_a_trainjob_whose_runtime_is_not_rendered_is_refused() -> None:
     assert f"runtime {job.trainer_runtime}" in problem.allowed
     native = job.model_copy(update={"launcher": "native"})
     assert trainer.runtime_problems(key, native, []) == []
+
+
+def test_a_missing_runtime_names_the_save_time_the_grace_and_the_platforms_runtimes() -> None:
+    plan, _ = _trainjob()
+    key, job = plan.facts.key, plan.job
+    runtimes = ["gpu-platform-torch-dev-g240", "other-runtime", "gpu-platform-torch-dev-g120"]
+    tail = "(save faster, or use launcher native)"
+    head = (
+        "a save whose shutdown fits a grace period of a ClusterTrainingRuntime the platform "
+        "renders: the pods need 120 s (runtime gpu-platform-torch-research-g120), and the "
+        "platform has"
+    )
+    assert trainer.runtime_problems(key, job, runtimes) == [
+        Problem(
+            "trainingJobs[2].checkpoint.saveSeconds",
+            20.0,
+            f"{head} gpu-platform-torch-dev-g120, gpu-platform-torch-dev-g240 {tail}",
+        )
+    ]
+    assert trainer.runtime_problems(key, job, ["other-runtime"]) == [
+        Problem("trainingJobs[2].checkpoint.saveSeconds", 20.0, f"{head} none {tail}")
+    ]
 
 
 def test_a_job_stack_refuses_a_trainjob_its_platform_has_no_runtime_for(prod: SynthResult) -> None:
