@@ -274,9 +274,8 @@ def storage_cost(rwx: RwxConfig | None) -> StorageCost:
         deployment, tier = rwx.fsx_deployment_type, rwx.fsx_throughput
         rate = StorageRate(catalog.FSX_LUSTRE_USD_PER_GB_MONTH[(deployment, tier)])
         return StorageCost(fsx=FsxCost(deployment, rwx.fsx_capacity_gib, tier, rate))
-    provisioned = (
-        rwx.provisioned_throughput_mibps if rwx.efs_throughput_mode == "provisioned" else None
-    )
+    # Set only with `throughputMode: provisioned`: RwxConfig refuses it with any other mode.
+    provisioned = rwx.provisioned_throughput_mibps
     return StorageCost(efs=EfsCost(float(provisioned) if provisioned is not None else None))
 
 

@@ -238,3 +238,42 @@ def test_a_groups_figures_keep_its_sizes_and_repair_setting() -> None:
         idle_usd_per_hour=2 * price,
         max_usd_per_hour=3 * price,
     )
+
+
+def test_the_system_groups_figures_are_never_autoscaled_and_keep_its_repair_setting() -> None:
+    for repair in (True, False):
+        groups = NodeGroupsConfig.model_validate(
+            {"system": {"instanceTypes": ["m6i.large"], "desiredSize": 2, "autoRepair": repair}}
+        )
+        (system,) = costs.node_group_costs(groups, frozenset({"system"}))
+        assert system.autoscaled is False, "the cluster-autoscaler resizes GPU groups only"
+        assert system.auto_repair is repair
+
+
+def test_a_platforms_storage_figure_is_its_rwx_file_systems() -> None:
+    rwx = RwxConfig.model_validate(
+        {
+            "type": "fsx",
+            "deploymentType": "PERSISTENT_1",
+            "perUnitStorageThroughput": 200,
+            "storageCapacityGib": 2400,
+        }
+    )
+    found = costs.platform_costs(
+        _groups(), autoscaled=frozenset(), pools=(), reservations=(), rwx=rwx
+    )
+    assert found.storage == costs.storage_cost(rwx)
+    assert found.storage.fsx == costs.FsxCost(
+        "PERSISTENT_1",
+        2400,
+        200,
+        costs.StorageRate(catalog.FSX_LUSTRE_USD_PER_GB_MONTH[("PERSISTENT_1", 200)]),
+    )
+
+
+def test_customer_keys_cost_their_monthly_fee_each(monkeypatch: pytest.MonkeyPatch) -> None:
+    # At the catalog's price (1.00 a key) a count times the fee equals the count over it; a
+    # dearer fee tells the two apart.
+    monkeypatch.setattr(catalog, "KMS_KEY_USD_PER_MONTH", 2.5)
+    assert costs.StorageCost.kms_usd_per_month(4) == pytest.approx(10.0)
+    assert costs.StorageCost().fixed_usd_per_month(4) == pytest.approx(10.0)
