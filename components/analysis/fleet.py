@@ -63,6 +63,7 @@ from components.config import (
 from components.config.errors import problem_lines
 from components.config.fleet import FleetManagerConfig, WorkerRef
 from components.config.fleet_stack import fleet_lines
+from components.config.teams import ResourceQuota
 from components.contract.fleet_worker import WorkerContract, WorkerTrainer
 from components.contract.job_platform import PlatformContract
 
@@ -398,6 +399,39 @@ def _sum_limit(values: Sequence[int | None]) -> int | None:
     return None if any(v is None for v in values) else sum(v or 0 for v in values)
 
 
+def _summed(parts: Sequence[ResourceQuota]) -> ResourceQuota:
+    """One resource of the workers' entries added up: nominal quota and each limit."""
+    return ResourceQuota(
+        parts[0].name,
+        sum(p.nominal for p in parts),
+        _sum_limit([p.borrowing for p in parts]),
+        _sum_limit([p.lending for p in parts]),
+    )
+
+
+class ManagerQuota(FlavorQuota):
+    """A manager's quota entry: every worker's entry of the flavor added up (`workers`), its
+    ClusterQueue carrying the sum of what the workers' ClusterQueues carry, limits included.
+
+    A worker's CPU and memory limits are its share of its own GPU limits, rounded up
+    (FlavorQuota.quantities); the share of the summed figures is not the sum of the shares. A
+    worker with 100 CPU for 1 GPU that may borrow 1 GPU borrows up to 100 CPU; summed with a
+    worker of 1 CPU for 100 GPUs borrowing none, the share would be 1 CPU, and the manager's
+    Kueue would keep pending a job the first worker's Kueue admits (MultiKueue admits on the
+    manager before it dispatches). Summing each worker's rendered quantities keeps the
+    manager's reach at least every worker's (tests/analysis/test_properties.py)."""
+
+    workers: tuple[FlavorQuota, ...]
+
+    def quantities(self) -> tuple[ResourceQuota, ResourceQuota, ResourceQuota]:
+        each = [entry.quantities() for entry in self.workers]
+        return (
+            _summed([q[0] for q in each]),
+            _summed([q[1] for q in each]),
+            _summed([q[2] for q in each]),
+        )
+
+
 def manager_teams(workers: Sequence[Worker]) -> tuple[TeamConfig, ...]:
     """The fleet's teams on the manager: the first worker's team with, per flavor, every
     worker's quota added up — "the quota in the manager cluster should equal the total quota
@@ -410,7 +444,7 @@ def manager_teams(workers: Sequence[Worker]) -> tuple[TeamConfig, ...]:
             for entry in mine.quota:
                 entries.setdefault((entry.gpu_class, entry.capacity_type), []).append(entry)
         quota = [
-            FlavorQuota(
+            ManagerQuota(
                 gpu_class=gpu_class,
                 capacity_type=capacity_type,
                 gpus=sum(e.gpus for e in group),
@@ -418,6 +452,7 @@ def manager_teams(workers: Sequence[Worker]) -> tuple[TeamConfig, ...]:
                 memory_gib=sum(e.memory_gib for e in group),
                 borrowing_limit_gpus=_sum_limit([e.borrowing_limit_gpus for e in group]),
                 lending_limit_gpus=_sum_limit([e.lending_limit_gpus for e in group]),
+                workers=tuple(group),
             )
             for (gpu_class, capacity_type), group in entries.items()
         ]

@@ -6,12 +6,14 @@ manager's teams, flavors and timeouts. The whole-stack counterparts are tests/fl
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import astuple
 from typing import Any
 
 from components import catalog
 from components.analysis.capacity import FlavorCommitment
 from components.analysis.fleet import (
     MANAGER_READY_MARGIN_S,
+    ManagerQuota,
     WorkerInput,
     _sum_limit,
     fleet_capacity,
@@ -525,7 +527,7 @@ def test_manager_teams_sum_each_limit_and_drop_the_deploy_identity() -> None:
     ]
     research = next(t for t in manager_teams(workers) if t.name == "research")
     assert research.quota == [
-        FlavorQuota(
+        ManagerQuota(
             gpu_class="l4-x1",
             capacity_type="spot",
             gpus=12,
@@ -533,7 +535,14 @@ def test_manager_teams_sum_each_limit_and_drop_the_deploy_identity() -> None:
             memory_gib=384,
             borrowing_limit_gpus=5,
             lending_limit_gpus=6,
+            workers=(_quota(4, 2, 1), _quota(8, 3, 5)),
         )
+    ]
+    # What its ClusterQueue carries: each worker's rendered quantities added up.
+    assert [astuple(q) for q in research.quota[0].quantities()] == [
+        ("cpu", 96, 16 + 24, 8 + 40),
+        ("memory", 384, 64 + 96, 32 + 160),
+        ("gpus", 12, 5, 6),
     ]
     assert research.deploy is None
 

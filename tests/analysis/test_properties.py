@@ -22,7 +22,8 @@ import json
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -32,6 +33,7 @@ from components import config as stack_config
 from components.analysis.capacity import flavor_provisioners, gpu_capacity, job_instance_types
 from components.analysis.efa_placement import memberships
 from components.analysis.fit import fit_sources
+from components.analysis.fleet import Worker, manager_teams
 from components.analysis.nodes import Allocatable, NodeSource
 from components.analysis.nodes import node_sources as _node_sources
 from components.analysis.placement import Placement, job_placement
@@ -1085,3 +1087,110 @@ def test_an_explicit_efa_request_one_of_the_jobs_types_cannot_offer_is_refused()
         )
     )
     assert fits == []
+
+
+@st.composite
+def fleet_quota_cases(
+    draw: st.DrawFn,
+) -> tuple[list[tuple[stack_config.TeamConfig, ...]], stack_config.TrainingJobConfig, JobResources]:
+    """1-3 workers' teams (team0 and team1, each with an entry for one flavor: any nominal GPUs,
+    CPU and memory, borrowing and lending limits or none) and a job of team0 on that flavor
+    with one pod's CPU and memory requests."""
+    gpu_class = draw(st.sampled_from(sorted(CLASS_TYPES)))
+    flavor: Flavor = (gpu_class, "on-demand")
+    workers = []
+    for _ in range(draw(st.integers(1, 3))):
+        teams = []
+        for index in range(2):
+            gpus = draw(st.integers(0, 32))
+            # CPU and memory per GPU far apart between workers: each worker's limits are its
+            # own share of them (FlavorQuota.quantities).
+            extra: dict[str, Any] = {
+                "cpu": max(1, gpus * draw(st.sampled_from([1, 4, 32, 128]))),
+                "memoryGib": max(1, gpus * draw(st.sampled_from([1, 16, 256, 1024]))),
+            }
+            if draw(st.booleans()):
+                extra["borrowingLimitGpus"] = draw(st.integers(0, 32))
+            if draw(st.booleans()):
+                extra["lendingLimitGpus"] = draw(st.integers(0, gpus))
+            quota = [_entry(flavor, gpus, **extra)]
+            teams.append(stack_config.TeamConfig.model_validate(_team(index, quota, 10**4)))
+        workers.append(tuple(teams))
+    job = _job(gpu_class, "on-demand", draw(st.integers(1, 4)))
+    cpu, memory = draw(st.integers(1, 1024)), draw(st.integers(1, 8192))
+    requests = JobResources("", float(cpu), memory, 1, 0)
+    return workers, job, requests
+
+
+def _worker_with(teams: tuple[stack_config.TeamConfig, ...]) -> Worker:
+    """What manager_teams reads of a worker: its config's teams."""
+    return cast(Worker, SimpleNamespace(cfg=SimpleNamespace(teams=teams)))
+
+
+@MANY
+@given(fleet_quota_cases())
+def test_a_fleet_manager_admits_every_job_a_worker_admits(
+    case: tuple[list[tuple[stack_config.TeamConfig, ...]], Any, JobResources],
+) -> None:
+    """MultiKueue admits a job on the manager first, against the manager's ClusterQueues (every
+    worker's quota added up: analysis/fleet.py manager_teams), and dispatches it only then. A
+    job some worker's Kueue admits (its team's nominal quota plus what the worker's cohort
+    lends, within its borrowing limit: quota._entry_fit) must fit the manager's quota too, in
+    GPUs, CPU and memory, or it waits on the manager forever while that worker has room."""
+    workers, job, requests = case
+    manager = manager_teams([_worker_with(teams) for teams in workers])
+    capacity = {(job.gpu_class, "on-demand"): 10**4}
+
+    def quota_refusals(teams: tuple[stack_config.TeamConfig, ...]) -> list[Any]:
+        problems = job_quota_problems("k", job, teams[0], capacity, requests, cohort=teams)
+        return [p for p in problems if "fits no quota" in p.allowed]
+
+    if any(not quota_refusals(teams) for teams in workers):
+        assert quota_refusals(manager) == []
+
+
+def test_a_manager_borrows_each_workers_cpu_share_not_the_share_of_the_sums() -> None:
+    """One worker's team0 has 100 CPU for 1 GPU and may borrow 1 GPU (with it up to 100 CPU);
+    another's has 1 CPU for 100 GPUs and borrows none. The share of the sums (101 CPU for 101
+    GPUs, borrowing 1) would be 1 CPU: the manager would keep pending the 150-CPU job the first
+    worker admits with CPU team1 lends."""
+    (gpu_class,) = [c for c in sorted(CLASS_TYPES) if GPUS_PER_NODE[c] == 1][:1]
+    flavor: Flavor = (gpu_class, "on-demand")
+
+    def team(index: int, gpus: int, cpu: int, **extra: Any) -> stack_config.TeamConfig:
+        quota = [_entry(flavor, gpus, cpu=cpu, memoryGib=100, **extra)]
+        return stack_config.TeamConfig.model_validate(_team(index, quota, 10**4))
+
+    first = (team(0, 1, 100, borrowingLimitGpus=1), team(1, 1, 400))
+    second = (team(0, 100, 1, borrowingLimitGpus=0), team(1, 1, 1))
+    manager = manager_teams([_worker_with(first), _worker_with(second)])
+    job = _job(gpu_class, "on-demand", 1)
+    requests = JobResources("", 150.0, 10, 1, 0)
+    capacity = {flavor: 10**4}
+    assert job_quota_problems("k", job, first[0], capacity, requests, cohort=first) == []
+    assert job_quota_problems("k", job, manager[0], capacity, requests, cohort=manager) == []
+    cpu, _, gpus = manager[0].quota[0].quantities()
+    assert (cpu.nominal, cpu.borrowing, cpu.lending) == (101, 100, None)
+    assert (gpus.nominal, gpus.borrowing, gpus.lending) == (101, 1, None)
+
+
+@MANY
+@given(fleet_quota_cases())
+def test_a_managers_quota_bounds_each_worker_s_in_every_resource(
+    case: tuple[list[tuple[stack_config.TeamConfig, ...]], Any, JobResources],
+) -> None:
+    """Why the manager admits what a worker admits: per team and resource its ClusterQueue's
+    nominal quota, borrowing limit and lendable quota are each at least any worker's (a limit
+    None: unbounded), so its nominal plus what its cohort lends, within its borrowing limit,
+    is too."""
+    workers, _, _ = case
+    manager = manager_teams([_worker_with(teams) for teams in workers])
+    for index, team in enumerate(manager):
+        summed = team.quota[0].quantities()
+        for teams in workers:
+            for mine, theirs in zip(summed, teams[index].quota[0].quantities(), strict=True):
+                assert mine.name == theirs.name
+                assert mine.nominal >= theirs.nominal
+                assert mine.lendable >= theirs.lendable
+                if mine.borrowing is not None:
+                    assert theirs.borrowing is not None and mine.borrowing >= theirs.borrowing
