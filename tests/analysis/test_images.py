@@ -253,3 +253,19 @@ def test_a_resolved_ecr_tag_keeps_the_reference_the_job_configured() -> None:
     assert source.reference == image
     trainer = image_source(_cfg("dev"), _cfg("dev").training_jobs[0])
     assert trainer is not None and trainer.reference is None
+
+
+@pytest.mark.parametrize("tag", ["build", "buildcache", "sha256-" + "0" * 64 + ".sig"])
+def test_a_job_resolving_a_tag_the_tools_move_is_refused_naming_them(tag: str) -> None:
+    image = f"{ECR}/gpu-dev/teams/research/llm:{tag}"
+    cfg = _cfg("dev", image)
+    assert image_source_problems(cfg, "trainingJobs[0]", cfg.training_jobs[0]) == [
+        Problem(
+            "trainingJobs[0].image",
+            image,
+            "a tag that never moves, or an image by digest: sha256-*, buildcache, build are "
+            "rewritten by the deploy's tools, and the digest a moved tag left behind expires",
+        )
+    ]
+    still = _cfg("dev", f"{ECR}/gpu-dev/teams/research/llm:v{tag}")
+    assert image_source_problems(still, "trainingJobs[0]", still.training_jobs[0]) == []
