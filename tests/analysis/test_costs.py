@@ -3,12 +3,18 @@ planning prices, each called once by the facts; the report renders what they ret
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from components import catalog
-from components.analysis import costs
+from components.analysis import capacity, costs
 from components.analysis.capacity import ReservationRow
+from components.analysis.capacity import reservations as capacity_reservations
+from components.analysis.facts import build
 from components.config import KarpenterPool, NodeGroupsConfig, RwxConfig
+from components.config.load import namespace_values, parse
+from tests.conftest import values_with_jobs
 
 
 def test_a_jobs_hourly_cost_is_its_nodes_at_the_planning_price_of_its_type() -> None:
@@ -277,3 +283,58 @@ def test_customer_keys_cost_their_monthly_fee_each(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(catalog, "KMS_KEY_USD_PER_MONTH", 2.5)
     assert costs.StorageCost.kms_usd_per_month(4) == pytest.approx(10.0)
     assert costs.StorageCost().fixed_usd_per_month(4) == pytest.approx(10.0)
+
+
+def test_each_jobs_facts_carry_its_hourly_cost_on_the_type_its_pods_land_on() -> None:
+    raw = values_with_jobs("prod")
+    cfg = parse(
+        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    )
+    facts = build(cfg)
+    assert facts.jobs
+    for jf in facts.jobs:
+        assert jf.hourly == costs.job_hourly_cost(jf.job.nodes, jf.resources.instance_type)
+        assert jf.hourly.on_demand > 0
+
+
+def test_a_gpu_groups_figures_keep_its_repair_setting() -> None:
+    for repair in (True, False):
+        (_, h100, _) = costs.node_group_costs(
+            _groups({**H100, "maxSize": 2, "autoRepair": repair}, {**L40S, "maxSize": 3}),
+            frozenset(),
+        )
+        assert h100.name == "ng-h100" and h100.auto_repair is repair
+
+
+def test_a_pool_whose_limit_holds_no_node_reaches_nothing() -> None:
+    pool = KarpenterPool.model_validate(
+        dict(
+            name="h100",
+            gpuClass="h100-x8",
+            capacityType="on-demand",
+            instanceTypes=["p5.48xlarge"],
+            limits={"gpus": 4},
+        )
+    )
+    assert costs.pool_max_cost(pool) == costs.PoolCost(0, 0.0)
+
+
+def test_a_stacks_facts_carry_its_cost_figures_and_flavor_commitments() -> None:
+    raw = values_with_jobs("prod")
+    cfg = parse(
+        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    )
+    facts = build(cfg)
+    autoscaled = frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g))
+    assert autoscaled, "prod has groups the cluster-autoscaler resizes"
+    assert facts.costs == costs.platform_costs(
+        cfg.node_groups,
+        autoscaled=autoscaled,
+        pools=cfg.karpenter.pools,
+        reservations=capacity_reservations(cfg),
+        rwx=cfg.storage.rwx,
+    )
+    assert cfg.storage.rwx is not None and facts.costs.storage != costs.storage_cost(None)
+    assert any(i.item.startswith("capacity reservation") for i in facts.costs.idle)
+    assert facts.commitments == capacity.flavor_commitments(cfg.teams, facts.capacity)
+    assert facts.commitments

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -269,3 +270,15 @@ def test_a_job_resolving_a_tag_the_tools_move_is_refused_naming_them(tag: str) -
     ]
     still = _cfg("dev", f"{ECR}/gpu-dev/teams/research/llm:v{tag}")
     assert image_source_problems(still, "trainingJobs[0]", still.training_jobs[0]) == []
+
+
+def test_the_admission_pattern_takes_exact_repositories_with_their_dots_escaped() -> None:
+    one, other = "1.dkr.ecr.us-east-1.amazonaws.com/home/trainer", "ghcr.io/org/trainer"
+    pattern = image_pattern(["ghcr.io/mine"], require_digest=False, repositories=(one, other))
+    assert pattern == (
+        r"^((ghcr\.io/mine)/[a-z0-9._/-]+|1\.dkr\.ecr\.us-east-1\.amazonaws\.com/home/trainer"
+        r"|ghcr\.io/org/trainer)(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$"
+    )
+    assert re.match(pattern, f"{one}:7") and re.match(pattern, f"{other}{DIGEST}")
+    assert not re.match(pattern, "1xdkr.ecr.us-east-1.amazonaws.com/home/trainer:7")
+    assert not re.match(pattern, f"{other}/below:7"), "exactly those repositories"

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from components import catalog
 from components import config as stack_config
 from components.analysis import readiness
 from components.analysis.facts import build
@@ -131,4 +132,11 @@ def test_a_job_whose_image_outlasts_the_timeout_is_named(
     assert build(cfg).pods_ready.timeout_s >= 60 * 1024 // readiness.PULL_MIBPS
     expect_config_error(
         values, f"gpu-platform:trainingJobs[{index}].imageSizeGib", "evict and requeue"
+    )
+
+
+def test_a_system_node_pulls_at_containerds_default_onto_its_gp3_root() -> None:
+    disk = catalog.SYSTEM_DISK_THROUGHPUT_MIBPS
+    assert readiness.system_pull_rate() == readiness.PullRate(
+        min(readiness.PULL_MIBPS, disk), f"gp3 {disk} MiB/s", False
     )

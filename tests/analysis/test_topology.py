@@ -329,6 +329,12 @@ def test_static_nodes_honour_a_required_block_and_the_gang_waits_for_one() -> No
     assert [h.honours for h in network.honours] == ["yes"]
     assert network.when_full.startswith("waits")
     assert network.effect.max_hops == 2
+    # Read for the type its pods land on (the job's resources), not the class's first.
+    assert network.effect == topology_checks.level_effect(
+        "layer-3", network.request.levels, facts.jobs[0].resources.instance_type
+    )
+    assert facts.jobs[0].resources.instance_type == "p5.48xlarge"
+    assert judgement.verdicts[0].network_exclusion == "", "placed by the network: no exclusion"
     assert facts.jobs[0].topology is not None
     assert facts.jobs[0].topology.kueue_annotations() == {
         topology.KUEUE_REQUIRED: "topology.k8s.aws/network-node-layer-3"
@@ -462,7 +468,8 @@ def test_volcano_hard_needs_static_nodes_and_a_tier() -> None:
     assert _keys(blind) == ["trainingJobs[0].topology.mode"]
 
 
-def test_the_nccl_test_runs_in_one_block_only_on_static_nodes() -> None:
+def _nccl_in_one_block_on_static_h100() -> Any:
+    """The NCCL test's verdict on the static H100 group, asking for one layer-3 block."""
     raw = h100_static_values()
     raw["gpu-platform:validation"] = {
         **raw["gpu-platform:validation"],
@@ -473,7 +480,11 @@ def test_the_nccl_test_runs_in_one_block_only_on_static_nodes() -> None:
         },
     }
     _, judgement = check(_parse(raw))
-    nccl = next(v for v in judgement.verdicts if v.key == "validation.nccl")
+    return next(v for v in judgement.verdicts if v.key == "validation.nccl")
+
+
+def test_the_nccl_test_runs_in_one_block_only_on_static_nodes() -> None:
+    nccl = _nccl_in_one_block_on_static_h100()
     assert nccl.network is not None
     assert nccl.network.request.volcano_network_topology() == {
         "mode": "hard",
@@ -497,7 +508,16 @@ def test_the_nccl_test_runs_in_one_block_only_on_static_nodes() -> None:
 def test_the_nccl_test_asks_for_a_block_only_on_a_class_placed_by_the_network() -> None:
     raw = stack_values("dev")
     raw["gpu-platform:validation"]["nccl"]["topology"] = {"mode": "preferred", "level": "layer-3"}
-    assert _keys(_parse(raw)) == ["validation.nccl.topology"]
+    assert problems(_parse(raw)) == [
+        Problem(
+            "validation.nccl.topology",
+            {"mode": "preferred", "level": "layer-3"},
+            "left out: GPU class a10g-x1 is not placed by the network "
+            "(scheduling.topology.gpuClasses: none); its flavors carry no Topology, and Kueue "
+            "refuses a podset asking for one on them ('Flavor ... does not support "
+            "TopologyAwareScheduling')",
+        )
+    ]
     del raw["gpu-platform:validation"]["nccl"]["topology"]
     assert problems(_parse(raw)) == []
 
