@@ -336,5 +336,6 @@ def test_a_stacks_facts_carry_its_cost_figures_and_flavor_commitments() -> None:
     )
     assert cfg.storage.rwx is not None and facts.costs.storage != costs.storage_cost(None)
     assert any(i.item.startswith("capacity reservation") for i in facts.costs.idle)
+    assert facts.reservations == tuple(capacity_reservations(cfg)) and facts.reservations
     assert facts.commitments == capacity.flavor_commitments(cfg.teams, facts.capacity)
     assert facts.commitments

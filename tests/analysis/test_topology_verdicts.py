@@ -7,7 +7,7 @@ from __future__ import annotations
 from components.analysis import check, topology, topology_checks
 from components.analysis.facts import build
 from tests.analysis.test_topology import _nccl_in_one_block_on_static_h100, _parse
-from tests.conftest import stack_values
+from tests.conftest import l40s_topology_values, stack_values
 
 
 def test_the_nccl_tests_network_part_is_a_volcano_gangs_on_its_host_type() -> None:
@@ -45,3 +45,26 @@ def test_a_job_on_a_class_the_network_does_not_place_carries_why() -> None:
     prod = build(_parse(stack_values("prod")))
     assert not prod.cfg.training_jobs and set(prod.topologies) == {"l40s-x1"}
     assert list(prod.network_exclusions) == ["h100-x8", "l4-x1"]
+
+
+def test_the_nccl_test_on_an_autoscaled_group_is_scored_by_volcano() -> None:
+    """Its default request (preferred, the closest layer) on an autoscaled group: Volcano, not
+    Kueue's second pass, packs the gang."""
+    raw = l40s_topology_values()
+    raw["gpu-platform:validation"] = {
+        **raw["gpu-platform:validation"],
+        "enabled": True,
+        "nccl": {"pool": "ng-l40s-od", "minBusBandwidthGbps": 1},
+    }
+    _, judgement = check(_parse(raw))
+    nccl = next(v for v in judgement.verdicts if v.key == "validation.nccl")
+    assert nccl.problems == () and nccl.network is not None
+    assert nccl.network.honours == (
+        topology_checks.SourceHonour(
+            "ng-l40s-od",
+            "autoscaler",
+            "best effort",
+            "the autoscaler raises the group blind to the hierarchy; Volcano scores the closest "
+            "nodes",
+        ),
+    )
