@@ -12,7 +12,7 @@ from components.analysis import capacity, costs
 from components.analysis.capacity import ReservationRow
 from components.analysis.capacity import reservations as capacity_reservations
 from components.analysis.facts import build
-from components.config import KarpenterPool, NodeGroupsConfig, RwxConfig
+from components.config import KarpenterPool, NodeGroupsConfig, RwxConfig, StackConfig
 from components.config.load import namespace_values, parse
 from tests.conftest import values_with_jobs
 
@@ -119,20 +119,33 @@ def test_storage_is_priced_from_the_rwx_config() -> None:
     assert costs.storage_cost(None) == costs.StorageCost(), "a fleet's manager has no RWX"
 
 
+def _gpu_pool(gpu_class: str, instance_types: list[str], gpus: int) -> KarpenterPool:
+    """An on-demand GPU NodePool of these types, limited to `gpus` GPUs."""
+    return KarpenterPool.model_validate(
+        dict(
+            name=gpu_class.partition("-")[0],
+            gpuClass=gpu_class,
+            capacityType="on-demand",
+            instanceTypes=instance_types,
+            limits={"gpus": gpus},
+        )
+    )
+
+
+def _prod_with_jobs() -> StackConfig:
+    """Prod with its teams' job-stack jobs declared (tests/conftest.py values_with_jobs)."""
+    raw = values_with_jobs("prod")
+    return parse(
+        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
+    )
+
+
 def _price(name: str, capacity: catalog.CapacityType) -> float:
     return catalog.price_per_hour(name, capacity)
 
 
 def test_max_cost_at_limit_uses_the_dearest_type_that_fits() -> None:
-    pool = KarpenterPool.model_validate(
-        dict(
-            name="l4",
-            gpuClass="l4-x1",
-            capacityType="on-demand",
-            instanceTypes=["g6.xlarge", "g6.16xlarge"],
-            limits={"gpus": 4},
-        )
-    )
+    pool = _gpu_pool("l4-x1", ["g6.xlarge", "g6.16xlarge"], 4)
     at_limit = costs.pool_max_cost(pool)
     assert at_limit.nodes == 4
     expected = 4 * catalog.instance("g6.16xlarge").on_demand_usd_per_hour
@@ -164,15 +177,7 @@ def test_a_fleet_jobs_replication_is_its_states_per_checkpoint_to_every_other_wo
 
 def test_a_platforms_costs_hold_each_groups_pools_idle_and_storage_figure() -> None:
     groups = _groups({**H100, "maxSize": 2}, {**L40S, "maxSize": 3})
-    pool = KarpenterPool.model_validate(
-        dict(
-            name="l4",
-            gpuClass="l4-x1",
-            capacityType="on-demand",
-            instanceTypes=["g6.xlarge"],
-            limits={"gpus": 2},
-        )
-    )
+    pool = _gpu_pool("l4-x1", ["g6.xlarge"], 2)
     found = costs.platform_costs(
         groups, autoscaled=frozenset({"ng-h100"}), pools=[pool], reservations=(), rwx=None
     )
@@ -286,10 +291,7 @@ def test_customer_keys_cost_their_monthly_fee_each(monkeypatch: pytest.MonkeyPat
 
 
 def test_each_jobs_facts_carry_its_hourly_cost_on_the_type_its_pods_land_on() -> None:
-    raw = values_with_jobs("prod")
-    cfg = parse(
-        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
-    )
+    cfg = _prod_with_jobs()
     facts = build(cfg)
     assert facts.jobs
     for jf in facts.jobs:
@@ -307,23 +309,12 @@ def test_a_gpu_groups_figures_keep_its_repair_setting() -> None:
 
 
 def test_a_pool_whose_limit_holds_no_node_reaches_nothing() -> None:
-    pool = KarpenterPool.model_validate(
-        dict(
-            name="h100",
-            gpuClass="h100-x8",
-            capacityType="on-demand",
-            instanceTypes=["p5.48xlarge"],
-            limits={"gpus": 4},
-        )
-    )
+    pool = _gpu_pool("h100-x8", ["p5.48xlarge"], 4)
     assert costs.pool_max_cost(pool) == costs.PoolCost(0, 0.0)
 
 
 def test_a_stacks_facts_carry_its_cost_figures_and_flavor_commitments() -> None:
-    raw = values_with_jobs("prod")
-    cfg = parse(
-        namespace_values({k: v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()})
-    )
+    cfg = _prod_with_jobs()
     facts = build(cfg)
     autoscaled = frozenset(g.name for g in cfg.node_groups.gpu if cfg.autoscaled(g))
     assert autoscaled, "prod has groups the cluster-autoscaler resizes"

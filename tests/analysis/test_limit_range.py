@@ -164,26 +164,23 @@ def test_a_refusal_names_every_request_over_its_limit() -> None:
     ]
 
 
-def test_a_max_bounds_only_what_a_container_asks_for() -> None:
+@pytest.mark.parametrize(
+    ("bound", "asked", "refusal"),
+    [
+        ({"max": {"cpu": "500m"}}, "1", "containers[0]: cpu above the LimitRange max 500m"),
+        ({"min": {"cpu": "100m"}}, "50m", "containers[0]: cpu below the LimitRange min 100m"),
+    ],
+)
+def test_a_max_or_min_bounds_only_what_a_container_asks_for(
+    bound: dict[str, Any], asked: str, refusal: str
+) -> None:
     """A container that declares no CPU at all (and no default gives it one) is within any
-    CPU max, even one under a core."""
-    spec = {"limits": [{"type": "Container", "max": {"cpu": "500m"}}]}
+    CPU max, even one under a core, and any min."""
+    spec = {"limits": [{"type": "Container", **bound}]}
     container = {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}
     assert limit_range.kueue_refusals([container], spec) == []
-    asking = {"requests": {"cpu": "1"}, "limits": {}}
-    assert limit_range.kueue_refusals([asking], spec) == [
-        "containers[0]: cpu above the LimitRange max 500m"
-    ]
-
-
-def test_a_min_bounds_only_what_a_container_asks_for() -> None:
-    spec = {"limits": [{"type": "Container", "min": {"cpu": "100m"}}]}
-    container = {"requests": {"memory": "1Gi"}, "limits": {"memory": "1Gi"}}
-    assert limit_range.kueue_refusals([container], spec) == []
-    asking = {"requests": {"cpu": "50m"}, "limits": {}}
-    assert limit_range.kueue_refusals([asking], spec) == [
-        "containers[0]: cpu below the LimitRange min 100m"
-    ]
+    asking = {"requests": {"cpu": asked}, "limits": {}}
+    assert limit_range.kueue_refusals([asking], spec) == [refusal]
 
 
 def test_the_training_container_word_for_word() -> None:

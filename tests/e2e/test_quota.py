@@ -14,10 +14,8 @@ Each run's record goes to build/e2e/quota.json."""
 from __future__ import annotations
 
 import copy
-import json
 import time
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -27,7 +25,7 @@ from components.analysis.quota import job_quota_problems
 from components.platform.tenancy.team_queues import flavor_resources
 from synth.engines.client import wait_for
 from synth.engines.driver import workload_of
-from synth.engines.run import Cluster, ClusterRun, Toolkit, boot
+from synth.engines.run import Cluster, ClusterRun, Toolkit
 from synth.engines.workloads import (
     WorkloadRun,
     admission,
@@ -38,7 +36,7 @@ from synth.engines.workloads import (
 )
 from synth.harness import SynthResult, run_program
 from tests.conftest import stack_values
-from tests.e2e.conftest import RECORDS
+from tests.e2e.conftest import one_plane
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -77,13 +75,9 @@ def stack() -> SynthResult:
 
 @pytest.fixture(scope="module")
 def cluster(kit: Toolkit, stack: SynthResult) -> Iterator[tuple[Cluster, ClusterRun]]:
-    out = ClusterRun(name="quota", stacks=["dev (research alone on a10g on-demand)"])
-    with kit.plane("quota") as cp:
-        booted = boot(cp, kit, [stack], region="us-east-1", out=out)
-        out.acts = booted.driver.fleet.acts
-        yield booted, out
-    RECORDS.mkdir(parents=True, exist_ok=True)
-    (RECORDS / "quota.json").write_text(json.dumps(asdict(out), indent=1, default=str))
+    described = "dev (research alone on a10g on-demand)"
+    with one_plane(kit, "quota", stack, described) as booted:
+        yield booted
 
 
 def _two_nodes(cluster: Cluster) -> dict[str, Any]:

@@ -14,11 +14,9 @@ Each run's record goes to build/e2e/topology.json (the figures in docs/real-engi
 from __future__ import annotations
 
 import copy
-import json
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict
 from typing import Any
 
 import pytest
@@ -26,11 +24,11 @@ import pytest
 from components import catalog
 from synth.engines.client import wait_for
 from synth.engines.driver import pods_of, workload_of
-from synth.engines.run import Cluster, ClusterRun, Toolkit, _verdicts, boot
+from synth.engines.run import Cluster, ClusterRun, Toolkit, _verdicts
 from synth.engines.workloads import WorkloadRun, apply_all, as_submitted, remove, submit
 from synth.harness import SynthResult, run_program
 from tests.conftest import h100_static_values
-from tests.e2e.conftest import RECORDS
+from tests.e2e.conftest import one_plane
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -72,13 +70,10 @@ def stack() -> SynthResult:
 
 @pytest.fixture(scope="module")
 def cluster(kit: Toolkit, stack: SynthResult) -> Iterator[tuple[Cluster, ClusterRun]]:
-    out = ClusterRun(name="topology", stacks=["prod (fixed H100 group, h100-x8 by the network)"])
-    with kit.plane("topology") as cp:
-        booted = boot(cp, kit, [stack], region="us-east-1", out=out)
-        out.acts = booted.driver.fleet.acts
-        yield booted, out
-    RECORDS.mkdir(parents=True, exist_ok=True)
-    (RECORDS / "topology.json").write_text(json.dumps(asdict(out), indent=1, default=str))
+    with one_plane(
+        kit, "topology", stack, "prod (fixed H100 group, h100-x8 by the network)"
+    ) as booted:
+        yield booted
 
 
 def _rendered(cluster: Cluster, name: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ COVERED_RESOURCES: Final = catalog.KUEUE_COVERED_RESOURCES
 
 
 #: The Kubernetes resource and unit of each quantity of a quota entry (FlavorQuota.quantities).
-RESOURCE_NAMES: dict[str, tuple[str, str]] = {
+RESOURCE_NAMES: Final[dict[str, tuple[str, str]]] = {
     "cpu": ("cpu", ""),
     "memory": ("memory", "Gi"),
     "gpus": (catalog.GPU_RESOURCE, ""),
